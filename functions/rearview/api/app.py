@@ -1,0 +1,99 @@
+"""The ASGI app: MCP (stateless, JSON responses) at `/mcp`, behind tenant auth.
+
+One app serves both `rearview serve` (uvicorn) and the Lambda handler. It answers 2025-era
+clients (initialize handshake) and 2026-07-28 clients (no handshake) alike; GET and DELETE on
+`/mcp` get 405 at once (stateless: no server-push stream, no session to delete).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rearview import __version__
+from rearview.api import tools
+from rearview.api.auth import ApiKeyResolver, TenantAuth, base_url
+from rearview.service.memory_service import MemoryService
+
+MCP_PATH = "/mcp"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+INSTRUCTIONS = (
+    "Rearview is your long-term memory. Search it (memory_search) at the start of a task and before asking "
+    "the user something they may have told you; write (memory_write) durable facts, preferences, decisions "
+    "and lessons from failures. See the memory_guidelines prompt."
+)
+
+
+class MethodGuard:
+    """Answer GET/DELETE on the MCP path with 405 instead of opening a stream that never ends."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"].rstrip("/") == MCP_PATH
+            and scope["method"] in ("GET", "DELETE")
+        ):
+            response = Response(
+                '{"error": "method_not_allowed", "message": "stateless server: POST JSON-RPC to /mcp"}',
+                status_code=405,
+                headers={"Allow": "POST"},
+                media_type="application/json",
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def build_mcp(service: MemoryService) -> MCPServer[Any]:
+    """The MCP server with Rearview's tools, prompt and resource."""
+    mcp: MCPServer[Any] = MCPServer("rearview", instructions=INSTRUCTIONS, version=__version__)
+    tools.register(mcp, service)
+    return mcp
+
+
+def create_app(
+    service: MemoryService,
+    resolver: ApiKeyResolver,
+    host: str = "127.0.0.1",
+    public_url: str | None = None,
+) -> ASGIApp:
+    """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection."""
+    mcp = build_mcp(service)
+
+    @mcp.custom_route("/healthz", methods=["GET"])  # type: ignore[untyped-decorator]
+    async def healthz(_: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    @mcp.custom_route("/.well-known/oauth-protected-resource", methods=["GET"])  # type: ignore[untyped-decorator]
+    async def protected_resource(request: Request) -> Response:
+        base = public_url or base_url(request.scope, request.headers)
+        return JSONResponse(
+            {
+                "resource": f"{base}{MCP_PATH}",
+                "bearer_methods_supported": ["header"],
+                "resource_name": "Rearview memory",
+            }
+        )
+
+    security = None
+    if host not in LOOPBACK:
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # auth guards it instead
+    starlette: Starlette = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
+        host=host,
+    )
+    metadata_url = f"{public_url}/.well-known/oauth-protected-resource" if public_url else None
+    return MethodGuard(TenantAuth(starlette, resolver, metadata_url))

@@ -1,0 +1,97 @@
+"""Who is calling: API keys map to tenants; the tenant never comes from tool arguments.
+
+`TenantAuth` is pure ASGI middleware. It resolves the caller's tenant from `Authorization:
+Bearer <key>` (or `X-API-Key`) and stores it in `scope["state"]["tenant_id"]`, where the tools
+read it. With no keys configured, every request is the default tenant (the local server then
+binds to loopback only). Unauthenticated requests get 401 with a `WWW-Authenticate` header that
+points at the protected-resource metadata (MCP authorization spec).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Mapping
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rearview.settings import hash_key
+
+PUBLIC_PATHS = frozenset({"/healthz", "/.well-known/oauth-protected-resource"})
+TENANT_STATE_KEY = "tenant_id"
+
+
+class ApiKeyResolver:
+    """Hashed API key -> tenant id. Constant-time comparison against each stored hash."""
+
+    def __init__(self, hashed_keys: Mapping[str, str], default_tenant: str | None) -> None:
+        self._keys = dict(hashed_keys)
+        self._default = default_tenant
+
+    @property
+    def open(self) -> bool:
+        """True when no keys are configured (single default tenant)."""
+        return not self._keys
+
+    def tenant_for(self, presented: str | None) -> str | None:
+        """The tenant for a presented key, the default tenant when open, else None."""
+        if self.open:
+            return self._default
+        if not presented:
+            return None
+        digest = hash_key(presented)
+        for stored, tenant in self._keys.items():
+            if hmac.compare_digest(stored, digest):
+                return tenant
+        return None
+
+
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The credential in `Authorization: Bearer ...` or `X-API-Key`."""
+    auth = headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip() or None
+    return headers.get("x-api-key") or None
+
+
+class TenantAuth:
+    """ASGI middleware: authenticate, then pass the tenant down in `scope["state"]`."""
+
+    def __init__(self, app: ASGIApp, resolver: ApiKeyResolver, metadata_url: str | None = None) -> None:
+        self.app = app
+        self.resolver = resolver
+        self.metadata_url = metadata_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        tenant = self.resolver.tenant_for(presented_key(headers))
+        if tenant is None:
+            await self._unauthorized(scope, send, headers)
+            return
+        scope.setdefault("state", {})[TENANT_STATE_KEY] = tenant
+        await self.app(scope, receive, send)
+
+    async def _unauthorized(self, scope: Scope, send: Send, headers: Mapping[str, str]) -> None:
+        metadata = self.metadata_url or f"{base_url(scope, headers)}/.well-known/oauth-protected-resource"
+        body = json.dumps({"error": "unauthorized", "message": "missing or invalid API key"}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", f'Bearer resource_metadata="{metadata}"'.encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def base_url(scope: Scope, headers: Mapping[str, str]) -> str:
+    """scheme://host of the request, honouring X-Forwarded-Proto (API Gateway, proxies)."""
+    scheme = headers.get("x-forwarded-proto", scope.get("scheme", "http"))
+    host = headers.get("host", "localhost")
+    return f"{scheme}://{host}"

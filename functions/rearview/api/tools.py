@@ -1,0 +1,304 @@
+"""The MCP tools, prompt and resource: thin adapters from tool arguments to MemoryService calls.
+
+Tool names are a contract (see DESIGN.md). Descriptions tell the model *when* to call each tool;
+parameter descriptions are read by the model too. The tenant comes from the authenticated
+request (`api/auth.py`), never from an argument.
+"""
+
+# No `from __future__ import annotations`: the SDK reads these signatures at registration time.
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+from typing import Annotated, Any, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from rearview.api.auth import TENANT_STATE_KEY
+from rearview.api.errors import tool_errors
+from rearview.clock import parse_time
+from rearview.errors import AuthenticationError
+from rearview.models import (
+    DEFAULT_AGENT,
+    MAX_TOP_K,
+    ForgetRequest,
+    ForgetResult,
+    HistoryResult,
+    MemoryFilter,
+    MemoryStatus,
+    MemoryType,
+    MemoryView,
+    MetadataValue,
+    SearchRequest,
+    SearchResult,
+    Stats,
+    UpdateRequest,
+    Visibility,
+    WriteRequest,
+    WriteResult,
+)
+from rearview.service.memory_service import MemoryService
+
+T = TypeVar("T")
+
+AgentId = Annotated[
+    str, Field(description="Your agent's id; private memories are visible only to the agent that wrote them.")
+]
+SessionId = Annotated[str | None, Field(description="The current conversation/session id, if any.")]
+Tags = Annotated[
+    list[str], Field(description="Short labels for filtering, e.g. ['project:rearview', 'lang:python'].")
+]
+Types = Annotated[
+    list[MemoryType] | None, Field(description="Only these memory types (default: all).")
+]  # fmt: skip
+TimeFrom = Annotated[
+    str | None, Field(description="ISO-8601 UTC; only memories whose event happened at/after this.")
+]
+TimeTo = Annotated[
+    str | None, Field(description="ISO-8601 UTC; only memories whose event happened at/before this.")
+]
+
+READ_ONLY = ToolAnnotations(
+    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+DESTRUCTIVE = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
+)
+
+GUIDELINES = """\
+You have a long-term memory (Rearview). Use it like a careful colleague would:
+
+When to SEARCH (memory_search):
+- at the start of a task or conversation, with the task's subject as the query;
+- before asking the user something they may have told you before (preferences, names, setup);
+- before retrying something that failed: search for lessons (type procedural).
+
+When to WRITE (memory_write), one distilled statement per memory:
+- semantic: a durable fact or preference ("User prefers pnpm over npm");
+- episodic: what happened and when ("2026-03-02: deployed v2 to prod; rollback needed");
+- procedural: how to do something, or a lesson from a failed tool call ("run migrations before tests");
+- working: scratch notes for this session only (expire quickly).
+Set importance 1-5 (5 = critical, kept forever) and confidence 0-1 honestly.
+If a new fact corrects an old memory, pass `supersedes` with the old memory's id.
+
+Do NOT store secrets, credentials, or transient chit-chat. Memories can be stale: if a memory
+conflicts with the current situation, the current situation wins.
+"""
+
+
+def tenant_of(ctx: Context) -> str:
+    """The authenticated tenant of the current request."""
+    request = ctx.request_context.request
+    state = getattr(request, "scope", {}).get("state", {})
+    tenant = state.get(TENANT_STATE_KEY) if isinstance(state, dict) else None
+    if not tenant:
+        raise AuthenticationError("no authenticated tenant on this request")
+    return str(tenant)
+
+
+async def _call(fn: Callable[[], T]) -> T:
+    """Run blocking service code off the event loop."""
+    return await anyio.to_thread.run_sync(fn)
+
+
+def _time(value: str | None, field: str) -> datetime | None:
+    return parse_time(value, field) if value else None
+
+
+def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901 - one closure per tool
+    """Register every tool, the guidelines prompt and the profile resource on `mcp`."""
+
+    @mcp.tool(annotations=WRITES, structured_output=True)
+    @tool_errors
+    async def memory_write(
+        ctx: Context,
+        content: Annotated[
+            str, Field(description="One distilled statement to remember (max 4000 characters).")
+        ],
+        type: Annotated[
+            MemoryType,
+            Field(
+                description="semantic = fact/preference; episodic = event; procedural = how-to/lesson; "
+                "working = this session's scratch."
+            ),
+        ] = MemoryType.SEMANTIC,
+        importance: Annotated[
+            int, Field(ge=1, le=5, description="1 trivial .. 5 critical (kept forever).")
+        ] = 3,
+        confidence: Annotated[float, Field(ge=0, le=1, description="How sure you are, 0..1.")] = 1.0,
+        tags: Tags | None = None,
+        entities: Annotated[
+            list[str] | None, Field(description="People, projects, tools this is about.")
+        ] = None,
+        metadata: Annotated[dict[str, MetadataValue] | None, Field(description="Flat key -> scalar.")] = None,
+        event_time: Annotated[str | None, Field(description="ISO-8601 UTC time the thing happened.")] = None,
+        ttl_days: Annotated[float | None, Field(gt=0, description="Forget after this many days.")] = None,
+        supersedes: Annotated[
+            str | None, Field(description="Id of an older memory this one corrects.")
+        ] = None,
+        idempotency_key: Annotated[str | None, Field(max_length=128, description="Retry-safe key.")] = None,
+        agent_id: AgentId = DEFAULT_AGENT,
+        session_id: SessionId = None,
+        visibility: Annotated[Visibility, Field(description="shared (all agents) or private (only you).")] = (
+            Visibility.SHARED
+        ),
+    ) -> WriteResult:
+        """Remember something worth knowing later: a user preference, a fact, a decision, an event, or a
+        lesson from a failed attempt. Duplicates are merged automatically; pass `supersedes` to correct an
+        older memory."""
+        req = WriteRequest(
+            content=content, type=type, importance=importance, confidence=confidence, tags=tags or [],
+            entities=entities or [], metadata=metadata or {}, event_time=_time(event_time, "event_time"),
+            ttl_days=ttl_days, supersedes=supersedes, idempotency_key=idempotency_key, agent_id=agent_id,
+            session_id=session_id, visibility=visibility,
+        )  # fmt: skip
+        return await _call(partial(service.write, tenant_of(ctx), req))
+
+    @mcp.tool(annotations=WRITES, structured_output=True)
+    @tool_errors
+    async def memory_search(
+        ctx: Context,
+        query: Annotated[str, Field(description="What you want to recall, in natural language or keywords.")],
+        top_k: Annotated[
+            int, Field(ge=1, le=MAX_TOP_K, description=f"How many memories (1..{MAX_TOP_K}).")
+        ] = 10,
+        types: Types = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories carrying all these tags.")] = None,
+        session_id: Annotated[str | None, Field(description="Only memories from this session.")] = None,
+        time_from: TimeFrom = None,
+        time_to: TimeTo = None,
+        min_score: Annotated[float, Field(ge=0, description="Drop results scoring below this.")] = 0.0,
+        include_superseded: Annotated[
+            bool, Field(description="Also return superseded (outdated) memories.")
+        ] = False,
+        agent_id: AgentId = DEFAULT_AGENT,
+    ) -> SearchResult:
+        """Recall relevant memories before acting: call at the start of a task, before asking the user
+        something they may already have told you, and before retrying a failed approach. Returns ranked
+        memories and a ready-to-inject `context` block."""
+        statuses = (
+            (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED) if include_superseded else (MemoryStatus.ACTIVE,)
+        )
+        flt = MemoryFilter(
+            agent_id=agent_id, session_id=session_id, types=tuple(types) if types else None,
+            tags=tuple(tags) if tags else None, time_from=_time(time_from, "time_from"),
+            time_to=_time(time_to, "time_to"), statuses=statuses,
+        )  # fmt: skip
+        req = SearchRequest(query=query, filter=flt, top_k=top_k, min_score=min_score)
+        return await _call(partial(service.search, tenant_of(ctx), req))
+
+    @mcp.tool(annotations=READ_ONLY, structured_output=True)
+    @tool_errors
+    async def memory_get(
+        ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
+    ) -> MemoryView:
+        """Fetch one memory by id, with all its fields (any status)."""
+        return await _call(partial(service.get, tenant_of(ctx), memory_id))
+
+    @mcp.tool(annotations=WRITES, structured_output=True)
+    @tool_errors
+    async def memory_update(
+        ctx: Context,
+        memory_id: Annotated[str, Field(description="The memory to change.")],
+        content: Annotated[str | None, Field(description="New content (re-embedded).")] = None,
+        tags: Annotated[list[str] | None, Field(description="Replacement tags.")] = None,
+        importance: Annotated[int | None, Field(ge=1, le=5, description="New importance 1..5.")] = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1, description="New confidence 0..1.")] = None,
+        metadata: Annotated[
+            dict[str, MetadataValue] | None, Field(description="Replacement metadata.")
+        ] = None,
+        event_time: Annotated[str | None, Field(description="New ISO-8601 UTC event time.")] = None,
+        ttl_days: Annotated[float | None, Field(gt=0, description="New lifetime from now, in days.")] = None,
+        expected_version: Annotated[
+            int | None, Field(description="Fail if the memory's version differs.")
+        ] = None,
+        agent_id: AgentId = DEFAULT_AGENT,
+    ) -> MemoryView:
+        """Edit a memory in place (a new version; history keeps the old one). To record that a fact changed,
+        prefer memory_write with `supersedes`."""
+        req = UpdateRequest(
+            memory_id=memory_id, content=content, tags=tags, importance=importance, confidence=confidence,
+            metadata=metadata, event_time=_time(event_time, "event_time"), ttl_days=ttl_days,
+            expected_version=expected_version, agent_id=agent_id,
+        )  # fmt: skip
+        return await _call(partial(service.update, tenant_of(ctx), req))
+
+    @mcp.tool(annotations=DESTRUCTIVE, structured_output=True)
+    @tool_errors
+    async def memory_forget(
+        ctx: Context,
+        ids: Annotated[list[str] | None, Field(description="Memory ids to forget.")] = None,
+        session_id: Annotated[str | None, Field(description="Forget this session's memories.")] = None,
+        types: Types = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Forget memories carrying all these tags.")
+        ] = None,
+        time_from: TimeFrom = None,
+        time_to: TimeTo = None,
+        hard: Annotated[bool, Field(description="Also erase history and archive (irreversible).")] = False,
+        agent_id: AgentId = DEFAULT_AGENT,
+    ) -> ForgetResult:
+        """Forget memories that are wrong, obsolete, or that the user asked you to forget. Soft by default
+        (kept in history); `hard` erases everything."""
+        flt = None
+        if not ids:
+            flt = MemoryFilter(
+                agent_id=agent_id, session_id=session_id, types=tuple(types) if types else None,
+                tags=tuple(tags) if tags else None, time_from=_time(time_from, "time_from"),
+                time_to=_time(time_to, "time_to"),
+            )  # fmt: skip
+        req = ForgetRequest(ids=ids or [], filter=flt, hard=hard, agent_id=agent_id)
+        return await _call(partial(service.forget, tenant_of(ctx), req))
+
+    @mcp.tool(annotations=READ_ONLY, structured_output=True)
+    @tool_errors
+    async def memory_history(
+        ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
+    ) -> HistoryResult:
+        """Why does the agent believe this? Every change to a memory (written, merged, updated, superseded,
+        forgotten), oldest first, with before/after."""
+        return await _call(partial(service.history, tenant_of(ctx), memory_id))
+
+    @mcp.tool(annotations=READ_ONLY, structured_output=True)
+    @tool_errors
+    async def memory_stats(ctx: Context) -> Stats:
+        """Counts of your memories by type and status, and the embedding model in use."""
+        return await _call(partial(service.stats, tenant_of(ctx)))
+
+    @mcp.tool(annotations=WRITES, structured_output=True)
+    @tool_errors
+    async def memory_summarize(
+        ctx: Context,
+        session_id: Annotated[str | None, Field(description="Consolidate this session's memories.")] = None,
+        time_from: TimeFrom = None,
+        time_to: TimeTo = None,
+        type: Annotated[MemoryType, Field(description="Type of the summary memory.")] = MemoryType.EPISODIC,
+        agent_id: AgentId = DEFAULT_AGENT,
+    ) -> WriteResult:
+        """Consolidate a session's (or a time range's) working and episodic memories into one memory that
+        links its sources. Call at the end of a long session."""
+        call = partial(
+            service.summarize, tenant_of(ctx), session_id=session_id, time_from=_time(time_from, "time_from"),
+            time_to=_time(time_to, "time_to"), summary_type=type, agent_id=agent_id,
+        )  # fmt: skip
+        return await _call(call)
+
+    @mcp.prompt(name="memory_guidelines", description="When to search and when to write memories.")
+    def memory_guidelines() -> str:
+        return GUIDELINES
+
+    @mcp.resource(
+        "memory://profile/{agent_id}",
+        name="profile",
+        description="What is known about the user as seen by an agent (its semantic memories, most important "
+        f"first). Use agent_id '{DEFAULT_AGENT}' unless you write memories under your own agent id.",
+        mime_type="text/markdown",
+    )
+    async def profile(agent_id: str, ctx: Context) -> str:
+        flt = MemoryFilter(agent_id=agent_id, types=(MemoryType.SEMANTIC,))
+        page = await _call(partial(service.store.list, tenant_of(ctx), flt, None, 100))
+        lines = [f"- {m.content}" for m in sorted(page.items, key=lambda m: (-m.importance, m.content))]
+        return "# Profile\n\n" + ("\n".join(lines) if lines else "(nothing known yet)") + "\n"

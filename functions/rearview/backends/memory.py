@@ -1,0 +1,221 @@
+"""In-memory adapters: fast unit-test doubles with the exact semantics of the real backends.
+
+The contract suite (`tests/contract/`) runs the same tests against these and every real adapter.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from rearview.bm25 import bm25_rank
+from rearview.clock import Clock, SystemClock
+from rearview.errors import ConflictError, InvalidInputError, NotFoundError
+from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
+from rearview.ports import ChannelHits, IndexDocument, IndexQuery, StoreWrite, Touch, Vector
+from rearview.text import tokens
+
+
+def encode_offset(offset: int) -> str:
+    """An opaque cursor for offset-based listings."""
+    return base64.urlsafe_b64encode(str(offset).encode()).decode()
+
+
+def decode_offset(cursor: str | None) -> int:
+    """The offset in a cursor made by `encode_offset` (0 for None)."""
+    if cursor is None:
+        return 0
+    try:
+        return int(base64.urlsafe_b64decode(cursor.encode()).decode())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError("cursor", "is not a cursor returned by a previous page") from exc
+
+
+class InMemoryMemoryStore:
+    """A dict-backed `MemoryStore`. Thread-safe; expired items read as absent."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._memories: dict[tuple[str, str], Memory] = {}
+        self._history: dict[tuple[str, str], list[HistoryEvent]] = {}
+
+    def ensure_schema(self) -> None:
+        """Nothing to create."""
+
+    def commit(self, writes: Sequence[StoreWrite]) -> None:
+        with self._lock:
+            for w in writes:
+                current = self._memories.get((w.memory.tenant_id, w.memory.id))
+                actual = current.version if current is not None else None
+                if actual != w.expected_version:
+                    raise ConflictError(w.memory.id, w.expected_version, actual)
+            for w in writes:
+                key = (w.memory.tenant_id, w.memory.id)
+                self._memories[key] = w.memory
+                if w.event is not None:
+                    self._history.setdefault(key, []).append(w.event)
+
+    def _live(self, memory: Memory | None) -> Memory | None:
+        return None if memory is None or memory.is_expired(self._clock.now()) else memory
+
+    def get(self, tenant_id: str, memory_id: str) -> Memory | None:
+        return self._live(self._memories.get((tenant_id, memory_id)))
+
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> builtins.list[Memory]:
+        found = (self.get(tenant_id, memory_id) for memory_id in dict.fromkeys(memory_ids))
+        return [m for m in found if m is not None]
+
+    def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
+        for m in self._tenant(tenant_id):
+            if (
+                m.scope_key == scope_key
+                and m.content_hash == content_hash
+                and m.status is MemoryStatus.ACTIVE
+            ):
+                return m
+        return None
+
+    def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
+        return next((m for m in self._tenant(tenant_id) if m.idempotency_key == key), None)
+
+    def list(self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100) -> Page:
+        matching = sorted(
+            (m for m in self._tenant(tenant_id) if filter.matches(m)),
+            key=lambda m: (m.updated_at, m.id),
+            reverse=True,
+        )
+        start = decode_offset(cursor)
+        items = matching[start : start + limit]
+        more = start + limit < len(matching)
+        return Page(items=items, cursor=encode_offset(start + limit) if more else None)
+
+    def history(self, tenant_id: str, memory_id: str) -> builtins.list[HistoryEvent]:
+        return list(self._history.get((tenant_id, memory_id), []))
+
+    def touch(self, tenant_id: str, touches: Sequence[Touch]) -> None:
+        with self._lock:
+            for t in touches:
+                current = self._memories.get((tenant_id, t.memory_id))
+                if current is not None:
+                    self._memories[(tenant_id, t.memory_id)] = current.model_copy(
+                        update={
+                            "strength": t.strength,
+                            "last_accessed_at": t.last_accessed_at,
+                            "access_count": t.access_count,
+                        }
+                    )
+
+    def purge(self, tenant_id: str, memory_id: str) -> None:
+        with self._lock:
+            self._memories.pop((tenant_id, memory_id), None)
+            self._history.pop((tenant_id, memory_id), None)
+
+    def stats(self, tenant_id: str) -> StoreStats:
+        items = list(self._tenant(tenant_id))
+        return StoreStats(
+            total=len(items),
+            by_type=dict(Counter(m.type.value for m in items)),
+            by_status=dict(Counter(m.status.value for m in items)),
+            oldest=min((m.created_at for m in items), default=None),
+            newest=max((m.created_at for m in items), default=None),
+        )
+
+    def tenants(self) -> builtins.list[str]:
+        return sorted({tenant for tenant, _ in self._memories})
+
+    def _tenant(self, tenant_id: str) -> Iterator[Memory]:
+        now = self._clock.now()
+        for (tenant, _), m in list(self._memories.items()):
+            if tenant == tenant_id and not m.is_expired(now):
+                yield m
+
+
+class InMemoryMemoryIndex:
+    """A brute-force `MemoryIndex`: BM25 over `text.tokens`, exact cosine over numpy vectors."""
+
+    def __init__(self, dimension: int | None = None) -> None:
+        self._dimension = dimension
+        self._docs: dict[tuple[str, str], tuple[Memory, Vector, list[str]]] = {}
+        self._lock = threading.Lock()
+
+    def ensure_schema(self) -> None:
+        """Nothing to create."""
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        with self._lock:
+            for doc in docs:
+                key = (doc.memory.tenant_id, doc.memory.id)
+                if doc.vector is None:
+                    if key in self._docs:
+                        _, vector, toks = self._docs[key]
+                        self._docs[key] = (doc.memory, vector, toks)
+                    continue
+                vector = check_vector(doc.vector, self._dimension)
+                self._docs[key] = (doc.memory, vector, tokens(doc.memory.content))
+
+    def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        with self._lock:
+            for memory_id in memory_ids:
+                self._docs.pop((tenant_id, memory_id), None)
+
+    def count(self, tenant_id: str) -> int:
+        return sum(1 for tenant, _ in self._docs if tenant == tenant_id)
+
+    def search(self, query: IndexQuery) -> ChannelHits:
+        candidates = [
+            (m, v, t)
+            for (tenant, _), (m, v, t) in list(self._docs.items())
+            if tenant == query.tenant_id and query.filter.matches(m)
+        ]
+        hits = ChannelHits()
+        if query.text is not None:
+            hits.keyword.extend(bm25_rank([(m.id, t) for m, _, t in candidates], query.text, query.limit))
+        if query.vector is not None and candidates:
+            q = check_vector(query.vector, self._dimension)
+            sims = np.stack([v for _, v, _ in candidates]) @ q
+            order = np.argsort(-sims, kind="stable")[: query.limit]
+            hits.vector.extend((candidates[i][0].id, float(sims[i])) for i in order)
+        return hits
+
+
+def check_vector(vector: Vector, dimension: int | None) -> Vector:
+    """A 1-D float32 vector of the index's dimension, or InvalidInputError naming `vector`."""
+    arr = np.asarray(vector, dtype=np.float32)
+    if arr.ndim != 1 or (dimension is not None and arr.shape[0] != dimension):
+        raise InvalidInputError("vector", f"has shape {arr.shape}; this index holds {dimension}-d vectors")
+    return arr
+
+
+class InMemoryArchive:
+    """A dict-backed `Archive`: one entry per `put` batch."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, dict[str, tuple[Memory, list[HistoryEvent]]]] = {}
+        self._seq = 0
+
+    def put(self, tenant_id: str, items: Sequence[tuple[Memory, Sequence[HistoryEvent]]]) -> str:
+        self._seq += 1
+        ref = f"tenant={tenant_id}/batch-{self._seq:06d}"
+        self._objects[ref] = {m.id: (m, list(h)) for m, h in items}
+        return ref
+
+    def get(self, tenant_id: str, ref: str, memory_id: str) -> tuple[Memory, list[HistoryEvent]]:
+        entry = self._objects.get(ref, {}).get(memory_id) if ref.startswith(f"tenant={tenant_id}/") else None
+        if entry is None:
+            raise NotFoundError(memory_id)
+        return entry[0], list(entry[1])
+
+    def delete(self, tenant_id: str, ref: str, memory_id: str) -> None:
+        if ref.startswith(f"tenant={tenant_id}/") and ref in self._objects:
+            self._objects[ref].pop(memory_id, None)
+            if not self._objects[ref]:
+                del self._objects[ref]
+
+    def iter_refs(self, tenant_id: str) -> Iterator[str]:
+        yield from (ref for ref in list(self._objects) if ref.startswith(f"tenant={tenant_id}/"))

@@ -1,0 +1,202 @@
+"""SQLiteMemoryStore: the embedded source of truth (one file, WAL, versioned schema).
+
+Each memory is one row: indexed columns for lookups and filters, plus the full record as JSON.
+History events are rows of their own. Every statement is scoped by `tenant_id`.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rearview.backends.sqlite_common import SQLiteDatabase, epoch, filter_sql
+from rearview.clock import Clock, SystemClock
+from rearview.errors import ConflictError, InvalidInputError
+from rearview.models import HistoryEvent, Memory, MemoryFilter, Page, StoreStats
+from rearview.ports import StoreWrite, Touch
+
+_MIGRATIONS = [
+    """
+    CREATE TABLE memories (
+        tenant_id TEXT NOT NULL, id TEXT NOT NULL,
+        scope_key TEXT NOT NULL, content_hash TEXT NOT NULL, idempotency_key TEXT,
+        agent_id TEXT NOT NULL, visibility TEXT NOT NULL, session_id TEXT,
+        type TEXT NOT NULL, status TEXT NOT NULL, tags TEXT NOT NULL,
+        created_at REAL NOT NULL, updated_at REAL NOT NULL, event_time REAL NOT NULL, expires_at REAL,
+        version INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX memories_by_hash ON memories (tenant_id, scope_key, content_hash);
+    CREATE UNIQUE INDEX memories_by_idempotency_key ON memories (tenant_id, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX memories_by_updated ON memories (tenant_id, updated_at DESC, id DESC);
+    CREATE INDEX memories_by_session ON memories (tenant_id, session_id, updated_at DESC);
+    CREATE INDEX memories_by_expiry ON memories (tenant_id, expires_at);
+    CREATE TABLE history (
+        tenant_id TEXT NOT NULL, memory_id TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, memory_id, id)
+    ) WITHOUT ROWID
+    """,
+]
+
+_COLUMNS = (
+    "tenant_id, id, scope_key, content_hash, idempotency_key, agent_id, visibility, session_id, type, "
+    "status, tags, created_at, updated_at, event_time, expires_at, version, body"
+)
+
+
+def _row(m: Memory) -> tuple[object, ...]:
+    return (
+        m.tenant_id, m.id, m.scope_key, m.content_hash, m.idempotency_key, m.agent_id, m.visibility.value,
+        m.session_id, m.type.value, m.status.value, json.dumps(m.tags), epoch(m.created_at),
+        epoch(m.updated_at), epoch(m.event_time), epoch(m.expires_at), m.version, m.model_dump_json(),
+    )  # fmt: skip
+
+
+class SQLiteMemoryStore:
+    """`MemoryStore` on one SQLite file. Expired rows read as absent; `commit` is one transaction."""
+
+    def __init__(self, path: str | Path, clock: Clock | None = None) -> None:
+        self._db = SQLiteDatabase(path)
+        self._clock = clock or SystemClock()
+
+    def ensure_schema(self) -> None:
+        self._db.migrate("store", _MIGRATIONS)
+
+    def close(self) -> None:
+        """Close the underlying connection."""
+        self._db.close()
+
+    def commit(self, writes: Sequence[StoreWrite]) -> None:
+        with self._db.transaction() as conn:
+            for w in writes:
+                m = w.memory
+                row = conn.execute(
+                    "SELECT version FROM memories WHERE tenant_id = ? AND id = ?", (m.tenant_id, m.id)
+                ).fetchone()
+                actual = row[0] if row else None
+                if actual != w.expected_version:
+                    raise ConflictError(m.id, w.expected_version, actual)
+                conn.execute(
+                    f"INSERT OR REPLACE INTO memories ({_COLUMNS}) VALUES ({','.join('?' * 17)})", _row(m)
+                )
+                if w.event is not None:
+                    conn.execute(
+                        "INSERT INTO history VALUES (?, ?, ?, ?)",
+                        (m.tenant_id, m.id, w.event.id, w.event.model_dump_json()),
+                    )
+
+    def _select(self, where: str, params: Sequence[object], suffix: str = "") -> builtins.list[Memory]:
+        sql = (
+            "SELECT body FROM memories m WHERE m.tenant_id = ? AND (m.expires_at IS NULL OR m.expires_at > ?)"
+        )
+        with self._db.lock:
+            rows = self._db.conn.execute(f"{sql} AND {where} {suffix}", params).fetchall()
+        return [Memory.model_validate_json(r[0]) for r in rows]
+
+    def _now(self) -> float:
+        return self._clock.now().timestamp()
+
+    def get(self, tenant_id: str, memory_id: str) -> Memory | None:
+        found = self._select("m.id = ?", (tenant_id, self._now(), memory_id))
+        return found[0] if found else None
+
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> builtins.list[Memory]:
+        ids = list(dict.fromkeys(memory_ids))
+        out: builtins.list[Memory] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            out += self._select(f"m.id IN ({','.join('?' * len(chunk))})", (tenant_id, self._now(), *chunk))
+        return out
+
+    def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
+        found = self._select(
+            "m.scope_key = ? AND m.content_hash = ? AND m.status = 'active'",
+            (tenant_id, self._now(), scope_key, content_hash),
+            "LIMIT 1",
+        )
+        return found[0] if found else None
+
+    def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
+        found = self._select("m.idempotency_key = ?", (tenant_id, self._now(), key))
+        return found[0] if found else None
+
+    def list(self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100) -> Page:
+        where, params = filter_sql(filter, "m")
+        if cursor is not None:
+            updated, last_id = _decode_cursor(cursor)
+            where += " AND (m.updated_at < ? OR (m.updated_at = ? AND m.id < ?))"
+            params += [updated, updated, last_id]
+        items = self._select(
+            where,
+            (tenant_id, self._now(), *params),
+            f"ORDER BY m.updated_at DESC, m.id DESC LIMIT {limit + 1}",
+        )
+        if len(items) <= limit:
+            return Page(items=items)
+        last = items[limit - 1]
+        return Page(items=items[:limit], cursor=_encode_cursor(last.updated_at.timestamp(), last.id))
+
+    def history(self, tenant_id: str, memory_id: str) -> builtins.list[HistoryEvent]:
+        with self._db.lock:
+            rows = self._db.conn.execute(
+                "SELECT body FROM history WHERE tenant_id = ? AND memory_id = ? ORDER BY id",
+                (tenant_id, memory_id),
+            ).fetchall()
+        return [HistoryEvent.model_validate_json(r[0]) for r in rows]
+
+    def touch(self, tenant_id: str, touches: Sequence[Touch]) -> None:
+        with self._db.transaction() as conn:
+            for t in touches:
+                conn.execute(
+                    "UPDATE memories SET body = json_set(body, '$.strength', ?, '$.last_accessed_at', ?,"
+                    " '$.access_count', ?) WHERE tenant_id = ? AND id = ?",
+                    (t.strength, t.last_accessed_at.isoformat(), t.access_count, tenant_id, t.memory_id),
+                )
+
+    def purge(self, tenant_id: str, memory_id: str) -> None:
+        with self._db.transaction() as conn:
+            conn.execute("DELETE FROM memories WHERE tenant_id = ? AND id = ?", (tenant_id, memory_id))
+            conn.execute("DELETE FROM history WHERE tenant_id = ? AND memory_id = ?", (tenant_id, memory_id))
+
+    def stats(self, tenant_id: str) -> StoreStats:
+        live = "tenant_id = ? AND (expires_at IS NULL OR expires_at > ?)"
+        params = (tenant_id, self._now())
+        with self._db.lock:
+            conn = self._db.conn
+            by_type = dict(
+                conn.execute(f"SELECT type, COUNT(*) FROM memories WHERE {live} GROUP BY type", params)
+            )
+            by_status = dict(
+                conn.execute(f"SELECT status, COUNT(*) FROM memories WHERE {live} GROUP BY status", params)
+            )
+            oldest, newest = conn.execute(
+                f"SELECT MIN(created_at), MAX(created_at) FROM memories WHERE {live}", params
+            ).fetchone()
+        return StoreStats(
+            total=sum(by_type.values()),
+            by_type=by_type,
+            by_status=by_status,
+            oldest=datetime.fromtimestamp(oldest, UTC) if oldest is not None else None,
+            newest=datetime.fromtimestamp(newest, UTC) if newest is not None else None,
+        )
+
+    def tenants(self) -> builtins.list[str]:
+        with self._db.lock:
+            return [r[0] for r in self._db.conn.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1")]
+
+
+def _encode_cursor(updated_at: float, memory_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([updated_at, memory_id]).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        updated_at, memory_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return float(updated_at), str(memory_id)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError("cursor", "is not a cursor returned by a previous page") from exc

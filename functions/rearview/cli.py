@@ -1,0 +1,172 @@
+"""The `rearview` command: serve the MCP endpoint, and import/search/stats/reindex from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from rearview.errors import RearviewError
+from rearview.settings import Settings
+
+LOCAL_TENANT_HELP = "tenant to act on (default: the configured default tenant)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    settings = Settings.load(data_dir=args.data_dir, config_file=getattr(args, "config", None))
+    try:
+        result: int = args.func(settings, args)
+    except RearviewError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return result
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rearview", description="Long-term memory for LLM agents (MCP over HTTP)."
+    )
+    parser.add_argument("--data-dir", type=Path, help="where the embedded backend keeps its files")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve MCP over HTTP at http://HOST:PORT/mcp")
+    serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8080)")
+    serve.add_argument("--config", type=Path, help="TOML file with [api_keys] key = tenant")
+    serve.set_defaults(func=_serve)
+
+    imp = sub.add_parser("import", help="load memories from a JSON Lines file (one WriteRequest per line)")
+    imp.add_argument("file", type=Path)
+    imp.add_argument("--tenant", help=LOCAL_TENANT_HELP)
+    imp.set_defaults(func=_import)
+
+    search = sub.add_parser("search", help="search memories and print the results")
+    search.add_argument("query")
+    search.add_argument("--tenant", help=LOCAL_TENANT_HELP)
+    search.add_argument("-k", "--top-k", type=int, default=10)
+    search.add_argument("--json", action="store_true", help="print the full result as JSON")
+    search.set_defaults(func=_search)
+
+    stats = sub.add_parser("stats", help="print counts by type and status")
+    stats.add_argument("--tenant", help=LOCAL_TENANT_HELP)
+    stats.set_defaults(func=_stats)
+
+    reindex = sub.add_parser("reindex", help="rebuild the search index from the store")
+    reindex.add_argument("--tenant", help="only this tenant (default: all)")
+    reindex.set_defaults(func=_reindex)
+    return parser
+
+
+def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from rearview.api.app import LOOPBACK, create_app
+    from rearview.api.auth import ApiKeyResolver
+    from rearview.bootstrap import build_service
+
+    settings = settings.model_copy(
+        update={k: v for k, v in {"host": args.host, "port": args.port}.items() if v}
+    )
+    keys = settings.api_keys()
+    if not keys and settings.host not in LOOPBACK:
+        raise RearviewError(
+            f"refusing to serve on {settings.host} without API keys: add [api_keys] to "
+            f"{settings.config_file or settings.data_dir / 'config.toml'} or bind to 127.0.0.1"
+        )
+    service = build_service(settings)
+    resolver = ApiKeyResolver(keys, settings.default_tenant if not keys else None)
+    app = create_app(service, resolver, host=settings.host, public_url=settings.public_url)
+    mode = f"{len(keys)} API key(s)" if keys else f"no API keys: single tenant '{settings.default_tenant}'"
+    print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; data in {settings.data_dir})")
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    return 0
+
+
+def _tenant(settings: Settings, args: argparse.Namespace) -> str:
+    return str(args.tenant or settings.default_tenant)
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if line.strip():
+                try:
+                    yield number, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise RearviewError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+
+
+def _import(settings: Settings, args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+    from tqdm import tqdm
+
+    from rearview.bootstrap import build_service
+    from rearview.models import WriteRequest
+
+    service = build_service(settings)
+    tenant = _tenant(settings, args)
+    lines = sum(1 for line in args.file.open(encoding="utf-8") if line.strip())
+    counts: dict[str, int] = {}
+    failures = 0
+    for number, record in tqdm(_read_jsonl(args.file), total=lines, unit="memory", desc="import"):
+        try:
+            action = service.write(tenant, WriteRequest.model_validate(record)).action.value
+        except (ValidationError, RearviewError) as exc:
+            failures += 1
+            print(f"{args.file}:{number}: skipped: {exc}".replace("\n", " "), file=sys.stderr)
+            continue
+        counts[action] = counts.get(action, 0) + 1
+    print(f"imported into tenant '{tenant}': {counts or 'nothing'}; {failures} skipped")
+    return 1 if failures else 0
+
+
+def _search(settings: Settings, args: argparse.Namespace) -> int:
+    from rearview.bootstrap import build_service
+    from rearview.models import SearchRequest
+
+    result = build_service(settings).search(
+        _tenant(settings, args), SearchRequest(query=args.query, top_k=args.top_k, reinforce=False)
+    )
+    if args.json:
+        print(result.model_dump_json(indent=2))
+        return 0
+    for rank, hit in enumerate(result.results, start=1):
+        print(
+            f"{rank:>2}. [{hit.score:.3f}] ({hit.type.value}, {hit.event_time:%Y-%m-%d}) {hit.content}  <{hit.id}>"
+        )
+    if not result.results:
+        print("(no matching memories)")
+    if result.degraded:
+        print(f"degraded: {result.degraded_reason}", file=sys.stderr)
+    return 0
+
+
+def _stats(settings: Settings, args: argparse.Namespace) -> int:
+    from rearview.bootstrap import build_service
+
+    print(build_service(settings).stats(_tenant(settings, args)).model_dump_json(indent=2))
+    return 0
+
+
+def _reindex(settings: Settings, args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from rearview.bootstrap import build_service
+    from rearview.service.reindex import reindex_tenant
+
+    service = build_service(settings)
+    tenants = [args.tenant] if args.tenant else service.store.tenants()
+    for tenant in tenants:
+        with tqdm(unit="memory", desc=f"reindex {tenant}") as bar:
+            total = reindex_tenant(service, tenant, progress=bar.update)
+        print(f"tenant '{tenant}': {total} memories indexed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

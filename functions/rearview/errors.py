@@ -1,0 +1,78 @@
+"""The one error hierarchy of Rearview.
+
+    RearviewError
+    ├── InvalidInputError      bad argument; names the field (and the allowed values)
+    ├── NotFoundError          no such memory for this tenant (absent, expired or purged)
+    ├── ConflictError          optimistic-concurrency check failed (stale `expected_version`)
+    ├── AuthenticationError    missing or unknown credentials
+    └── BackendError           a storage/index/embedding backend failed
+        ├── StoreError
+        ├── IndexUnavailableError   search degrades to the store instead of failing
+        ├── EmbedderError           search degrades to the keyword channel
+        └── ArchiveError
+
+Adapters translate SDK errors into these at their boundary (`raise ... from exc`); the API
+layer maps them to MCP tool errors / HTTP statuses in exactly one place (`api/errors.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class RearviewError(Exception):
+    """Root of every error Rearview raises on purpose."""
+
+
+class InvalidInputError(RearviewError):
+    """An argument is invalid. `field` names it; `allowed` lists the accepted values for enums."""
+
+    def __init__(self, field: str, problem: str, allowed: Iterable[object] | None = None) -> None:
+        self.field = field
+        self.problem = problem
+        self.allowed = [str(a) for a in allowed] if allowed is not None else None
+        suffix = f" (allowed: {', '.join(self.allowed)})" if self.allowed else ""
+        super().__init__(f"invalid `{field}`: {problem}{suffix}")
+
+
+class NotFoundError(RearviewError):
+    """No memory with this id exists for the caller's tenant."""
+
+    def __init__(self, memory_id: str) -> None:
+        self.memory_id = memory_id
+        super().__init__(f"memory `{memory_id}` not found")
+
+
+class ConflictError(RearviewError):
+    """The memory changed since it was read: re-read and retry with the new `version`."""
+
+    def __init__(self, memory_id: str, expected: int | None, actual: int | None = None) -> None:
+        self.memory_id = memory_id
+        self.expected = expected
+        self.actual = actual
+        detail = f"expected version {expected}" + (f", found {actual}" if actual is not None else "")
+        super().__init__(f"memory `{memory_id}` was modified concurrently ({detail})")
+
+
+class AuthenticationError(RearviewError):
+    """The request carries no valid credentials."""
+
+
+class BackendError(RearviewError):
+    """A backend failed after bounded retries."""
+
+
+class StoreError(BackendError):
+    """The memory store (source of truth) failed."""
+
+
+class IndexUnavailableError(BackendError):
+    """The search index is unreachable or too slow; callers degrade to the store."""
+
+
+class EmbedderError(BackendError):
+    """The embedding model failed; callers degrade to keyword search."""
+
+
+class ArchiveError(BackendError):
+    """The archive failed to write, read or delete an archived memory."""

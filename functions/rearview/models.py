@@ -1,0 +1,318 @@
+"""The memory model: records, history events, filters and the service's requests and results.
+
+Everything here is plain data (pydantic), shared by the service, the adapters and the API.
+Limits are named constants; breaking one is an `InvalidInputError`, never a truncation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_CONTENT_CHARS = 4000
+MAX_TAGS = 32
+MAX_LABEL_CHARS = 100
+MAX_METADATA_KEYS = 32
+MAX_METADATA_VALUE_CHARS = 500
+MAX_TOP_K = 50
+MAX_TTL_DAYS = 36_500
+MAX_FORGET_BATCH = 1000
+DEFAULT_AGENT = "default"
+
+
+class MemoryType(StrEnum):
+    """What kind of thing is remembered."""
+
+    WORKING = "working"  # this session's scratch, short TTL
+    EPISODIC = "episodic"  # what happened, when
+    SEMANTIC = "semantic"  # facts, preferences
+    PROCEDURAL = "procedural"  # how to do things, lessons from failures
+
+
+class Visibility(StrEnum):
+    """Who inside a tenant may recall a memory."""
+
+    PRIVATE = "private"  # only the agent that wrote it
+    SHARED = "shared"  # every agent of the tenant
+
+
+class MemoryStatus(StrEnum):
+    """Lifecycle state. Only `active` memories are recalled by default."""
+
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class HistoryAction(StrEnum):
+    """Why a history event was appended."""
+
+    CREATED = "created"
+    MERGED = "merged"
+    UPDATED = "updated"
+    SUPERSEDED = "superseded"
+    FORGOTTEN = "forgotten"
+    ARCHIVED = "archived"
+    RESTORED = "restored"
+
+
+class WriteAction(StrEnum):
+    """What `memory_write` did."""
+
+    CREATED = "created"
+    MERGED = "merged"
+    SUPERSEDED = "superseded"
+
+
+MetadataValue = str | int | float | bool
+Importance = Annotated[int, Field(ge=1, le=5)]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class MemoryView(BaseModel):
+    """A memory as the API shows it (no tenant or internal keys)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    type: MemoryType
+    content: str
+    agent_id: str
+    session_id: str | None = None
+    visibility: Visibility = Visibility.SHARED
+    tags: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    importance: int = 3
+    confidence: float = 1.0
+    strength: float = 1.0
+    access_count: int = 0
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime
+    event_time: datetime
+    expires_at: datetime | None = None
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    superseded_by: str | None = None
+    derived_from: list[str] = Field(default_factory=list)
+    version: int = 1
+    embedding_model: str | None = None
+
+
+class Memory(MemoryView):
+    """The stored record: the view plus the tenant and the keys used for dedup and replay."""
+
+    tenant_id: str
+    content_hash: str
+    scope_key: str
+    idempotency_key: str | None = None
+    archive_ref: str | None = None
+
+    def view(self) -> MemoryView:
+        """This memory without tenant and internal keys."""
+        return MemoryView.model_validate(self.model_dump(include=set(MemoryView.model_fields)))
+
+    def is_expired(self, now: datetime) -> bool:
+        """Past `expires_at`: treated as absent on read (TTL deletion is lazy)."""
+        return self.expires_at is not None and self.expires_at <= now
+
+
+class HistoryEvent(BaseModel):
+    """One append-only change to a memory: what it was before, what it became, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    memory_id: str
+    action: HistoryAction
+    at: datetime
+    actor: str | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    note: str | None = None
+
+
+class MemoryFilter(BaseModel):
+    """Restrictions applied *inside* store and index queries (never as a post-filter).
+
+    `agent_id` is the caller's agent: it sees `shared` memories and its own `private` ones
+    (None means no agent restriction, for operators). `tags` must all be present.
+    `time_from`/`time_to` bound `event_time` (inclusive). `scope_key` pins one dedup scope.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str | None = None
+    session_id: str | None = None
+    types: tuple[MemoryType, ...] | None = None
+    tags: tuple[str, ...] | None = None
+    time_from: datetime | None = None
+    time_to: datetime | None = None
+    statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
+    scope_key: str | None = None
+
+    def matches(self, memory: Memory) -> bool:
+        """The reference semantics every backend must reproduce (used by fakes and tests)."""
+        checks = (
+            self.agent_id is None
+            or memory.visibility is Visibility.SHARED
+            or memory.agent_id == self.agent_id,
+            self.session_id is None or memory.session_id == self.session_id,
+            self.types is None or memory.type in self.types,
+            self.tags is None or set(self.tags) <= set(memory.tags),
+            self.time_from is None or memory.event_time >= self.time_from,
+            self.time_to is None or memory.event_time <= self.time_to,
+            memory.status in self.statuses,
+            self.scope_key is None or memory.scope_key == self.scope_key,
+        )
+        return all(checks)
+
+
+class WriteRequest(BaseModel):
+    """Input of `MemoryService.write`."""
+
+    content: str
+    type: MemoryType = MemoryType.SEMANTIC
+    agent_id: str = DEFAULT_AGENT
+    session_id: str | None = None
+    visibility: Visibility = Visibility.SHARED
+    tags: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    importance: Importance = 3
+    confidence: Confidence = 1.0
+    event_time: datetime | None = None
+    ttl_days: float | None = None
+    supersedes: str | None = None
+    idempotency_key: str | None = None
+    derived_from: list[str] = Field(default_factory=list)
+
+
+class WriteResult(BaseModel):
+    """What `memory_write` did. `memory` is the stored record after the operation."""
+
+    action: WriteAction
+    memory: MemoryView
+    merged_into: str | None = None
+    similarity: float | None = None
+    superseded_ids: list[str] = Field(default_factory=list)
+    idempotent_replay: bool = False
+    indexed: bool = True
+
+
+class UpdateRequest(BaseModel):
+    """Input of `MemoryService.update`; None leaves a field unchanged."""
+
+    memory_id: str
+    content: str | None = None
+    tags: list[str] | None = None
+    entities: list[str] | None = None
+    metadata: dict[str, MetadataValue] | None = None
+    importance: Importance | None = None
+    confidence: Confidence | None = None
+    event_time: datetime | None = None
+    ttl_days: float | None = None
+    expected_version: int | None = None
+    agent_id: str = DEFAULT_AGENT
+
+
+Channel = Literal["keyword", "vector"]
+
+
+class SearchRequest(BaseModel):
+    """Input of `MemoryService.search`."""
+
+    query: str
+    filter: MemoryFilter = Field(default_factory=MemoryFilter)
+    top_k: int = 10
+    min_score: float = 0.0
+    channels: tuple[Channel, ...] = ("keyword", "vector")
+    reinforce: bool = True
+
+
+class SearchHit(BaseModel):
+    """One recalled memory. `score` is the final ranking score (higher is better, 0..~1.5)."""
+
+    id: str
+    content: str
+    type: MemoryType
+    score: float
+    relevance: float
+    confidence: float
+    importance: int
+    strength: float
+    tags: list[str]
+    agent_id: str
+    session_id: str | None
+    status: MemoryStatus
+    created_at: datetime
+    updated_at: datetime
+    event_time: datetime
+    last_accessed_at: datetime
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
+
+
+class SearchResult(BaseModel):
+    """Output of `memory_search`: ranked hits, a ready-to-inject context block and its size."""
+
+    query: str
+    results: list[SearchHit]
+    context: str
+    token_estimate: int
+    degraded: bool = False
+    degraded_reason: str | None = None
+
+
+class ForgetRequest(BaseModel):
+    """Input of `MemoryService.forget`: explicit ids, or a filter (at least one criterion)."""
+
+    ids: list[str] = Field(default_factory=list)
+    filter: MemoryFilter | None = None
+    hard: bool = False
+    agent_id: str = DEFAULT_AGENT
+
+
+class ForgetResult(BaseModel):
+    """Which memories were forgotten; `more` is true when a filter matched more than one batch."""
+
+    forgotten: list[str]
+    hard: bool
+    more: bool = False
+
+
+class StoreStats(BaseModel):
+    """Counts a store can answer for one tenant without scanning other tenants."""
+
+    total: int
+    by_type: dict[str, int]
+    by_status: dict[str, int]
+    oldest: datetime | None = None
+    newest: datetime | None = None
+
+
+class Stats(StoreStats):
+    """Output of `memory_stats`."""
+
+    embedding_model: str
+    index_documents: int | None = None
+
+
+class HistoryResult(BaseModel):
+    """Output of `memory_history`: the memory (if it still exists) and its events, oldest first."""
+
+    memory_id: str
+    memory: MemoryView | None
+    events: list[HistoryEvent]
+
+
+class Page(BaseModel):
+    """One page of a listing; pass `cursor` back to get the next, None when done."""
+
+    items: list[Memory]
+    cursor: str | None = None

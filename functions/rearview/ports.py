@@ -1,0 +1,189 @@
+"""The ports: small protocols the service depends on. Adapters live in `backends/` and `embedders/`.
+
+Every method takes the tenant explicitly; no adapter may return another tenant's data.
+Adapters raise only `rearview.errors` types (translated at their boundary).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from rearview.clock import Clock
+from rearview.models import HistoryEvent, Memory, MemoryFilter, Page, StoreStats
+
+Vector = npt.NDArray[np.float32]
+"""An L2-normalized float32 embedding (1-D), or a (n, dim) matrix of them."""
+
+__all__ = [
+    "Archive",
+    "ChannelHits",
+    "Clock",
+    "Embedder",
+    "IndexDocument",
+    "IndexQuery",
+    "MemoryIndex",
+    "MemoryStore",
+    "StoreWrite",
+    "Touch",
+    "Vector",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreWrite:
+    """One memory to put, guarded by version, plus the history event that explains it.
+
+    `expected_version=None` means the memory must not exist yet (an insert).
+    """
+
+    memory: Memory
+    event: HistoryEvent | None
+    expected_version: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """A recall bookkeeping update that bumps no version and writes no history."""
+
+    memory_id: str
+    strength: float
+    last_accessed_at: datetime
+    access_count: int
+
+
+class MemoryStore(Protocol):
+    """The source of truth for memories and their history."""
+
+    def ensure_schema(self) -> None:
+        """Create tables/indexes if missing. Idempotent; never called from a constructor."""
+
+    def commit(self, writes: Sequence[StoreWrite]) -> None:
+        """Apply all writes atomically: all land or none (ConflictError on a version mismatch)."""
+
+    def get(self, tenant_id: str, memory_id: str) -> Memory | None:
+        """The memory, or None if absent or expired."""
+
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> builtins.list[Memory]:
+        """The memories that exist and have not expired, in no particular order."""
+
+    def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
+        """The active memory with this content hash in this dedup scope, if any."""
+
+    def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
+        """The memory first written with this idempotency key, if any."""
+
+    def list(self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100) -> Page:
+        """Memories matching `filter`, newest `updated_at` first, one page at a time."""
+
+    def history(self, tenant_id: str, memory_id: str) -> builtins.list[HistoryEvent]:
+        """The memory's events, oldest first (empty once hard-deleted)."""
+
+    def touch(self, tenant_id: str, touches: Sequence[Touch]) -> None:
+        """Record recalls (strength, last access) without a new version; best effort."""
+
+    def purge(self, tenant_id: str, memory_id: str) -> None:
+        """Hard delete: the memory, its history and its lookup keys. Idempotent."""
+
+    def stats(self, tenant_id: str) -> StoreStats:
+        """Counts by type and status for one tenant."""
+
+    def tenants(self) -> builtins.list[str]:
+        """Every tenant that has written a memory (for operators: reindex, lifecycle jobs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexDocument:
+    """What the index keeps of a memory: the filterable fields, the text and the vector."""
+
+    memory: Memory
+    vector: Vector | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexQuery:
+    """One hybrid query: each channel filtered by tenant and `filter` inside the query.
+
+    `text=None` skips the keyword channel, `vector=None` skips the vector channel.
+    """
+
+    tenant_id: str
+    filter: MemoryFilter
+    limit: int
+    text: str | None = None
+    vector: Vector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelHits:
+    """Ranked (memory_id, score) lists, best first, one per channel.
+
+    Keyword scores are BM25 (higher is better, unbounded); vector scores are cosine similarity
+    in [-1, 1], whatever the engine reports natively.
+    """
+
+    keyword: list[tuple[str, float]] = field(default_factory=list)
+    vector: list[tuple[str, float]] = field(default_factory=list)
+
+
+class MemoryIndex(Protocol):
+    """Derived search structure (BM25 + k-NN); can always be rebuilt from the store."""
+
+    def ensure_schema(self) -> None:
+        """Create the index if missing. Idempotent; never called from a constructor."""
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        """Insert or replace documents by memory id.
+
+        A document whose `vector` is None updates only the filterable fields (status, tags, ...)
+        of an existing document and keeps its vector; it is ignored if the document is absent.
+        """
+
+    def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        """Remove documents; unknown ids are ignored."""
+
+    def search(self, query: IndexQuery) -> ChannelHits:
+        """Run the requested channels; raises IndexUnavailableError when the engine cannot answer."""
+
+    def count(self, tenant_id: str) -> int:
+        """Number of documents for a tenant."""
+
+
+class Embedder(Protocol):
+    """Turns text into L2-normalized vectors of a fixed dimension, in one named vector space."""
+
+    @property
+    def model_id(self) -> str:
+        """Stable name of the vector space (model + dimension); recorded on every memory."""
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector this embedder returns."""
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        """A (len(texts), dimension) matrix for texts to be stored."""
+
+    def embed_query(self, text: str) -> Vector:
+        """A (dimension,) vector for a search query."""
+
+
+class Archive(Protocol):
+    """Cold storage for archived memories (with their history)."""
+
+    def put(self, tenant_id: str, items: Sequence[tuple[Memory, Sequence[HistoryEvent]]]) -> str:
+        """Store a batch of archived memories (with history) as one object; returns its reference."""
+
+    def get(self, tenant_id: str, ref: str, memory_id: str) -> tuple[Memory, list[HistoryEvent]]:
+        """The archived memory and its history (NotFoundError if absent)."""
+
+    def delete(self, tenant_id: str, ref: str, memory_id: str) -> None:
+        """Remove an archived memory. Idempotent."""
+
+    def iter_refs(self, tenant_id: str) -> Iterator[str]:
+        """Every reference held for a tenant (for audits and tests)."""

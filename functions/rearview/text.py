@@ -1,0 +1,63 @@
+"""Text handling shared by every backend: normalization for dedup, tokens for BM25, token estimates."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+
+_WS = re.compile(r"\s+")
+_TRAILING_PUNCT = re.compile(r"[\s.!?。！？]+$")
+# CJK ideographs, kana and hangul: scripts written without spaces between words.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)
+_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+
+STOPWORDS = frozenset(
+    """
+    a an and are as at be but by did do does for from had has have he her his how i if in into is it
+    its me my of on or our she so than that the their them then there these they this to was we were
+    what when where which who whom why will with you your
+    """.split()  # noqa: SIM905
+)
+
+
+def normalize(content: str) -> str:
+    """Canonical form for exact dedup: NFKC, casefolded, whitespace collapsed, final punctuation dropped."""
+    text = unicodedata.normalize("NFKC", content).casefold()
+    text = _WS.sub(" ", text).strip()
+    return _TRAILING_PUNCT.sub("", text)
+
+
+def content_hash(content: str) -> str:
+    """sha256 of the normalized content (hex)."""
+    return hashlib.sha256(normalize(content).encode("utf-8")).hexdigest()
+
+
+def tokens(text: str) -> list[str]:
+    """Search tokens: casefolded words, and overlapping bigrams inside CJK runs (a lone ideograph stays).
+
+    Bigrams are what Lucene's CJK analyzer indexes, so the embedded index and OpenSearch agree.
+    """
+    out: list[str] = []
+    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
+        word = match.group(0)
+        if _CJK_RUN.match(word):
+            out.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
+        else:
+            out.append(word.replace("\u2019", "'"))
+    return out
+
+
+def query_tokens(text: str) -> list[str]:
+    """Distinct tokens of a query with English stopwords removed (all of them if only stopwords)."""
+    toks = list(dict.fromkeys(tokens(text)))
+    kept = [t for t in toks if t not in STOPWORDS]
+    return kept or toks
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough LLM token count (~4 characters per token; CJK ~1 per character)."""
+    cjk = sum(1 for ch in text if "\u3040" <= ch <= "\ud7af")
+    return math.ceil((len(text) - cjk) / 4) + cjk
