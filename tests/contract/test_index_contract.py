@@ -1,0 +1,140 @@
+"""The MemoryIndex contract: every index adapter must pass these unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rearview.errors import InvalidInputError
+from rearview.models import MemoryFilter, MemoryStatus, MemoryType, Visibility
+from rearview.ports import IndexDocument, IndexQuery, MemoryIndex
+from tests.contract.conftest import DIMENSION
+from tests.factories import T0, make_memory, minutes, unit_vector
+
+
+def _q(tenant: str = "t1", **kw: object) -> IndexQuery:
+    return IndexQuery(
+        tenant_id=tenant, filter=kw.pop("filter", MemoryFilter()), limit=kw.pop("limit", 10), **kw
+    )  # type: ignore[arg-type]
+
+
+def test_keyword_channel_ranks_term_matches_and_is_tenant_scoped(index: MemoryIndex) -> None:
+    docs = [
+        IndexDocument(make_memory("The user likes green tea with honey", memory_id="a"), unit_vector(1)),
+        IndexDocument(make_memory("Deploys go through the staging cluster", memory_id="b"), unit_vector(2)),
+        IndexDocument(make_memory("green tea", tenant_id="t2", memory_id="c"), unit_vector(3)),
+    ]
+    index.upsert(docs)
+    hits = index.search(_q(text="green tea"))
+    assert [i for i, _ in hits.keyword] == ["a"]
+    assert hits.vector == []
+    assert [i for i, _ in index.search(_q("t2", text="tea")).keyword] == ["c"]
+
+
+def test_keyword_channel_finds_chinese_text(index: MemoryIndex) -> None:
+    index.upsert(
+        [
+            IndexDocument(make_memory("我喜欢吃苹果", memory_id="zh"), unit_vector(1)),
+            IndexDocument(make_memory("I like apples", memory_id="en"), unit_vector(2)),
+        ]
+    )
+    assert [i for i, _ in index.search(_q(text="苹果")).keyword] == ["zh"]
+
+
+def test_vector_channel_returns_cosine_best_first(index: MemoryIndex) -> None:
+    vectors = {f"m{i}": unit_vector(i) for i in range(20)}
+    index.upsert([IndexDocument(make_memory(f"doc {i}", memory_id=i), v) for i, v in vectors.items()])
+    probe = vectors["m7"]
+    hits = index.search(_q(vector=probe, limit=5)).vector
+    assert hits[0][0] == "m7"
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-3)
+    expected = sorted(vectors, key=lambda i: -float(vectors[i] @ probe))[:5]
+    assert [i for i, _ in hits] == expected
+    for memory_id, score in hits:
+        assert score == pytest.approx(float(vectors[memory_id] @ probe), abs=1e-3)
+
+
+def test_small_scope_in_a_large_index_still_gets_limit_results(index: MemoryIndex) -> None:
+    big = [
+        IndexDocument(make_memory(f"noise {i}", tenant_id="big", memory_id=f"n{i}"), unit_vector(i))
+        for i in range(600)
+    ]
+    small = [
+        IndexDocument(make_memory(f"mine {i}", memory_id=f"s{i}"), unit_vector(10_000 + i)) for i in range(5)
+    ]
+    index.upsert(big + small)
+    hits = index.search(_q(vector=unit_vector(3), limit=5))
+    assert sorted(i for i, _ in hits.vector) == [f"s{i}" for i in range(5)]
+
+
+def test_filters_match_the_reference_semantics_in_both_channels(index: MemoryIndex) -> None:
+    rows = [
+        make_memory(
+            f"shared words memory {i}",
+            memory_id=f"m{i:02d}",
+            type=list(MemoryType)[i % 4],
+            agent_id=f"agent{i % 3}",
+            visibility=Visibility.PRIVATE if i % 2 else Visibility.SHARED,
+            session_id=f"s{i % 5}",
+            tags=[t for t in ("x", "y") if i % (2 + "xy".index(t)) == 0],
+            status=MemoryStatus.SUPERSEDED if i % 7 == 0 else MemoryStatus.ACTIVE,
+            event_time=T0 + minutes(i),
+            scope_key=f"scope{i % 2}",
+        )
+        for i in range(40)
+    ]
+    index.upsert([IndexDocument(m, unit_vector(i)) for i, m in enumerate(rows)])
+    filters = [
+        MemoryFilter(agent_id="agent1"),
+        MemoryFilter(session_id="s2", types=(MemoryType.EPISODIC, MemoryType.SEMANTIC)),
+        MemoryFilter(tags=("x", "y")),
+        MemoryFilter(time_from=T0 + minutes(10), time_to=T0 + minutes(20)),
+        MemoryFilter(statuses=(MemoryStatus.SUPERSEDED,)),
+        MemoryFilter(scope_key="scope1"),
+    ]
+    for flt in filters:
+        expected = {m.id for m in rows if flt.matches(m)}
+        hits = index.search(_q(filter=flt, text="shared words", vector=unit_vector(99), limit=50))
+        assert {i for i, _ in hits.keyword} == expected, flt
+        assert {i for i, _ in hits.vector} == expected, flt
+
+
+def test_partial_update_changes_fields_and_keeps_vector(index: MemoryIndex) -> None:
+    m = make_memory("alpha beta", memory_id="m1", tags=["old"])
+    v = unit_vector(5)
+    index.upsert([IndexDocument(m, v)])
+    index.upsert(
+        [IndexDocument(m.model_copy(update={"tags": ["new"], "status": MemoryStatus.SUPERSEDED}), None)]
+    )
+    index.upsert([IndexDocument(make_memory("ghost", memory_id="absent"), None)])  # ignored: not indexed
+    active = index.search(_q(vector=v, text="alpha"))
+    assert active.vector == [] and active.keyword == []
+    flt = MemoryFilter(statuses=(MemoryStatus.SUPERSEDED,), tags=("new",))
+    hits = index.search(_q(filter=flt, vector=v, text="alpha"))
+    assert [i for i, _ in hits.vector] == ["m1"] and hits.vector[0][1] == pytest.approx(1.0, abs=1e-3)
+    assert [i for i, _ in hits.keyword] == ["m1"]
+    assert index.count("t1") == 1
+
+
+def test_reupsert_replaces_content_and_vector(index: MemoryIndex) -> None:
+    index.upsert([IndexDocument(make_memory("old words", memory_id="m1"), unit_vector(1))])
+    index.upsert([IndexDocument(make_memory("fresh text", memory_id="m1"), unit_vector(2))])
+    assert index.search(_q(text="old")).keyword == []
+    assert [i for i, _ in index.search(_q(text="fresh")).keyword] == ["m1"]
+    assert index.search(_q(vector=unit_vector(2))).vector[0][1] == pytest.approx(1.0, abs=1e-3)
+    assert index.count("t1") == 1
+
+
+def test_delete_removes_and_ignores_unknown_ids(index: MemoryIndex) -> None:
+    index.upsert([IndexDocument(make_memory("alpha", memory_id=f"m{i}"), unit_vector(i)) for i in range(3)])
+    index.delete("t1", ["m1", "unknown"])
+    index.delete("t2", ["m0"])  # another tenant cannot delete t1's documents
+    assert sorted(i for i, _ in index.search(_q(text="alpha")).keyword) == ["m0", "m2"]
+    assert index.count("t1") == 2
+
+
+def test_wrong_dimension_vector_is_rejected(index: MemoryIndex) -> None:
+    with pytest.raises(InvalidInputError) as exc:
+        index.upsert([IndexDocument(make_memory(memory_id="m1"), np.ones(DIMENSION + 1, np.float32))])
+    assert exc.value.field == "vector"
+    assert index.count("t1") == 0

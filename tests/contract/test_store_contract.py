@@ -1,0 +1,173 @@
+"""The MemoryStore contract: every store adapter must pass these unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from rearview.clock import ManualClock
+from rearview.errors import ConflictError
+from rearview.models import HistoryAction, HistoryEvent, MemoryFilter, MemoryStatus, MemoryType, Visibility
+from rearview.ports import MemoryStore, StoreWrite, Touch
+from tests.factories import T0, created, make_memory, minutes
+
+
+def test_commit_then_get_round_trips_every_field(store: MemoryStore) -> None:
+    m = make_memory(tags=["a", "b"]).model_copy(update={"metadata": {"k": "v", "n": 2, "f": 1.5, "b": True}})
+    store.commit([created(m)])
+    assert store.get("t1", m.id) == m
+
+
+def test_tenants_are_isolated(store: MemoryStore) -> None:
+    m = make_memory(tenant_id="t1")
+    store.commit([created(m)])
+    assert store.get("t2", m.id) is None
+    assert store.get_many("t2", [m.id]) == []
+    assert store.list("t2", MemoryFilter()).items == []
+    assert store.find_by_hash("t2", m.scope_key, m.content_hash) is None
+    assert store.history("t2", m.id) == []
+    assert store.stats("t2").total == 0
+    store.purge("t2", m.id)
+    assert store.get("t1", m.id) == m
+    assert "t1" in store.tenants() and "t2" not in store.tenants()
+
+
+def test_insert_of_existing_id_conflicts(store: MemoryStore) -> None:
+    m = make_memory()
+    store.commit([created(m)])
+    with pytest.raises(ConflictError):
+        store.commit([created(m)])
+
+
+def test_stale_version_conflicts_and_nothing_is_written(store: MemoryStore) -> None:
+    a, b = make_memory("a"), make_memory("b")
+    store.commit([created(a), created(b)])
+    a2 = a.model_copy(update={"content": "a2", "version": 2})
+    b2 = b.model_copy(update={"content": "b2", "version": 2})
+    with pytest.raises(ConflictError):
+        store.commit([StoreWrite(a2, None, 1), StoreWrite(b2, None, 7)])
+    assert store.get("t1", a.id) == a  # atomic: the valid half did not land
+    store.commit([StoreWrite(a2, None, 1)])
+    assert store.get("t1", a.id) == a2
+
+
+def test_expired_memories_read_as_absent(store: MemoryStore, clock: ManualClock) -> None:
+    m = make_memory(expires_at=T0 + minutes(10))
+    store.commit([created(m)])
+    assert store.get("t1", m.id) is not None
+    clock.advance(minutes=11)
+    assert store.get("t1", m.id) is None
+    assert store.get_many("t1", [m.id]) == []
+    assert store.list("t1", MemoryFilter()).items == []
+    assert store.find_by_hash("t1", m.scope_key, m.content_hash) is None
+    assert store.stats("t1").total == 0
+
+
+def test_find_by_hash_only_active_in_scope(store: MemoryStore) -> None:
+    m = make_memory(scope_key="s1")
+    old = make_memory("User prefers tea", scope_key="s1", status=MemoryStatus.SUPERSEDED)
+    store.commit([created(old), created(m)])
+    assert store.find_by_hash("t1", "s1", m.content_hash) == m
+    assert store.find_by_hash("t1", "s2", m.content_hash) is None
+
+
+def test_find_by_idempotency_key(store: MemoryStore) -> None:
+    m = make_memory().model_copy(update={"idempotency_key": "k-1"})
+    store.commit([created(m)])
+    assert store.find_by_idempotency_key("t1", "k-1") == m
+    assert store.find_by_idempotency_key("t1", "k-2") is None
+    assert store.find_by_idempotency_key("t2", "k-1") is None
+
+
+def test_list_pages_newest_first_without_gaps_or_repeats(store: MemoryStore) -> None:
+    memories = [make_memory(f"m{i}", at=T0 + minutes(i)) for i in range(23)]
+    store.commit([created(m) for m in memories])
+    seen, cursor = [], None
+    while True:
+        page = store.list("t1", MemoryFilter(), cursor=cursor, limit=5)
+        assert len(page.items) <= 5
+        seen += [m.id for m in page.items]
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert seen == [m.id for m in reversed(memories)]
+
+
+def test_list_applies_every_filter_like_the_reference(store: MemoryStore) -> None:
+    rows = []
+    for i in range(40):
+        rows.append(
+            make_memory(
+                f"memory {i}",
+                type=list(MemoryType)[i % 4],
+                agent_id=f"agent{i % 3}",
+                visibility=Visibility.PRIVATE if i % 2 else Visibility.SHARED,
+                session_id=f"s{i % 5}",
+                tags=[t for t in ("x", "y", "z") if i % (2 + "xyz".index(t)) == 0],
+                status=MemoryStatus.SUPERSEDED if i % 7 == 0 else MemoryStatus.ACTIVE,
+                at=T0 + minutes(i),
+                event_time=T0 + minutes(100 - i),
+                scope_key=f"scope{i % 2}",
+            )
+        )
+    store.commit([created(m) for m in rows])
+    filters = [
+        MemoryFilter(),
+        MemoryFilter(agent_id="agent1"),
+        MemoryFilter(session_id="s2", types=(MemoryType.EPISODIC, MemoryType.SEMANTIC)),
+        MemoryFilter(tags=("x", "y")),
+        MemoryFilter(time_from=T0 + minutes(70), time_to=T0 + minutes(90)),
+        MemoryFilter(statuses=(MemoryStatus.SUPERSEDED,), agent_id="agent0"),
+        MemoryFilter(scope_key="scope1", statuses=(MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)),
+    ]
+    for flt in filters:
+        got = {m.id for m in store.list("t1", flt, limit=100).items}
+        assert got == {m.id for m in rows if flt.matches(m)}, flt
+
+
+def test_history_is_appended_in_order(store: MemoryStore) -> None:
+    m = make_memory()
+    store.commit([created(m)])
+    m2 = m.model_copy(update={"content": "User prefers coffee", "version": 2, "updated_at": T0 + minutes(1)})
+    event = HistoryEvent(
+        id="01ZZZZZZZZZZZZZZZZZZZZZZZZ", tenant_id="t1", memory_id=m.id, action=HistoryAction.UPDATED,
+        at=T0 + minutes(1), before={"content": m.content}, after={"content": m2.content},
+    )  # fmt: skip
+    store.commit([StoreWrite(m2, event, 1)])
+    history = store.history("t1", m.id)
+    assert [e.action for e in history] == [HistoryAction.CREATED, HistoryAction.UPDATED]
+    assert history[1] == event
+
+
+def test_touch_records_recall_without_new_version(store: MemoryStore) -> None:
+    m = make_memory()
+    store.commit([created(m)])
+    store.touch("t1", [Touch(m.id, 1.3, T0 + minutes(5), 4), Touch("missing", 1.0, T0, 1)])
+    got = store.get("t1", m.id)
+    assert got is not None
+    assert (got.strength, got.last_accessed_at, got.access_count, got.version) == (1.3, T0 + minutes(5), 4, 1)
+
+
+def test_purge_removes_memory_and_history(store: MemoryStore) -> None:
+    m = make_memory().model_copy(update={"idempotency_key": "k"})
+    store.commit([created(m)])
+    store.purge("t1", m.id)
+    store.purge("t1", m.id)  # idempotent
+    assert store.get("t1", m.id) is None
+    assert store.history("t1", m.id) == []
+    assert store.find_by_hash("t1", m.scope_key, m.content_hash) is None
+    assert store.find_by_idempotency_key("t1", "k") is None
+
+
+def test_stats_counts_by_type_and_status(store: MemoryStore) -> None:
+    store.commit(
+        [
+            created(make_memory("a", type=MemoryType.EPISODIC)),
+            created(make_memory("b", type=MemoryType.EPISODIC, status=MemoryStatus.DELETED)),
+            created(make_memory("c", type=MemoryType.PROCEDURAL, at=T0 + minutes(3))),
+        ]
+    )
+    stats = store.stats("t1")
+    assert stats.total == 3
+    assert stats.by_type == {"episodic": 2, "procedural": 1}
+    assert stats.by_status == {"active": 2, "deleted": 1}
+    assert (stats.oldest, stats.newest) == (T0, T0 + minutes(3))

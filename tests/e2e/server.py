@@ -1,0 +1,48 @@
+"""A real `rearview` HTTP server on a loopback port, in a thread (same code path as `rearview serve`)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import uvicorn
+
+from rearview.api.app import create_app
+from rearview.api.auth import ApiKeyResolver
+from rearview.bootstrap import build_service
+from rearview.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running_server(data_dir: Path, config_file: Path | None = None, **overrides: object) -> Iterator[str]:
+    """Serve Rearview (SQLite store + index, hashing embedder) and yield its MCP URL."""
+    settings = Settings.load(data_dir=data_dir, config_file=config_file, embedder="hashing", **overrides)
+    keys = settings.api_keys()
+    service = build_service(settings)
+    app = create_app(service, ApiKeyResolver(keys, None if keys else settings.default_tenant))
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -1,0 +1,182 @@
+"""The official `mcp` client against the real HTTP endpoint, in both protocol eras."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.e2e.server import running_server
+
+MODES = ["legacy", "2026-07-28"]
+TOOLS = {
+    "memory_write", "memory_search", "memory_get", "memory_update",
+    "memory_forget", "memory_history", "memory_stats", "memory_summarize",
+}  # fmt: skip
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> Iterator[str]:
+    with running_server(tmp_path / "data") as u:
+        yield u
+
+
+@asynccontextmanager
+async def connect(url: str, mode: str, key: str | None = None) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def call_error(client: Client, tool: str, args: dict[str, Any]) -> str:
+    result = await client.call_tool(tool, args)
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    return str(text)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tools_round_trip(url: str, mode: str) -> None:
+    async with connect(url, mode) as client:
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        listed = await client.list_tools()
+        assert {t.name for t in listed.tools} == TOOLS
+        by_name = {t.name: t for t in listed.tools}
+        assert by_name["memory_search"].annotations.read_only_hint is False  # recall reinforces
+        assert by_name["memory_get"].annotations.read_only_hint is True
+        assert by_name["memory_forget"].annotations.destructive_hint is True
+        assert by_name["memory_write"].output_schema is not None
+        assert "description" in by_name["memory_write"].input_schema["properties"]["content"]
+
+        written = await call(
+            client, "memory_write", {"content": "User prefers tabs over spaces", "tags": ["style"]}
+        )
+        assert written["action"] == "created"
+        memory_id = written["memory"]["id"]
+        assert (await call(client, "memory_write", {"content": "user prefers tabs over spaces."}))[
+            "action"
+        ] == "merged"
+
+        found = await call(client, "memory_search", {"query": "tabs or spaces?"})
+        assert found["results"][0]["id"] == memory_id
+        assert found["results"][0]["created_at"].endswith("Z")
+        assert "current situation wins" in found["context"] and found["token_estimate"] > 0
+
+        updated = await call(
+            client, "memory_update", {"memory_id": memory_id, "content": "User prefers spaces now"}
+        )
+        assert updated["version"] == 3
+        forgotten = await call(client, "memory_forget", {"ids": [memory_id]})
+        assert forgotten["forgotten"] == [memory_id]
+        history = await call(client, "memory_history", {"memory_id": memory_id})
+        assert [e["action"] for e in history["events"]] == ["created", "merged", "updated", "forgotten"]
+        stats = await call(client, "memory_stats", {})
+        assert stats["by_status"] == {"deleted": 1}
+
+        prompt = await client.get_prompt("memory_guidelines")
+        assert "memory_search" in prompt.messages[0].content.text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_bad_input_is_a_clear_error_and_writes_nothing(url: str, mode: str) -> None:
+    async with connect(url, mode) as client:
+        cases = [
+            (
+                "memory_write",
+                {"content": "x", "type": "bogus"},
+                "type",
+                "'working', 'episodic', 'semantic' or 'procedural'",
+            ),
+            ("memory_write", {"content": "x", "importance": 9}, "importance", "less than or equal to 5"),
+            ("memory_write", {"content": "   "}, "content", "must not be empty"),
+            ("memory_search", {"query": "x", "top_k": 10000}, "top_k", "less than or equal to 50"),
+            ("memory_get", {"memory_id": "01NOPE"}, "01NOPE", "not found"),
+            ("memory_write", {"content": "x", "event_time": "yesterday"}, "event_time", "ISO-8601"),
+        ]
+        for tool, args, field, message in cases:
+            text = await call_error(client, tool, args)
+            assert field in text and message in text, text
+        assert (await call(client, "memory_stats", {}))["total"] == 0
+
+
+async def test_malformed_json_rpc_and_get_are_answered(url: str) -> None:
+    async with httpx.AsyncClient(timeout=5) as http:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        bad = await http.post(url, content=b"{not json", headers=headers)
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == -32700
+        get = await http.get(url)
+        assert get.status_code == 405 and get.headers["allow"] == "POST"
+
+
+async def test_memory_survives_a_restart(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with running_server(data) as url:
+        async with connect(url, "legacy") as client:
+            memory_id = (await call(client, "memory_write", {"content": "The staging DB is on port 5433"}))[
+                "memory"
+            ]["id"]
+    with running_server(data) as url:
+        async with connect(url, "2026-07-28") as client:
+            assert (await call(client, "memory_get", {"memory_id": memory_id}))["content"].endswith("5433")
+            found = await call(client, "memory_search", {"query": "staging database port"})
+            assert found["results"][0]["id"] == memory_id
+
+
+@pytest.fixture
+def keyed(tmp_path: Path) -> Iterator[str]:
+    config = tmp_path / "config.toml"
+    config.write_text('[api_keys]\n"key-alice" = "alice"\n"key-bob" = "bob"\n')
+    with running_server(tmp_path / "data", config_file=config) as u:
+        yield u
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tenants_never_see_each_other(keyed: str, mode: str) -> None:
+    async with connect(keyed, mode, "key-alice") as alice, connect(keyed, mode, "key-bob") as bob:
+        secret = await call(
+            alice, "memory_write", {"content": "Alice's API token rotates Fridays", "tags": ["ops"]}
+        )
+        memory_id = secret["memory"]["id"]
+        assert (await call(bob, "memory_search", {"query": "API token rotates Fridays"}))["results"] == []
+        assert "not found" in await call_error(bob, "memory_get", {"memory_id": memory_id})
+        assert "not found" in await call_error(bob, "memory_history", {"memory_id": memory_id})
+        assert "not found" in await call_error(
+            bob, "memory_update", {"memory_id": memory_id, "content": "pwned"}
+        )
+        assert "not found" in await call_error(bob, "memory_forget", {"ids": [memory_id]})
+        assert (await call(bob, "memory_forget", {"tags": ["ops"]}))["forgotten"] == []
+        assert (await call(bob, "memory_stats", {}))["total"] == 0
+        profile = await bob.read_resource("memory://profile/default")
+        assert "token" not in profile.contents[0].text  # type: ignore[union-attr]
+        assert (await call(alice, "memory_get", {"memory_id": memory_id}))["status"] == "active"
+
+
+async def test_missing_or_wrong_key_gets_401_with_resource_metadata(keyed: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    async with httpx.AsyncClient(timeout=5) as http:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            response = await http.post(keyed, json=body, headers=headers)
+            assert response.status_code == 401
+            assert 'resource_metadata="http://127.0.0.1' in response.headers["www-authenticate"]
+        meta_url = keyed.replace("/mcp", "/.well-known/oauth-protected-resource")
+        meta = (await http.get(meta_url)).json()
+        assert meta["resource"] == keyed
+        assert json.loads((await http.get(keyed.replace("/mcp", "/healthz"))).text)["status"] == "ok"

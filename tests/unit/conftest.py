@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+import pytest
+
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.clock import ManualClock
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.service.memory_service import MemoryService
+from tests.factories import T0
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+@pytest.fixture
+def service(clock: ManualClock) -> MemoryService:
+    embedder = HashingEmbedder(256)
+    return MemoryService(InMemoryMemoryStore(clock), InMemoryMemoryIndex(256), embedder, clock)

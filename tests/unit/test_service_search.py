@@ -1,0 +1,141 @@
+"""The search path: hybrid fusion, filters, re-rank, reinforcement, degradation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from rearview.clock import ManualClock
+from rearview.errors import EmbedderError, IndexUnavailableError, InvalidInputError
+from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
+from rearview.ports import ChannelHits, IndexDocument, IndexQuery, MemoryIndex, Vector
+from rearview.service.memory_service import MemoryService
+from rearview.service.rendering import CONFLICT_RULE
+
+
+class UnavailableIndex:
+    """An index whose engine is down: every call raises IndexUnavailableError."""
+
+    def ensure_schema(self) -> None: ...
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        raise IndexUnavailableError("connection refused")
+
+    def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        raise IndexUnavailableError("connection refused")
+
+    def search(self, query: IndexQuery) -> ChannelHits:
+        raise IndexUnavailableError("connection refused")
+
+    def count(self, tenant_id: str) -> int:
+        raise IndexUnavailableError("connection refused")
+
+
+class BrokenEmbedder:
+    model_id = "broken:8"
+    dimension = 8
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        raise EmbedderError("model crashed")
+
+    def embed_query(self, text: str) -> Vector:
+        raise EmbedderError("model crashed")
+
+
+def _seed(service: MemoryService) -> dict[str, str]:
+    ids = {}
+    for key, content, kind in [
+        ("tea", "The user drinks green tea every morning", MemoryType.SEMANTIC),
+        ("deploy", "Deploy failed because migrations ran after the app started", MemoryType.PROCEDURAL),
+        ("trip", "The user flew to Lisbon for a conference in May", MemoryType.EPISODIC),
+    ]:
+        ids[key] = service.write("t1", WriteRequest(content=content, type=kind, tags=[key])).memory.id
+    return ids
+
+
+def test_hybrid_search_returns_context_block_and_tokens(service: MemoryService) -> None:
+    ids = _seed(service)
+    result = service.search("t1", SearchRequest(query="what tea does the user drink?", top_k=2))
+    assert result.results[0].id == ids["tea"]
+    assert result.results[0].keyword_rank == 1 and result.results[0].vector_rank == 1
+    assert len(result.results) <= 2
+    assert result.context.startswith("<memories>") and CONFLICT_RULE in result.context
+    assert "[semantic | confidence 1.00 | 2026-01-01]" in result.context
+    assert result.token_estimate > 10 and not result.degraded
+
+
+def test_filters_apply_inside_the_query(service: MemoryService) -> None:
+    ids = _seed(service)
+    flt = MemoryFilter(types=(MemoryType.PROCEDURAL,))
+    result = service.search("t1", SearchRequest(query="user tea Lisbon deploy", filter=flt))
+    assert [h.id for h in result.results] == [ids["deploy"]]
+    assert service.search("t2", SearchRequest(query="tea")).results == []
+
+
+def test_importance_breaks_ties_between_equally_relevant_memories(service: MemoryService) -> None:
+    low = service.write("t1", WriteRequest(content="Project codename is Falcon", importance=1, tags=["x"]))
+    high = service.write("t1", WriteRequest(content="Project codename is Falcon!", importance=5, tags=["y"],
+                                            type=MemoryType.EPISODIC))  # fmt: skip
+    result = service.search("t1", SearchRequest(query="project codename Falcon"))
+    assert [h.id for h in result.results][:2] == [high.memory.id, low.memory.id]
+
+
+def test_recall_reinforces_strength_and_access(service: MemoryService, clock: ManualClock) -> None:
+    ids = _seed(service)
+    clock.advance(days=1)
+    service.search("t1", SearchRequest(query="green tea"))
+    tea = service.get("t1", ids["tea"])
+    assert (
+        tea.strength == pytest.approx(1.1) and tea.access_count == 1 and tea.last_accessed_at == clock.now()
+    )
+    service.search("t1", SearchRequest(query="green tea", reinforce=False))
+    assert service.get("t1", ids["tea"]).access_count == 1
+
+
+def test_top_k_and_min_score_are_validated(service: MemoryService) -> None:
+    for bad, field in [
+        ({"top_k": 10_000}, "top_k"),
+        ({"top_k": 0}, "top_k"),
+        ({"min_score": -1}, "min_score"),
+    ]:
+        with pytest.raises(InvalidInputError) as exc:
+            service.search("t1", SearchRequest.model_validate({"query": "x", **bad}))
+        assert exc.value.field == field
+    with pytest.raises(InvalidInputError):
+        service.search("t1", SearchRequest(query="  "))
+
+
+def test_min_score_drops_weak_results(service: MemoryService) -> None:
+    _seed(service)
+    assert service.search("t1", SearchRequest(query="tea", min_score=5.0)).results == []
+
+
+def test_index_down_degrades_to_store_and_writes_still_land(service: MemoryService) -> None:
+    ids = _seed(service)
+    down = MemoryService(service.store, UnavailableIndex(), service.embedder, service.clock)
+    written = down.write("t1", WriteRequest(content="The user owns a black cat named Miso"))
+    assert written.indexed is False
+    assert service.store.get("t1", written.memory.id) is not None
+    result = down.search("t1", SearchRequest(query="green tea"))
+    assert result.degraded and "index unavailable" in (result.degraded_reason or "")
+    assert result.results[0].id == ids["tea"]
+    assert down.stats("t1").index_documents is None
+
+
+def test_embedder_down_degrades_to_keyword_channel(service: MemoryService) -> None:
+    ids = _seed(service)
+    broken = MemoryService(service.store, service.index, BrokenEmbedder(), service.clock)
+    result = broken.search("t1", SearchRequest(query="green tea"))
+    assert result.degraded and "embedder" in (result.degraded_reason or "")
+    assert result.results[0].id == ids["tea"] and result.results[0].vector_rank is None
+    written = broken.write("t1", WriteRequest(content="A new fact about tea"))
+    assert written.indexed is False and broken.get("t1", written.memory.id).content == "A new fact about tea"
+
+
+def test_index_drift_is_checked_against_the_store(service: MemoryService) -> None:
+    ids = _seed(service)
+    index: MemoryIndex = service.index
+    service.store.purge("t1", ids["tea"])  # store is the truth; the index still has it
+    assert index.count("t1") == 3
+    assert ids["tea"] not in [h.id for h in service.search("t1", SearchRequest(query="green tea")).results]
