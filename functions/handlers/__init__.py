@@ -1,0 +1,1 @@
+"""Lambda entry points: thin adapters from AWS events to the Rearview service."""
