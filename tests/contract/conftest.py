@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 
@@ -55,13 +56,37 @@ def _sqlite_index(tmp_path: Path, request: pytest.FixtureRequest) -> MemoryIndex
     return SQLiteMemoryIndex(tmp_path / "index.sqlite3", DIMENSION)
 
 
+def _opensearch_index(
+    tmp_path: Path, request: pytest.FixtureRequest, assigned_ids: bool = False
+) -> MemoryIndex:
+    from rearview.backends.opensearch_index import OpenSearchConfig, OpenSearchMemoryIndex
+
+    url = request.getfixturevalue("opensearch_url")
+    config = OpenSearchConfig(
+        endpoint=url, dimension=DIMENSION, mode="local", engine="lucene", shards=1, replicas=0,
+        refresh="true", alias=f"rv-c-{uuid4().hex[:10]}", assigned_ids=assigned_ids or None,
+    )  # fmt: skip
+    index = OpenSearchMemoryIndex(config)
+    request.addfinalizer(lambda: index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404]))
+    return index
+
+
 INDEXES: dict[str, Callable[[Path, pytest.FixtureRequest], MemoryIndex]] = {
     "memory": _memory_index,
     "sqlite": _sqlite_index,
+    "opensearch": _opensearch_index,
+    "opensearch-serverless-ids": lambda tmp_path, request: _opensearch_index(
+        tmp_path, request, assigned_ids=True
+    ),
 }
 
 
-@pytest.fixture(params=sorted(INDEXES))
+@pytest.fixture(
+    params=[
+        pytest.param(name, marks=[pytest.mark.opensearch] if name.startswith("opensearch") else [])
+        for name in sorted(INDEXES)
+    ]
+)
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryIndex]:
     ix = INDEXES[request.param](tmp_path, request)
     ix.ensure_schema()
