@@ -156,13 +156,13 @@ def _reindex(settings: Settings, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from rearview.bootstrap import build_service
-    from rearview.service.reindex import reindex_tenant
+    from rearview.service.reindex import reindex_all
 
     service = build_service(settings)
     tenants = [args.tenant] if args.tenant else service.store.tenants()
-    for tenant in tenants:
-        with tqdm(unit="memory", desc=f"reindex {tenant}") as bar:
-            total = reindex_tenant(service, tenant, progress=bar.update)
+    with tqdm(unit="memory", desc="reindex") as bar:
+        counts = reindex_all(service, tenants, progress=bar.update)
+    for tenant, total in counts.items():
         print(f"tenant '{tenant}': {total} memories indexed")
     return 0
 

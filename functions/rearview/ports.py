@@ -10,7 +10,7 @@ import builtins
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -19,20 +19,23 @@ from rearview.clock import Clock
 from rearview.models import HistoryEvent, Memory, MemoryFilter, Page, StoreStats
 
 Vector = npt.NDArray[np.float32]
-"""An L2-normalized float32 embedding (1-D), or a (n, dim) matrix of them."""
+"""An L2-normalized float32 embedding (1-D), or a (n, dim) matrix of them; never the zero vector."""
 
 __all__ = [
     "Archive",
     "ChannelHits",
+    "CheckpointStore",
     "Clock",
     "Embedder",
     "IndexDocument",
     "IndexQuery",
+    "LanguageModel",
     "MemoryIndex",
     "MemoryStore",
     "StoreWrite",
     "Touch",
     "Vector",
+    "VersionedIndex",
 ]
 
 
@@ -155,6 +158,26 @@ class MemoryIndex(Protocol):
         """Number of documents for a tenant."""
 
 
+@runtime_checkable
+class VersionedIndex(MemoryIndex, Protocol):
+    """An index that can be rebuilt beside the live one and swapped in atomically (an alias).
+
+    `rearview reindex` fills a new version while searches keep using the old one, then switches.
+    """
+
+    def current_version(self) -> int | None:
+        """The version searches use now (None before `ensure_schema`)."""
+
+    def create_version(self, version: int) -> str:
+        """Create an empty index for `version` (idempotent); returns its name."""
+
+    def upsert_into(self, version: int, docs: Sequence[IndexDocument]) -> None:
+        """Write documents into `version` directly, whatever the alias points at."""
+
+    def switch_alias(self, version: int) -> None:
+        """Atomically make `version` the one searches use."""
+
+
 class Embedder(Protocol):
     """Turns text into L2-normalized vectors of a fixed dimension, in one named vector space."""
 
@@ -187,3 +210,33 @@ class Archive(Protocol):
 
     def iter_refs(self, tenant_id: str) -> Iterator[str]:
         """Every reference held for a tenant (for audits and tests)."""
+
+
+class CheckpointStore(Protocol):
+    """Where a lifecycle job keeps its progress for one tenant, so the next run resumes it.
+
+    The state is opaque text (the job's own JSON). `save` replaces the previous state whole.
+    """
+
+    def ensure_schema(self) -> None:
+        """Create tables if missing. Idempotent; never called from a constructor."""
+
+    def load(self, tenant_id: str, job: str) -> str | None:
+        """The state last saved for (tenant, job), or None."""
+
+    def save(self, tenant_id: str, job: str, state: str) -> None:
+        """Replace the state for (tenant, job)."""
+
+    def delete(self, tenant_id: str, job: str) -> None:
+        """Forget the state for (tenant, job). Idempotent."""
+
+
+class LanguageModel(Protocol):
+    """A chat model that answers one prompt with text (consolidation and contradiction checks)."""
+
+    @property
+    def model_id(self) -> str:
+        """Which model answers (recorded in what it produced)."""
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> str:
+        """The model's answer to `prompt` under the `system` instructions; BackendError on failure."""

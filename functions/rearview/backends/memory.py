@@ -179,8 +179,8 @@ class InMemoryMemoryIndex:
         if query.vector is not None and candidates:
             q = check_vector(query.vector, self._dimension)
             sims = np.stack([v for _, v, _ in candidates]) @ q
-            order = np.argsort(-sims, kind="stable")[: query.limit]
-            hits.vector.extend((candidates[i][0].id, float(sims[i])) for i in order)
+            ranked = sorted((-float(sims[i]), m.id) for i, (m, _, _) in enumerate(candidates))
+            hits.vector.extend((memory_id, -neg) for neg, memory_id in ranked[: query.limit])
         return hits
 
 

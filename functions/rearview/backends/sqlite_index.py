@@ -228,7 +228,8 @@ class SQLiteMemoryIndex:
         where, params = filter_sql(query.filter, "d")
         sql = (
             "SELECT d.memory_id, -bm25(docs_fts) FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid"
-            f" WHERE docs_fts MATCH ? AND d.tenant_id = ? AND {where} ORDER BY bm25(docs_fts) LIMIT ?"
+            f" WHERE docs_fts MATCH ? AND d.tenant_id = ? AND {where}"
+            " ORDER BY bm25(docs_fts), d.memory_id LIMIT ?"
         )
         with self._db.lock:
             rows = self._db.conn.execute(sql, (match, query.tenant_id, *params, query.limit)).fetchall()
@@ -247,8 +248,8 @@ class SQLiteMemoryIndex:
             sims = tm.matrix[rows] @ vector if rows.size < n else tm.matrix[:n] @ vector
             k = min(query.limit, rows.size)
             top = np.argpartition(-sims, k - 1)[:k]
-            top = top[np.argsort(-sims[top], kind="stable")]
-            return [(tm.ids[rows[i]], float(sims[i])) for i in top]
+            ranked = sorted((-float(sims[i]), tm.ids[rows[i]]) for i in top)  # ties: by memory id
+            return [(memory_id, -neg) for neg, memory_id in ranked]
 
     def _tenant(self, tenant_id: str) -> _TenantMatrix:
         tm = self._tenants.get(tenant_id)

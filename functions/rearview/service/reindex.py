@@ -2,38 +2,78 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
-from rearview.models import MemoryFilter, MemoryStatus
-from rearview.ports import IndexDocument, MemoryIndex
+from rearview.models import Memory, MemoryFilter, MemoryStatus
+from rearview.ports import IndexDocument, MemoryIndex, VersionedIndex
 from rearview.service.memory_service import MemoryService
 
 REINDEX_BATCH = 64
 INDEXED_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
 
+Progress = Callable[[int], object]
+
+
+def _pages(service: MemoryService, tenant_id: str) -> Iterator[list[Memory]]:
+    flt = MemoryFilter(statuses=INDEXED_STATUSES)
+    cursor: str | None = None
+    while True:
+        page = service.store.list(tenant_id, flt, cursor=cursor, limit=REINDEX_BATCH)
+        if page.items:
+            yield page.items
+        cursor = page.cursor
+        if cursor is None:
+            return
+
 
 def reindex_tenant(
     service: MemoryService,
     tenant_id: str,
-    target: MemoryIndex | None = None,
-    progress: Callable[[int], object] | None = None,
+    write: Callable[[Sequence[IndexDocument]], None] | None = None,
+    progress: Progress | None = None,
 ) -> int:
-    """Re-embed and upsert every active/superseded memory of a tenant into `target` (default: the live index).
+    """Re-embed every active/superseded memory of a tenant and upsert it (default: into the live index).
 
     Idempotent and restartable: upserts replace documents by id. Returns how many were indexed.
     """
-    index = target or service.index
-    flt = MemoryFilter(statuses=INDEXED_STATUSES)
-    cursor: str | None = None
+    upsert = write or service.index.upsert
     total = 0
-    while True:
-        page = service.store.list(tenant_id, flt, cursor=cursor, limit=REINDEX_BATCH)
-        if page.items:
-            vectors = service.embedder.embed_documents([m.content for m in page.items])
-            index.upsert([IndexDocument(m, vectors[i]) for i, m in enumerate(page.items)])
-            total += len(page.items)
-            if progress is not None:
-                progress(len(page.items))
-        cursor = page.cursor
-        if cursor is None:
-            return total
+    for items in _pages(service, tenant_id):
+        vectors = service.embedder.embed_documents([m.content for m in items])
+        upsert([IndexDocument(m, vectors[i]) for i, m in enumerate(items)])
+        total += len(items)
+        if progress is not None:
+            progress(len(items))
+    return total
+
+
+def reindex_all(
+    service: MemoryService, tenants: Sequence[str], progress: Progress | None = None
+) -> dict[str, int]:
+    """Rebuild the index for `tenants`, in place or, for a `VersionedIndex`, as a new version.
+
+    A new version is swapped in atomically once full (searches never see a half-built index).
+
+    Writes that land on the old version while a versioned rebuild runs are re-applied after the
+    switch by a second, in-place pass over the memories updated meanwhile (upserts are idempotent).
+    """
+    index: MemoryIndex = service.index
+    if not isinstance(index, VersionedIndex):
+        return {t: reindex_tenant(service, t, progress=progress) for t in tenants}
+    started = service.clock.now()
+    version = (index.current_version() or 0) + 1
+    index.create_version(version)
+    counts = {
+        t: reindex_tenant(service, t, lambda docs: index.upsert_into(version, docs), progress)
+        for t in tenants
+    }
+    index.switch_alias(version)
+    for tenant in tenants:
+        for items in _pages(service, tenant):
+            fresh = [m for m in items if m.updated_at >= started]
+            if fresh:
+                vectors = service.embedder.embed_documents([m.content for m in fresh])
+                index.upsert([IndexDocument(m, vectors[i]) for i, m in enumerate(fresh)])
+            if items[-1].updated_at < started:
+                break  # pages are newest-first: nothing older can have changed
+    return counts
