@@ -35,9 +35,17 @@ def _sqlite_store(clock: ManualClock, tmp_path: Path, request: pytest.FixtureReq
     return SQLiteMemoryStore(tmp_path / "store.sqlite3", clock)
 
 
+def _dynamodb_store(clock: ManualClock, tmp_path: Path, request: pytest.FixtureRequest) -> MemoryStore:
+    from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+
+    table = request.getfixturevalue("dynamodb_table")  # moto, built from template.yaml's MemoryTable
+    return DynamoDBMemoryStore(table, request.getfixturevalue("dynamodb_client"), clock=clock)
+
+
 STORES: dict[str, Callable[[ManualClock, Path, pytest.FixtureRequest], MemoryStore]] = {
     "memory": _memory_store,
     "sqlite": _sqlite_store,
+    "dynamodb": _dynamodb_store,
 }
 
 

@@ -80,7 +80,8 @@ def test_find_by_idempotency_key(store: MemoryStore) -> None:
 
 def test_list_pages_newest_first_without_gaps_or_repeats(store: MemoryStore) -> None:
     memories = [make_memory(f"m{i}", at=T0 + minutes(i)) for i in range(23)]
-    store.commit([created(m) for m in memories])
+    store.commit([created(m) for m in memories[:12]])
+    store.commit([created(m) for m in memories[12:]])
     seen, cursor = [], None
     while True:
         page = store.list("t1", MemoryFilter(), cursor=cursor, limit=5)
@@ -109,7 +110,8 @@ def test_list_applies_every_filter_like_the_reference(store: MemoryStore) -> Non
                 scope_key=f"scope{i % 2}",
             )
         )
-    store.commit([created(m) for m in rows])
+    for start in range(0, len(rows), 20):  # a commit is one transaction: keep it within DynamoDB's 100 actions
+        store.commit([created(m) for m in rows[start : start + 20]])
     filters = [
         MemoryFilter(),
         MemoryFilter(agent_id="agent1"),

@@ -1,0 +1,219 @@
+"""Amazon Bedrock `Embedder`: Titan Text Embeddings V2 through InvokeModel.
+
+Request body `{"inputText": ..., "dimensions": 256|512|1024, "normalize": true}`; response body
+`{"embedding": [...], "inputTextTokenCount": N}`. Vectors come back float32 and L2-normalized
+(re-normalized here, so rounding never leaks into cosine scores). The vector space is named
+`bedrock:<model id>:<dimension>` (`model_id`): vectors of another model or dimension never
+share an index with these.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from rearview.backends.dynamodb_store import RetryPolicy
+from rearview.errors import EmbedderError, InvalidInputError
+from rearview.ports import Vector
+
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
+
+__all__ = ["DIMENSIONS", "MAX_INPUT_CHARS", "TITAN_V2", "BedrockTitanEmbedder"]
+
+TITAN_V2: Final = "amazon.titan-embed-text-v2:0"
+DIMENSIONS: Final = (256, 512, 1024)
+MAX_INPUT_CHARS: Final = 50_000
+"""Titan V2 accepts up to 8,192 tokens and 50,000 characters per input."""
+
+_RETRYABLE: Final = frozenset(
+    {
+        "ThrottlingException",
+        "ServiceUnavailableException",
+        "ModelNotReadyException",
+        "InternalServerException",
+        "ModelTimeoutException",
+    }
+)
+
+
+class BedrockTitanEmbedder:
+    """An `Embedder` on Amazon Titan Text Embeddings V2. The constructor does no I/O.
+
+    - `dimension` must be 256, 512 or 1024 (`InvalidInputError` otherwise, at construction).
+    - Throttling, model-not-ready and 5xx answers are retried with exponential backoff and
+      full jitter, at most `retry.max_attempts` times; then `EmbedderError`. Anything else
+      (access denied, validation, a vector of the wrong length) is an `EmbedderError` at once.
+    - `embed_documents` runs up to `max_workers` requests at a time; a failure of any text
+      fails the whole call (no partial matrix is returned).
+    - `embed_query` keeps the last `cache_size` query vectors (LRU, per process; 0 disables).
+    """
+
+    def __init__(
+        self,
+        model_id: str = TITAN_V2,
+        dimension: int = 1024,
+        client: BedrockRuntimeClient | None = None,
+        max_workers: int = 4,
+        cache_size: int = 1024,
+        *,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if dimension not in DIMENSIONS:
+            raise InvalidInputError("dimension", f"Titan V2 has no {dimension}-d output", allowed=DIMENSIONS)
+        if max_workers < 1:
+            raise InvalidInputError("max_workers", f"must be at least 1 (got {max_workers})")
+        if cache_size < 0:
+            raise InvalidInputError("cache_size", f"must be >= 0 (got {cache_size})")
+        self._model = model_id
+        self._dimension = dimension
+        self._client_value = client
+        self._max_workers = max_workers
+        self._cache_size = cache_size
+        self._retry = retry or RetryPolicy(max_attempts=5, base_delay=0.2, max_delay=5.0)
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, Vector] = OrderedDict()
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def model_id(self) -> str:
+        """`bedrock:<model>:<dimension>`, e.g. `bedrock:amazon.titan-embed-text-v2:0:1024`."""
+        return f"bedrock:{self._model}:{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def _client(self) -> BedrockRuntimeClient:
+        if self._client_value is None:
+            with self._lock:
+                if self._client_value is None:
+                    self._client_value = _create_client()
+        return self._client_value
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        """A (len(texts), dimension) float32 matrix, row i for texts[i]; identical texts embed once."""
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
+        for text in unique:
+            _check_text(text)
+        if len(unique) <= 1 or self._max_workers == 1:
+            vectors = [self._embed(t) for t in unique]
+        else:
+            vectors = list(self._executor().map(self._embed, unique))
+        by_text = dict(zip(unique, vectors, strict=True))
+        for row, text in enumerate(texts):
+            out[row] = by_text[text]
+        return out
+
+    def embed_query(self, text: str) -> Vector:
+        """A (dimension,) float32 vector; repeated query text is answered from the LRU cache."""
+        _check_text(text)
+        with self._lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+                return cached.copy()
+        vector = self._embed(text)
+        if self._cache_size:
+            with self._lock:
+                self._cache[text] = vector
+                self._cache.move_to_end(text)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return vector.copy()
+
+    def close(self) -> None:
+        """Stop the worker threads (idempotent); the embedder stays usable and restarts them."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="bedrock-embed")
+            return self._pool
+
+    def _embed(self, text: str) -> Vector:
+        body = json.dumps({"inputText": text, "dimensions": self._dimension, "normalize": True})
+        payload = self._invoke(body)
+        return self._vector(payload)
+
+    def _invoke(self, body: str) -> dict[str, Any]:
+        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import ConnectionError as BotoConnectionError
+
+        for attempt in range(self._retry.max_attempts):
+            try:
+                out = self._client.invoke_model(
+                    modelId=self._model, body=body, contentType="application/json", accept="application/json"
+                )
+                payload = json.loads(out["body"].read())
+            except ClientError as exc:
+                code = str(exc.response.get("Error", {}).get("Code", ""))
+                if code not in _RETRYABLE or attempt + 1 == self._retry.max_attempts:
+                    message = exc.response.get("Error", {}).get("Message", "")
+                    raise EmbedderError(
+                        f"Bedrock InvokeModel({self._model}) failed ({code}): {message}"
+                    ) from exc
+            except BotoConnectionError as exc:
+                if attempt + 1 == self._retry.max_attempts:
+                    raise EmbedderError(f"Bedrock InvokeModel({self._model}) unreachable: {exc}") from exc
+            except (BotoCoreError, ValueError) as exc:
+                raise EmbedderError(f"Bedrock InvokeModel({self._model}) failed: {exc}") from exc
+            else:
+                if not isinstance(payload, dict):
+                    raise EmbedderError(
+                        f"Bedrock {self._model} answered {type(payload).__name__}, not an object"
+                    )
+                return payload
+            self._retry.backoff(attempt)
+        raise EmbedderError(f"Bedrock InvokeModel({self._model}) gave up")  # pragma: no cover
+
+    def _vector(self, payload: dict[str, Any]) -> Vector:
+        embedding = payload.get("embedding")
+        if not isinstance(embedding, list):
+            raise EmbedderError(f"Bedrock {self._model} response has no `embedding` list")
+        vector = np.asarray(embedding, dtype=np.float32)
+        if vector.shape != (self._dimension,):
+            raise EmbedderError(
+                f"Bedrock {self._model} returned a {vector.size}-d vector; this embedder is "
+                f"configured for {self._dimension} dimensions"
+            )
+        norm = float(np.linalg.norm(vector))
+        if not np.isfinite(norm) or norm == 0.0:
+            raise EmbedderError(f"Bedrock {self._model} returned a zero or non-finite vector")
+        result: Vector = vector / np.float32(norm)
+        result.flags.writeable = False
+        return result
+
+
+def _check_text(text: str) -> None:
+    if not text.strip():
+        raise InvalidInputError("text", "must not be empty (Titan cannot embed empty input)")
+    if len(text) > MAX_INPUT_CHARS:
+        raise InvalidInputError(
+            "text", f"is {len(text)} characters; Titan V2 accepts at most {MAX_INPUT_CHARS}"
+        )
+
+
+def _create_client() -> BedrockRuntimeClient:
+    import boto3
+    from botocore.config import Config
+
+    # Retries are ours (with jitter, on Bedrock's own throttling codes): botocore makes one attempt.
+    return boto3.client(
+        "bedrock-runtime",
+        config=Config(
+            retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=30, connect_timeout=5
+        ),
+    )
