@@ -20,9 +20,9 @@ from botocore.awsrequest import AWSResponse
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from rearview.backends.dynamodb_store import RetryPolicy
 from rearview.embedders.bedrock import BedrockTitanEmbedder
 from rearview.errors import EmbedderError, InvalidInputError
+from rearview.retry import RetryPolicy
 
 REGION = "us-east-1"
 MODEL = "amazon.titan-embed-text-v2:0"

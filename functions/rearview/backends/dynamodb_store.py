@@ -67,9 +67,7 @@ import heapq
 import itertools
 import json
 import math
-import random
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +78,7 @@ from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError, StoreError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, MemoryType, Page, StoreStats
 from rearview.ports import StoreWrite, Touch
+from rearview.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError
@@ -149,30 +148,6 @@ _RETRYABLE_REASONS: Final = frozenset(
 )
 
 _T = TypeVar("_T")
-
-
-# --------------------------------------------------------------------------- retries
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Bounded exponential backoff with full jitter.
-
-    Attempt `n` (0-based) that fails retryably waits `uniform(0, min(max_delay, base_delay * 2**n))`
-    before attempt `n + 1`; after `max_attempts` attempts the caller gives up with a typed error.
-    """
-
-    max_attempts: int = 5
-    base_delay: float = 0.05
-    max_delay: float = 2.0
-    sleep: Callable[[float], None] = time.sleep
-
-    def backoff(self, attempt: int) -> None:
-        """Sleep before retrying after failed attempt `attempt` (0-based)."""
-        self.sleep(_JITTER.uniform(0.0, min(self.max_delay, self.base_delay * 2**attempt)))
-
-
-_JITTER = random.Random()  # noqa: S311 -- backoff jitter; nothing secret depends on it
 
 
 # --------------------------------------------------------------------------- keys & items

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from rearview.backends.dynamodb_store import RetryPolicy
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
+from rearview.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient

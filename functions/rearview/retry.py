@@ -1,0 +1,29 @@
+"""Bounded retries: one backoff policy for every adapter that talks to a remote service."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounded exponential backoff with full jitter.
+
+    Attempt `n` (0-based) that fails retryably waits `uniform(0, min(max_delay, base_delay * 2**n))`
+    before attempt `n + 1`; after `max_attempts` attempts the caller gives up with a typed error.
+    """
+
+    max_attempts: int = 5
+    base_delay: float = 0.05
+    max_delay: float = 2.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def backoff(self, attempt: int) -> None:
+        """Sleep before retrying after failed attempt `attempt` (0-based)."""
+        self.sleep(_JITTER.uniform(0.0, min(self.max_delay, self.base_delay * 2**attempt)))
+
+
+_JITTER = random.Random()  # noqa: S311 -- backoff jitter; nothing secret depends on it
