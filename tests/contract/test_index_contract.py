@@ -138,3 +138,20 @@ def test_wrong_dimension_vector_is_rejected(index: MemoryIndex) -> None:
         index.upsert([IndexDocument(make_memory(memory_id="m1"), np.ones(DIMENSION + 1, np.float32))])
     assert exc.value.field == "vector"
     assert index.count("t1") == 0
+
+
+def test_changes_after_a_search_are_seen_by_the_next_search(index: MemoryIndex) -> None:
+    """Adapters that cache (the embedded matrix) must apply writes to what they cached."""
+    a, b = make_memory("alpha one", memory_id="a", tags=["x"]), make_memory("alpha two", memory_id="b")
+    index.upsert([IndexDocument(a, unit_vector(1)), IndexDocument(b, unit_vector(2))])
+    assert len(index.search(_q(vector=unit_vector(1), text="alpha")).vector) == 2
+    c = make_memory("alpha three", memory_id="c", tags=["x"], session_id="s1")
+    index.upsert([IndexDocument(c, unit_vector(3))])
+    index.upsert([IndexDocument(a.model_copy(update={"tags": ["y"]}), None)])
+    index.delete("t1", ["b"])
+    by_tag = index.search(_q(filter=MemoryFilter(tags=("x",)), vector=unit_vector(1), text="alpha"))
+    assert [i for i, _ in by_tag.vector] == ["c"] and [i for i, _ in by_tag.keyword] == ["c"]
+    by_session = index.search(_q(filter=MemoryFilter(session_id="s1"), vector=unit_vector(3)))
+    assert [i for i, _ in by_session.vector] == ["c"]
+    index.upsert([IndexDocument(make_memory("alpha two again", memory_id="b"), unit_vector(2))])
+    assert sorted(i for i, _ in index.search(_q(vector=unit_vector(2))).vector) == ["a", "b", "c"]

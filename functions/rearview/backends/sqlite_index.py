@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -62,80 +63,105 @@ class _DocRow:
                 self.event_time, json.dumps(sorted(self.tags)))  # fmt: skip
 
 
-@dataclass(slots=True)
-class _TenantMatrix:
-    """One tenant's vectors plus the columns the filter needs, row-aligned; dead rows are masked."""
+_CODED_COLUMNS = ("agent_id", "visibility", "session_id", "type", "status", "scope_key")
 
-    dimension: int
-    ids: list[str] = field(default_factory=list)
-    pos: dict[str, int] = field(default_factory=dict)
-    matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    alive: list[bool] = field(default_factory=list)
-    rows: list[_DocRow | None] = field(default_factory=list)
-    columns: dict[str, npt.NDArray[np.generic]] | None = None
+
+class _TenantMatrix:
+    """One tenant's vectors and filter columns, row-aligned, updated in place (O(1) per write).
+
+    String columns are dictionary-coded to int32 so a filter is a few vectorized comparisons;
+    tags keep an inverted list (tag -> rows). Removed rows stay allocated and are masked out.
+    """
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.ids: list[str] = []
+        self.pos: dict[str, int] = {}
+        self.size = 0
+        self.matrix = np.zeros((0, dimension), np.float32)
+        self.alive = np.zeros(0, bool)
+        self.event_time = np.zeros(0, np.float64)
+        self.codes = {name: np.zeros(0, np.int32) for name in _CODED_COLUMNS}
+        self.vocab: dict[str, dict[str | None, int]] = {name: {} for name in _CODED_COLUMNS}
+        self.row_tags: list[frozenset[str]] = []
+        self.tag_rows: dict[str, set[int]] = {}
 
     def put(self, memory_id: str, doc: _DocRow, vector: Vector | None) -> None:
         row = self.pos.get(memory_id)
         if row is None:
             if vector is None:
                 return
-            row = len(self.ids)
-            self.ids.append(memory_id)
-            self.alive.append(True)
-            self.rows.append(doc)
-            self.pos[memory_id] = row
-            if row >= self.matrix.shape[0]:
-                grown = np.zeros((max(64, row * 2), self.dimension), np.float32)
-                grown[: self.matrix.shape[0]] = self.matrix.reshape(-1, self.dimension)
-                self.matrix = grown
-        self.rows[row] = doc
+            row = self._append(memory_id)
+        for name in _CODED_COLUMNS:
+            self.codes[name][row] = self.vocab[name].setdefault(getattr(doc, name), len(self.vocab[name]))
+        self.event_time[row] = doc.event_time
+        self._set_tags(row, doc.tags)
+        self.alive[row] = True
         if vector is not None:
             self.matrix[row] = vector
-        self.columns = None
 
     def remove(self, memory_id: str) -> None:
         row = self.pos.pop(memory_id, None)
         if row is not None:
             self.alive[row] = False
-            self.rows[row] = None
-            self.columns = None
+            self._set_tags(row, frozenset())
+
+    def _append(self, memory_id: str) -> int:
+        row = self.size
+        if row >= self.matrix.shape[0]:
+            capacity = max(64, row * 2)
+            self.matrix = _grown(self.matrix, capacity)
+            self.alive = _grown(self.alive, capacity)
+            self.event_time = _grown(self.event_time, capacity)
+            self.codes = {name: _grown(col, capacity) for name, col in self.codes.items()}
+        self.ids.append(memory_id)
+        self.row_tags.append(frozenset())
+        self.pos[memory_id] = row
+        self.size += 1
+        return row
+
+    def _set_tags(self, row: int, tags: frozenset[str]) -> None:
+        for tag in self.row_tags[row] - tags:
+            self.tag_rows[tag].discard(row)
+        for tag in tags - self.row_tags[row]:
+            self.tag_rows.setdefault(tag, set()).add(row)
+        self.row_tags[row] = tags
+
+    def _is(self, name: str, values: Iterable[str | None]) -> npt.NDArray[np.bool_]:
+        wanted = [self.vocab[name][v] for v in values if v in self.vocab[name]]
+        return np.isin(self.codes[name][: self.size], wanted)
 
     def mask(self, flt: MemoryFilter) -> npt.NDArray[np.bool_]:
         """Rows that are alive and satisfy `flt` (same semantics as `MemoryFilter.matches`)."""
-        n = len(self.ids)
-        cols = self._columns()
-        ok = np.array(self.alive, dtype=bool)
+        ok = self.alive[: self.size].copy()
         if flt.agent_id is not None:
-            ok &= (cols["visibility"] == Visibility.SHARED.value) | (cols["agent_id"] == flt.agent_id)
+            ok &= self._is("visibility", [Visibility.SHARED.value]) | self._is("agent_id", [flt.agent_id])
         if flt.session_id is not None:
-            ok &= cols["session_id"] == flt.session_id
+            ok &= self._is("session_id", [flt.session_id])
         if flt.types is not None:
-            ok &= np.isin(cols["type"], [t.value for t in flt.types])
-        ok &= np.isin(cols["status"], [s.value for s in flt.statuses])
+            ok &= self._is("type", [t.value for t in flt.types])
+        ok &= self._is("status", [s.value for s in flt.statuses])
         if flt.scope_key is not None:
-            ok &= cols["scope_key"] == flt.scope_key
-        times = np.asarray(cols["event_time"], dtype=np.float64)
+            ok &= self._is("scope_key", [flt.scope_key])
+        times = self.event_time[: self.size]
         if flt.time_from is not None:
             ok &= times >= flt.time_from.timestamp()
         if flt.time_to is not None:
             ok &= times <= flt.time_to.timestamp()
-        if flt.tags:
-            wanted = set(flt.tags)
-            ok &= np.fromiter((r is not None and wanted <= r.tags for r in self.rows), dtype=bool, count=n)
+        for tag in flt.tags or ():
+            has = np.zeros(self.size, bool)
+            has[list(self.tag_rows.get(tag, ()))] = True
+            ok &= has
         return ok
 
-    def _columns(self) -> dict[str, npt.NDArray[np.generic]]:
-        if self.columns is None:
-            rows = self.rows
-            names = ("visibility", "agent_id", "session_id", "type", "status", "scope_key")
-            self.columns = {
-                name: np.array([getattr(r, name) if r is not None else None for r in rows], dtype=object)
-                for name in names
-            }
-            self.columns["event_time"] = np.array(
-                [r.event_time if r is not None else np.nan for r in rows], dtype=np.float64
-            )
-        return self.columns
+
+_A = TypeVar("_A", bound=np.generic)
+
+
+def _grown(array: npt.NDArray[_A], capacity: int) -> npt.NDArray[_A]:
+    out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    out[: array.shape[0]] = array
+    return out
 
 
 class SQLiteMemoryIndex:
@@ -238,14 +264,11 @@ class SQLiteMemoryIndex:
     def _vector(self, query: IndexQuery, vector: Vector) -> list[tuple[str, float]]:
         with self._lock:
             tm = self._tenant(query.tenant_id)
-            n = len(tm.ids)
-            if n == 0:
-                return []
-            mask = tm.mask(query.filter)
-            rows = np.flatnonzero(mask)
+            rows = np.flatnonzero(tm.mask(query.filter))
             if rows.size == 0:
                 return []
-            sims = tm.matrix[rows] @ vector if rows.size < n else tm.matrix[:n] @ vector
+            # Score every row, then select: cheaper than gathering the matching rows into a copy.
+            sims = (tm.matrix[: tm.size] @ vector)[rows]
             k = min(query.limit, rows.size)
             top = np.argpartition(-sims, k - 1)[:k]
             ranked = sorted((-float(sims[i]), tm.ids[rows[i]]) for i in top)  # ties: by memory id
