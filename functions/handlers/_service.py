@@ -1,0 +1,23 @@
+"""The MemoryService a Lambda process uses: built once from `REARVIEW_*` settings, never per invoke.
+
+AWS resources (table, bucket, collection) come from template.yaml, so the store's schema is never
+created here; the search index is the exception the MCP handler may create (`ensure_index`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rearview.service.memory_service import MemoryService
+    from rearview.settings import Settings
+
+__all__ = ["build_lambda_service"]
+
+
+def build_lambda_service(settings: Settings | None = None) -> MemoryService:
+    """A MemoryService for the configured backends; constructors do no I/O (clients are lazy)."""
+    from rearview.bootstrap import build_service
+    from rearview.settings import Settings
+
+    return build_service(settings or Settings.load(), ensure_schema=False)

@@ -1,0 +1,84 @@
+"""Scheduled lifecycle jobs: the EventBridge Scheduler target (`handlers.jobs.handler`).
+
+Event (the schedule's `Input`, delivered as is): `{"job": "decay" | "archive" | "reconcile",
+"tenant": "<id>"}`; `tenant` is optional (every tenant when absent).
+
+Contract:
+- The job logic is `rearview.service.lifecycle.run_job`; this handler validates the event,
+  gives the run a budget that ends before the invocation's timeout, and renders the report:
+  `{"job", "tenant", "status": "complete" | "incomplete", "result": <LifecycleRun as JSON>}`.
+  `incomplete` means the run stopped at its budget; the next scheduled run resumes it.
+- A malformed event raises `InvalidJobEventError`: the invocation fails, Lambda retries it
+  (asynchronous invocation) and then sends it to the jobs dead-letter queue, where it is seen.
+- An error raised by the job propagates the same way (retried, then dead-lettered, alarmed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from aws_lambda_powertools import Logger
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from rearview.service.memory_service import MemoryService
+
+__all__ = ["InvalidJobEventError", "JobEvent", "handler", "run"]
+
+logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "rearview")
+
+JobName = Literal["decay", "archive", "reconcile"]
+
+
+class InvalidJobEventError(ValueError):
+    """The scheduled event is not `{"job": "decay"|"archive"|"reconcile", "tenant"?: str}`."""
+
+
+class JobEvent(BaseModel):
+    """The payload a schedule sends (its `Input`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    job: JobName
+    tenant: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+def run(
+    event: Mapping[str, Any], service: Callable[[], MemoryService], remaining_ms: int | None = None
+) -> dict[str, Any]:
+    """Validate the event and run its job; `service` is called only once the event is valid."""
+    try:
+        job = JobEvent.model_validate(event)
+    except ValidationError as exc:
+        raise InvalidJobEventError(f"invalid job event: {exc.errors(include_url=False)}") from exc
+    from rearview.service.lifecycle import Deadline, run_job
+
+    budget = Deadline.from_remaining_ms(remaining_ms) if remaining_ms is not None else None
+    outcome = run_job(service(), job.job, job.tenant, budget=budget)
+    return {
+        "job": job.job,
+        "tenant": job.tenant,
+        "status": "complete" if outcome.complete else "incomplete",
+        "result": outcome.model_dump(mode="json"),
+    }
+
+
+@cache
+def _service() -> MemoryService:
+    from handlers._service import build_lambda_service
+
+    return build_lambda_service()
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Lambda entry point (`handlers.jobs.handler`)."""
+    logger.append_keys(job=event.get("job"), tenant=event.get("tenant"))
+    result = run(event, _service, context.get_remaining_time_in_millis())
+    logger.info("job finished", extra={"status": result["status"]})
+    return result

@@ -1,0 +1,99 @@
+"""DynamoDB Streams consumer for TTL expirations (`handlers.stream.handler`).
+
+The event source mapping's filter lets only TTL deletions through (`eventName` REMOVE by the
+principal `dynamodb.amazonaws.com`); the handler checks again, so an unfiltered batch (a
+`sam local invoke`, a misconfigured mapping) never treats an application delete as an expiry.
+
+Each expired *memory* item (other TTL'd items, dedup and idempotency lookups, are skipped) goes
+to `rearview.service.lifecycle.on_expired`: the old image is archived with its history, a stub
+takes its place, and it leaves the search index. That call is idempotent, because a batch can
+be delivered more than once.
+
+Failures are reported per record (`ReportBatchItemFailures`): processing stops at the first
+failing record and returns its sequence number, so Lambda retries from there (in stream order);
+after the mapping's retries the batch goes to the stream dead-letter queue.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
+    DynamoDBRecord,
+    DynamoDBRecordEventName,
+    DynamoDBStreamEvent,
+)
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from rearview.models import Memory
+    from rearview.service.memory_service import MemoryService
+
+__all__ = ["expired_memory", "handler", "is_ttl_removal", "process"]
+
+logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "rearview")
+
+TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+MEMORY_ITEM_TYPE = "memory"  # `item_type` of memory items in DynamoDBMemoryStore's table
+
+
+def is_ttl_removal(record: DynamoDBRecord) -> bool:
+    """True for a REMOVE made by DynamoDB's TTL process (not by the application)."""
+    identity = record.user_identity
+    return (
+        record.event_name == DynamoDBRecordEventName.REMOVE
+        and identity.get("type") == "Service"
+        and identity.get("principalId") == TTL_PRINCIPAL
+    )
+
+
+def expired_memory(record: DynamoDBRecord) -> Memory | None:
+    """The memory in the record's old image, or None when the item is not a memory."""
+    from rearview.backends.dynamodb_store import memory_from_item
+
+    stream = record.dynamodb
+    image = stream.raw_event.get("OldImage") if stream is not None else None
+    item_type = image.get("item_type") if isinstance(image, Mapping) else None
+    if not isinstance(item_type, Mapping) or item_type.get("S") != MEMORY_ITEM_TYPE:
+        return None
+    assert isinstance(image, Mapping)
+    return memory_from_item(image)
+
+
+def process(event: Mapping[str, Any], service: Callable[[], MemoryService]) -> dict[str, Any]:
+    """Handle a batch; returns `{"batchItemFailures": [...]}` (empty when every record succeeded)."""
+    from rearview.service.lifecycle import on_expired
+
+    actions: dict[str, int] = {}
+    for record in DynamoDBStreamEvent(dict(event)).records:
+        sequence = record.dynamodb.sequence_number if record.dynamodb is not None else None
+        try:
+            memory = expired_memory(record) if is_ttl_removal(record) else None
+            action = "skipped" if memory is None else on_expired(service(), memory).action
+        except Exception:
+            logger.exception("expiring a memory failed", extra={"sequence_number": sequence})
+            if not sequence:  # cannot name the record: fail the whole batch (retried, bisected)
+                raise
+            logger.info("batch stopped", extra={"actions": actions})
+            return {"batchItemFailures": [{"itemIdentifier": sequence}]}
+        actions[action] = actions.get(action, 0) + 1
+    logger.info("batch done", extra={"actions": actions})
+    return {"batchItemFailures": []}
+
+
+@cache
+def _service() -> MemoryService:
+    from handlers._service import build_lambda_service
+
+    return build_lambda_service()
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Lambda entry point (`handlers.stream.handler`)."""
+    return process(event, _service)

@@ -1,0 +1,270 @@
+"""Who is calling, when Rearview runs in AWS Lambda behind API Gateway or a Function URL.
+
+Two modes, chosen by `REARVIEW_AUTH_MODE` (read once into `LambdaAuthSettings`):
+
+- `apikey` (default): the caller presents an API key (`Authorization: Bearer <key>` or
+  `X-API-Key`). Keys are stored *hashed* (`sha256:<hex>`, see `rearview.settings.hash_key`) as a
+  JSON object `{"sha256:...": "<tenant>"}` in an SSM SecureString parameter
+  (`REARVIEW_API_KEYS_PARAMETER`), a Secrets Manager secret (`REARVIEW_API_KEYS_SECRET`) or, for
+  tests and `sam local`, the environment (`REARVIEW_API_KEYS_JSON`). They are fetched once at
+  init and re-fetched at most every `REARVIEW_API_KEYS_MAX_AGE_S` seconds, so a revoked key stops
+  working without a deploy.
+- `jwt`: API Gateway's JWT authorizer has already validated the bearer token; the tenant is the
+  value of one claim (`REARVIEW_TENANT_CLAIM`, default `sub`) of
+  `requestContext.authorizer.jwt.claims`. The Lambda adapter puts that tenant into
+  `gateway_tenant` (a context variable) for the duration of one request; nothing a client sends
+  can set it.
+
+Both resolvers plug into the existing `TenantAuth` middleware (they are `ApiKeyResolver`s) and
+fail closed: with no keys configured, or no claim on the event, every request gets 401 with the
+`WWW-Authenticate` header. Unlike the local server, an empty key set never means "open".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rearview.api.auth import ApiKeyResolver
+from rearview.errors import InvalidInputError
+
+__all__ = [
+    "AuthMode",
+    "ClaimsTenantResolver",
+    "LambdaAuthSettings",
+    "RefreshingKeyResolver",
+    "authenticated_tenant",
+    "build_resolver",
+    "gateway_tenant",
+    "parse_key_map",
+    "tenant_from_claims",
+]
+
+log = logging.getLogger(__name__)
+
+AuthMode = Literal["apikey", "jwt"]
+HASH_PREFIX = "sha256:"
+MAX_TENANT_LENGTH = 256
+
+gateway_tenant: ContextVar[str | None] = ContextVar("rearview_gateway_tenant", default=None)
+"""The tenant API Gateway authenticated for the request being served (jwt mode), else None."""
+
+
+class LambdaAuthSettings(BaseSettings):
+    """How the Lambda function authenticates callers (environment variables `REARVIEW_*`)."""
+
+    model_config = SettingsConfigDict(env_prefix="REARVIEW_", extra="ignore")
+
+    auth_mode: AuthMode = "apikey"
+    api_keys_json: SecretStr | None = None
+    """Inline `{"sha256:<hex>": "<tenant>"}` (tests, `sam local invoke`); wins over the others."""
+    api_keys_parameter: str | None = None
+    """Name of an SSM SecureString parameter holding the JSON key map."""
+    api_keys_secret: str | None = None
+    """Id or ARN of a Secrets Manager secret holding the JSON key map."""
+    api_keys_max_age_s: float = Field(default=300.0, ge=0)
+    """Re-fetch the key map when it is older than this (0: never re-fetch)."""
+    tenant_claim: str = Field(default="sub", min_length=1)
+    """The JWT claim whose value is the tenant id (jwt mode), e.g. `sub`, `org_id`, `custom:tenant`."""
+
+    @field_validator("api_keys_json", "api_keys_parameter", "api_keys_secret", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """The template declares these variables with "" when unused (so `sam local` can override them)."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+def parse_key_map(raw: str, source: str) -> dict[str, str]:
+    """Validate a JSON key map: every key a `sha256:<64 hex>` digest, every tenant a non-empty string.
+
+    Plain-text keys are refused (they must never be stored); the error names the source, never a key.
+    """
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(source, f"is not valid JSON ({exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise InvalidInputError(source, 'must be a JSON object {"sha256:<hex>": "<tenant>"}')
+    keys: dict[str, str] = {}
+    for position, (digest, tenant) in enumerate(data.items(), start=1):
+        if not _is_digest(digest):
+            raise InvalidInputError(
+                source, f"entry {position} is not a sha256:<64 hex> digest (store hashed keys only)"
+            )
+        if not isinstance(tenant, str) or not tenant.strip() or len(tenant) > MAX_TENANT_LENGTH:
+            raise InvalidInputError(source, f"entry {position} must map to a non-empty tenant id")
+        keys[digest.lower()] = tenant
+    return keys
+
+
+def _is_digest(value: str) -> bool:
+    hexpart = value[len(HASH_PREFIX) :]
+    return (
+        value.lower().startswith(HASH_PREFIX)
+        and len(hexpart) == 64
+        and all(c in "0123456789abcdef" for c in hexpart.lower())
+    )
+
+
+class RefreshingKeyResolver(ApiKeyResolver):
+    """Hashed API key -> tenant, from a loader that is re-run when the keys are older than `max_age_s`.
+
+    Never open: with no keys loaded, every key is refused. A failed refresh keeps the previous keys
+    (logged), so an SSM hiccup does not lock every caller out.
+    """
+
+    def __init__(
+        self,
+        keys: Mapping[str, str],
+        loader: Callable[[], dict[str, str]] | None = None,
+        max_age_s: float = 0.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(keys, default_tenant=None)
+        self._inner = ApiKeyResolver(keys, default_tenant=None)
+        self._loader = loader
+        self._max_age_s = max_age_s
+        self._monotonic = monotonic
+        self._loaded_at = monotonic()
+
+    @property
+    def open(self) -> bool:
+        """Always False: Lambda never serves an unauthenticated default tenant."""
+        return False
+
+    def expire(self) -> None:
+        """Re-fetch the keys on the next request (after a SnapStart restore: the snapshot's may be old)."""
+        self._loaded_at = float("-inf")
+
+    def tenant_for(self, presented: str | None) -> str | None:
+        """The tenant of a presented key, or None (also when no keys are configured)."""
+        self._maybe_refresh()
+        if self._inner.open or not presented:
+            return None
+        return self._inner.tenant_for(presented)
+
+    def _maybe_refresh(self) -> None:
+        if self._loader is None:
+            return
+        expired = self._loaded_at == float("-inf")
+        stale = self._max_age_s > 0 and self._monotonic() - self._loaded_at >= self._max_age_s
+        if not (expired or stale):
+            return
+        try:
+            self._inner = ApiKeyResolver(self._loader(), default_tenant=None)
+        except Exception:  # keep serving with the previous keys; the next request retries
+            log.exception("refreshing the API key map failed; keeping the previous keys")
+        self._loaded_at = self._monotonic()
+
+
+class ClaimsTenantResolver(ApiKeyResolver):
+    """The tenant API Gateway's JWT authorizer established for this request (`gateway_tenant`).
+
+    The presented bearer token itself is ignored here: API Gateway validated it (signature,
+    issuer, audience, expiry) before the function was invoked.
+    """
+
+    def __init__(self) -> None:
+        super().__init__({}, default_tenant=None)
+
+    @property
+    def open(self) -> bool:
+        return False
+
+    def tenant_for(self, presented: str | None) -> str | None:
+        return gateway_tenant.get()
+
+
+def tenant_from_claims(event: Mapping[str, Any], claim: str) -> str | None:
+    """The tenant in `requestContext.authorizer.jwt.claims[claim]` of an HTTP API event, if usable.
+
+    Only a non-empty string of at most 256 characters counts; lists and numbers do not.
+    """
+    context = event.get("requestContext")
+    authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
+    jwt = authorizer.get("jwt") if isinstance(authorizer, Mapping) else None
+    claims = jwt.get("claims") if isinstance(jwt, Mapping) else None
+    value = claims.get(claim) if isinstance(claims, Mapping) else None
+    if isinstance(value, str) and value.strip() and len(value) <= MAX_TENANT_LENGTH:
+        return value
+    return None
+
+
+@contextmanager
+def authenticated_tenant(tenant: str | None) -> Iterator[None]:
+    """Set `gateway_tenant` for the code (and the tasks it creates) inside the block."""
+    token = gateway_tenant.set(tenant)
+    try:
+        yield
+    finally:
+        gateway_tenant.reset(token)
+
+
+def build_resolver(settings: LambdaAuthSettings, region: str | None = None) -> ApiKeyResolver:
+    """The resolver for the configured mode; in apikey mode this fetches the key map (network I/O).
+
+    Raises InvalidInputError when the key map cannot be read or is malformed (the function's init
+    then fails loudly, and its error alarm fires). No configured source is not an error: the
+    resolver then refuses every key, and a warning says why.
+    """
+    if settings.auth_mode == "jwt":
+        return ClaimsTenantResolver()
+    loader = _key_loader(settings, region)
+    if loader is None:
+        log.warning(
+            "no API keys configured (REARVIEW_API_KEYS_PARAMETER, REARVIEW_API_KEYS_SECRET or "
+            "REARVIEW_API_KEYS_JSON): every request will be refused with 401"
+        )
+        return RefreshingKeyResolver({})
+    return RefreshingKeyResolver(loader(), loader, settings.api_keys_max_age_s)
+
+
+def _key_loader(settings: LambdaAuthSettings, region: str | None) -> Callable[[], dict[str, str]] | None:
+    if settings.api_keys_json is not None:
+        raw = settings.api_keys_json.get_secret_value()
+        return lambda: parse_key_map(raw, "REARVIEW_API_KEYS_JSON")
+    if settings.api_keys_parameter:
+        name = settings.api_keys_parameter
+        return lambda: parse_key_map(_ssm_parameter(name, region), f"SSM parameter {name}")
+    if settings.api_keys_secret:
+        secret = settings.api_keys_secret
+        return lambda: parse_key_map(_secret_string(secret, region), f"secret {secret}")
+    return None
+
+
+def _ssm_parameter(name: str, region: str | None) -> str:
+    import boto3  # only in apikey mode with SSM: keeps boto3 off the import path otherwise
+
+    with _read_errors("REARVIEW_API_KEYS_PARAMETER", name):
+        response = boto3.client("ssm", region_name=region).get_parameter(Name=name, WithDecryption=True)
+    return str(response["Parameter"].get("Value", ""))
+
+
+def _secret_string(secret_id: str, region: str | None) -> str:
+    import boto3
+
+    with _read_errors("REARVIEW_API_KEYS_SECRET", secret_id):
+        response = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=secret_id)
+    return str(response.get("SecretString", ""))
+
+
+@contextmanager
+def _read_errors(setting: str, name: str) -> Iterator[None]:
+    """SDK errors reading the key map become one clear configuration error (raised at init)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "error")
+        raise InvalidInputError(setting, f"{name} cannot be read ({code})") from exc
+    except BotoCoreError as exc:
+        raise InvalidInputError(setting, f"{name} cannot be read ({type(exc).__name__})") from exc

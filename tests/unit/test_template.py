@@ -1,0 +1,317 @@
+"""template.yaml: cfn-lint (and `sam validate --lint` where the SAM CLI is installed) and the
+properties the design depends on: TTL, streams, PITR, encryption, public access block, the
+schedules and their dead-letter queues, the stream filter, scoped IAM, alarms and outputs.
+
+The template is read with a loader that keeps intrinsic functions as data (`{"Ref": ...}`,
+`{"Fn::If": [...]}`), so assertions see exactly what CloudFormation will.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBStreamEvent
+
+from handlers import stream
+from handlers.jobs import JobEvent
+from tests.events import EVENTS_DIR, load_event
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+
+
+class _IntrinsicLoader(yaml.SafeLoader):
+    """Reads `!Ref x` as `{"Ref": x}` and `!Sub ...` as `{"Fn::Sub": ...}` (CloudFormation's long form)."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        assert isinstance(node, yaml.MappingNode)
+        value = loader.construct_mapping(node, deep=True)
+    if suffix == "Ref":
+        return {"Ref": value}
+    if suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {f"Fn::{suffix}": value}
+
+
+_IntrinsicLoader.add_multi_constructor("!", _intrinsic)
+
+
+@cache
+def _template_text() -> str:
+    return TEMPLATE.read_text(encoding="utf-8")
+
+
+def template() -> dict[str, Any]:
+    data = yaml.load(_template_text(), Loader=_IntrinsicLoader)  # SafeLoader subclass: data only
+    assert isinstance(data, dict)
+    return data
+
+
+def resource(logical_id: str) -> dict[str, Any]:
+    found = template()["Resources"][logical_id]
+    assert isinstance(found, dict)
+    return found
+
+
+def props(logical_id: str) -> dict[str, Any]:
+    found = resource(logical_id).get("Properties", {})
+    assert isinstance(found, dict)
+    return found
+
+
+def statements(logical_id: str) -> list[dict[str, Any]]:
+    """Every IAM statement of a SAM function's inline policies (both branches of an Fn::If)."""
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "Effect" in node and "Action" in node:
+                found.append(node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(props(logical_id).get("Policies", []))
+    return found
+
+
+FUNCTIONS = ("McpFunction", "JobsFunction", "StreamFunction")
+
+# ----------------------------------------------------------------------------- linters
+
+
+def test_cfn_lint_passes() -> None:
+    from cfnlint.api import ManualArgs, lint_file
+
+    matches = lint_file(TEMPLATE, config=ManualArgs(include_checks=["I"], regions=["us-east-1", "eu-west-1"]))
+    assert [str(m) for m in matches] == []
+
+
+def test_sam_validate_lint_passes() -> None:
+    sam = shutil.which("sam")
+    if sam is None:
+        pytest.skip("the SAM CLI is not installed (pipx install aws-sam-cli)")
+    result = subprocess.run(
+        [sam, "validate", "--lint", "--region", "us-east-1", "--template-file", str(TEMPLATE)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={"SAM_CLI_TELEMETRY": "0", "PATH": str(Path(sam).parent) + ":/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def test_table_has_ttl_stream_pitr_and_encryption() -> None:
+    table = props("MemoryTable")
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["StreamSpecification"]["StreamViewType"] in {"NEW_AND_OLD_IMAGES", "OLD_IMAGE"}
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert table["SSESpecification"]["SSEEnabled"] is True
+    assert resource("MemoryTable")["DeletionPolicy"] == "Retain"
+
+
+def test_archive_bucket_is_encrypted_private_and_tiers_to_cold_storage() -> None:
+    bucket = props("ArchiveBucket")
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert len(bucket["PublicAccessBlockConfiguration"]) == 4
+    transitions = [
+        t for rule in bucket["LifecycleConfiguration"]["Rules"] for t in rule.get("Transitions", [])
+    ]
+    assert transitions
+
+
+# ----------------------------------------------------------------------------- functions
+
+
+def test_functions_run_a_current_python_on_arm64_with_handlers_that_exist() -> None:
+    function_globals = template()["Globals"]["Function"]
+    runtime = function_globals["Runtime"]
+    assert runtime.startswith("python3.") and int(runtime.split(".")[1]) >= 12  # SnapStart needs 3.12+
+    assert function_globals["Architectures"] == ["arm64"]
+    assert function_globals["CodeUri"] == "functions/"
+    assert (ROOT / "functions" / "requirements.txt").is_file()
+    for name in FUNCTIONS:
+        module, _, attribute = props(name)["Handler"].rpartition(".")
+        assert (ROOT / "functions" / (module.replace(".", "/") + ".py")).is_file(), name
+        assert attribute == "handler"
+
+
+def test_functions_ship_precompiled_bytecode() -> None:
+    """SAM's default Python build ships no .pyc, and /var/task is read-only: see functions/Makefile."""
+    makefile = (ROOT / "functions" / "Makefile").read_text(encoding="utf-8")
+    assert "--invalidation-mode unchecked-hash" in makefile
+    for name in FUNCTIONS:
+        assert resource(name)["Metadata"]["BuildMethod"] == "makefile"
+        assert f"build-{name}" in makefile
+
+
+def test_mcp_function_mitigates_cold_starts() -> None:
+    mcp = props("McpFunction")
+    assert mcp["AutoPublishAlias"] == "live"
+    assert mcp["SnapStart"]["Fn::If"][0] == "UseSnapStart"
+    assert mcp["SnapStart"]["Fn::If"][1] == {"ApplyOn": "PublishedVersions"}
+    assert mcp["ProvisionedConcurrencyConfig"]["Fn::If"][0] == "UseProvisioned"
+
+
+def test_env_files_only_override_declared_variables() -> None:
+    """`sam local invoke --env-vars` silently ignores variables the template does not declare."""
+    declared = set(template()["Globals"]["Function"]["Environment"]["Variables"])
+    declared |= set(props("McpFunction")["Environment"]["Variables"])
+    for name in ("env.json", "env-jwt.json"):
+        env = json.loads((EVENTS_DIR / name).read_text(encoding="utf-8"))
+        for section in env.values():
+            assert set(section) <= declared, (name, set(section) - declared)
+
+
+# ----------------------------------------------------------------------------- jobs and stream
+
+
+def test_jobs_are_scheduled_with_retries_and_dead_letters() -> None:
+    jobs = props("JobsFunction")
+    events = jobs["Events"]
+    assert {e["Type"] for e in events.values()} == {"ScheduleV2"}
+    scheduled = set()
+    for event in events.values():
+        schedule = event["Properties"]
+        scheduled.add(JobEvent.model_validate_json(schedule["Input"]).job)
+        assert schedule["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["JobsDeadLetterQueue", "Arn"]}
+        assert schedule["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    assert scheduled == {"decay", "archive", "reconcile"}
+    on_failure = jobs["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
+    assert on_failure["Destination"] == {"Fn::GetAtt": ["JobsDeadLetterQueue", "Arn"]}
+
+
+def test_stream_consumer_filters_ttl_removes_bisects_and_dead_letters() -> None:
+    (event,) = props("StreamFunction")["Events"].values()
+    source = event["Properties"]
+    assert event["Type"] == "DynamoDB"
+    assert source["Stream"] == {"Fn::GetAtt": ["MemoryTable", "StreamArn"]}
+    assert source["BisectBatchOnFunctionError"] is True
+    assert source["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert source["DestinationConfig"]["OnFailure"]["Destination"] == {
+        "Fn::GetAtt": ["StreamDeadLetterQueue", "Arn"]
+    }
+    (pattern,) = [json.loads(f["Pattern"]) for f in source["FilterCriteria"]["Filters"]]
+    # The mapping's filter and the handler's own check agree on the sample batch.
+    records = load_event("stream/ttl-remove")["Records"]
+    for raw, record in zip(records, DynamoDBStreamEvent({"Records": records}).records, strict=True):
+        assert _matches(pattern, raw) == stream.is_ttl_removal(record)
+
+
+def _matches(pattern: dict[str, Any], data: dict[str, Any]) -> bool:
+    """EventBridge-style matching, the subset Lambda event filters use here (exact values)."""
+    for key, expected in pattern.items():
+        value = data.get(key)
+        if isinstance(expected, dict):
+            if not isinstance(value, dict) or not _matches(expected, value):
+                return False
+        elif value not in expected:
+            return False
+    return True
+
+
+def test_dead_letter_queues_are_encrypted_and_alarmed() -> None:
+    for queue in ("JobsDeadLetterQueue", "StreamDeadLetterQueue"):
+        assert props(queue)["SqsManagedSseEnabled"] is True
+    alarmed = {
+        props(name)["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+        for name, res in template()["Resources"].items()
+        if res["Type"] == "AWS::CloudWatch::Alarm" and props(name)["Namespace"] == "AWS/SQS"
+    }
+    assert alarmed == {"JobsDeadLetterQueue", "StreamDeadLetterQueue"}
+
+
+def test_error_and_throttle_alarms_cover_every_function() -> None:
+    alarms = [props(n) for n, r in template()["Resources"].items() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    watched = {(a["MetricName"], json.dumps(a["Dimensions"][0]["Value"])) for a in alarms}
+    for name in FUNCTIONS:
+        assert ("Errors", json.dumps({"Ref": name})) in watched
+    assert ("Throttles", json.dumps({"Ref": "McpFunction"})) in watched
+
+
+# ----------------------------------------------------------------------------- endpoints and auth
+
+
+def test_http_api_routes_put_the_jwt_authorizer_on_post_only() -> None:
+    post = props("McpPostRoute")
+    assert post["RouteKey"] == "POST /mcp"
+    assert post["AuthorizationType"] == {"Fn::If": ["IsJwt", "JWT", "NONE"]}
+    assert props("JwtAuthorizer")["AuthorizerType"] == "JWT"
+    public = {
+        props(n)["RouteKey"] for n in ("McpGetRoute", "McpDeleteRoute", "ProtectedResourceMetadataRoute")
+    }
+    assert public == {"GET /mcp", "DELETE /mcp", "GET /.well-known/oauth-protected-resource"}
+    integration = props("HttpApiIntegration")
+    assert integration["PayloadFormatVersion"] == "2.0"
+    assert integration["IntegrationUri"] == {"Ref": "McpFunction.Alias"}
+
+
+def test_function_url_targets_the_alias() -> None:
+    url = props("McpFunctionUrl")
+    assert url["TargetFunctionArn"] == {"Ref": "McpFunction.Alias"}
+    assert url["AuthType"] == "NONE"  # the function itself checks API keys
+    assert props("McpFunctionUrlInvokePermission")["InvokedViaFunctionUrl"] is True
+
+
+def test_outputs_include_the_mcp_url() -> None:
+    outputs = template()["Outputs"]
+    assert "/mcp" in json.dumps(outputs["McpUrl"]["Value"])
+    assert "ProtectedResourceMetadataUrl" in outputs
+
+
+# ----------------------------------------------------------------------------- search index
+
+
+def test_serverless_collection_has_its_three_policies() -> None:
+    assert props("VectorCollection")["Type"] == "VECTORSEARCH"
+    kinds = {props(n)["Type"] for n in ("CollectionEncryptionPolicy", "CollectionNetworkPolicy")}
+    assert kinds == {"encryption", "network"}
+    assert props("CollectionAccessPolicy")["Type"] == "data"
+    for name in (
+        "VectorCollection",
+        "CollectionEncryptionPolicy",
+        "CollectionNetworkPolicy",
+        "CollectionAccessPolicy",
+    ):
+        assert resource(name)["Condition"] == "IsServerless"
+    principals = json.dumps(props("CollectionAccessPolicy")["Policy"])
+    for name in FUNCTIONS:
+        assert f"{name}Role.Arn" in principals
+
+
+# ----------------------------------------------------------------------------- least privilege
+
+
+def test_iam_is_scoped_to_this_stacks_resources() -> None:
+    for name in FUNCTIONS:
+        for statement in statements(name):
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert "*" not in json.dumps(statement["Resource"]).replace("/*", "").replace(":*", ""), statement
+            assert "dynamodb:Scan" not in actions, name
+            assert not any(a.endswith(":*") for a in actions), statement
+            if "bedrock:InvokeModel" in actions:
+                assert "foundation-model/${EmbeddingModelId}" in json.dumps(statement["Resource"])
+            if "aoss:APIAccessAll" in actions:
+                assert statement["Resource"] == {"Fn::GetAtt": ["VectorCollection", "Arn"]}
+    ssm = [s for s in statements("McpFunction") if s.get("Sid") == "ReadApiKeyMap"]
+    assert ssm and "parameter${ApiKeysParameterName}" in json.dumps(ssm[0]["Resource"])
