@@ -19,7 +19,7 @@ from tests.e2e.server import running_server
 MODES = ["legacy", "2026-07-28"]
 TOOLS = {
     "memory_write", "memory_search", "memory_get", "memory_update",
-    "memory_forget", "memory_history", "memory_stats", "memory_summarize",
+    "memory_forget", "memory_history", "memory_stats", "memory_summarize", "memory_restore",
 }  # fmt: skip
 
 
@@ -178,5 +178,6 @@ async def test_missing_or_wrong_key_gets_401_with_resource_metadata(keyed: str) 
             assert 'resource_metadata="http://127.0.0.1' in response.headers["www-authenticate"]
         meta_url = keyed.replace("/mcp", "/.well-known/oauth-protected-resource")
         meta = (await http.get(meta_url)).json()
-        assert meta["resource"] == keyed
+        assert meta["resource"] == keyed and "authorization_servers" not in meta  # API keys: no OAuth server
+        assert (await http.get(f"{meta_url}/mcp")).json() == meta
         assert json.loads((await http.get(keyed.replace("/mcp", "/healthz"))).text)["status"] == "ok"

@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview import __version__
 from rearview.api import tools
-from rearview.api.auth import ApiKeyResolver, TenantAuth, base_url
+from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth, base_url
 from rearview.service.memory_service import MemoryService
 
 MCP_PATH = "/mcp"
@@ -66,24 +66,32 @@ def create_app(
     resolver: ApiKeyResolver,
     host: str = "127.0.0.1",
     public_url: str | None = None,
+    authorization_server: str | None = None,
 ) -> ASGIApp:
-    """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection."""
+    """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
+
+    `authorization_server` (an OAuth/OIDC issuer) is advertised in the protected-resource metadata
+    (RFC 9728) so clients can discover where to get a token; API-key deployments leave it unset.
+    """
     mcp = build_mcp(service)
 
     @mcp.custom_route("/healthz", methods=["GET"])  # type: ignore[untyped-decorator]
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok", "version": __version__})
 
-    @mcp.custom_route("/.well-known/oauth-protected-resource", methods=["GET"])  # type: ignore[untyped-decorator]
     async def protected_resource(request: Request) -> Response:
         base = public_url or base_url(request.scope, request.headers)
-        return JSONResponse(
-            {
-                "resource": f"{base}{MCP_PATH}",
-                "bearer_methods_supported": ["header"],
-                "resource_name": "Rearview memory",
-            }
-        )
+        metadata: dict[str, object] = {
+            "resource": f"{base}{MCP_PATH}",
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Rearview memory",
+        }
+        if authorization_server:
+            metadata["authorization_servers"] = [authorization_server]
+        return JSONResponse(metadata)
+
+    for path in (METADATA_PATH, f"{METADATA_PATH}{MCP_PATH}"):  # RFC 9728 allows the resource path suffix
+        mcp.custom_route(path, methods=["GET"])(protected_resource)
 
     security = None
     if host not in LOOPBACK:
@@ -95,5 +103,5 @@ def create_app(
         transport_security=security,
         host=host,
     )
-    metadata_url = f"{public_url}/.well-known/oauth-protected-resource" if public_url else None
+    metadata_url = f"{public_url}{METADATA_PATH}" if public_url else None
     return MethodGuard(TenantAuth(starlette, resolver, metadata_url))

@@ -17,7 +17,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview.settings import hash_key
 
-PUBLIC_PATHS = frozenset({"/healthz", "/.well-known/oauth-protected-resource"})
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+PUBLIC_PATHS = frozenset({"/healthz", METADATA_PATH, f"{METADATA_PATH}/mcp"})
 TENANT_STATE_KEY = "tenant_id"
 
 
@@ -75,7 +76,7 @@ class TenantAuth:
         await self.app(scope, receive, send)
 
     async def _unauthorized(self, scope: Scope, send: Send, headers: Mapping[str, str]) -> None:
-        metadata = self.metadata_url or f"{base_url(scope, headers)}/.well-known/oauth-protected-resource"
+        metadata = self.metadata_url or f"{base_url(scope, headers)}{METADATA_PATH}"
         body = json.dumps({"error": "unauthorized", "message": "missing or invalid API key"}).encode()
         await send(
             {
