@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import re
+from datetime import timedelta
 
 from rearview.clock import Clock, SystemClock
 from rearview.errors import InvalidInputError
-from rearview.ports import Embedder, MemoryIndex, MemoryStore
+from rearview.ports import Archive, CheckpointStore, Embedder, MemoryIndex, MemoryStore
+from rearview.service.consolidation import Consolidator
+from rearview.service.lifecycle import LifecycleConfig, LifecycleService
+from rearview.service.lifecycle_policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.memory_service import MemoryService, ServiceConfig
-from rearview.settings import Settings
+from rearview.settings import Settings, TenantLifecycle
+
+log = logging.getLogger(__name__)
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -73,6 +80,69 @@ def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
     return SQLiteMemoryIndex(settings.data_dir / f"index-{space}.sqlite3", dimension)
 
 
+def build_archive(settings: Settings, clock: Clock) -> Archive:
+    """The configured archive: a local directory, S3, or memory (imports its backend lazily)."""
+    if settings.archive == "memory":
+        from rearview.backends.memory import InMemoryArchive
+
+        return InMemoryArchive()
+    if settings.archive == "s3":
+        if not settings.archive_bucket:
+            raise InvalidInputError("REARVIEW_ARCHIVE_BUCKET", "is required when REARVIEW_ARCHIVE=s3")
+        from rearview.backends.s3_archive import S3Archive
+
+        return S3Archive(
+            settings.archive_bucket,
+            settings.archive_prefix,
+            kms_key_id=settings.archive_kms_key_id,
+            clock=clock,
+        )
+    from rearview.backends.local_archive import DirectoryArchive
+
+    return DirectoryArchive(settings.data_dir / "archive", clock=clock)
+
+
+def build_consolidator(settings: Settings) -> Consolidator:
+    """Extractive only, or with a Bedrock Converse model for abstractive summaries and contradictions."""
+    if settings.llm == "none":
+        return Consolidator()
+    if not settings.llm_model_id:
+        raise InvalidInputError("REARVIEW_LLM_MODEL_ID", "is required when REARVIEW_LLM=bedrock")
+    from rearview.backends.bedrock_llm import BedrockConverseModel
+
+    return Consolidator(BedrockConverseModel(settings.llm_model_id))
+
+
+def build_config(settings: Settings) -> ServiceConfig:
+    """The service's tunables, with the lifecycle policy (global and per tenant) from settings."""
+    retention, decay = _policies(settings, TenantLifecycle())
+    overrides = {
+        tenant: TenantPolicy(*_policies(settings, override))
+        for tenant, override in settings.tenant_lifecycle().items()
+    }
+    return ServiceConfig(
+        near_duplicate_threshold=settings.near_duplicate_threshold,
+        retention=retention,
+        decay=decay,
+        tenant_policies=overrides,
+        contradiction_check=settings.contradiction_check,
+    )
+
+
+def _policies(settings: Settings, override: TenantLifecycle) -> tuple[RetentionPolicy, DecayPolicy]:
+    """Defaults, then the global settings, then the tenant's override."""
+    retention_days = {**RetentionPolicy().days_by_importance}
+    for days in (settings.retention_days, override.retention_days):
+        retention_days.update({k: None if v == "forever" else float(v) for k, v in (days or {}).items()})
+    half_lives = {**DecayPolicy().half_life_days}
+    for lives in (settings.decay_half_life_days, override.decay_half_life_days):
+        half_lives.update(lives or {})
+    retention = RetentionPolicy(retention_days, override.working_days or settings.working_days)
+    threshold = override.archive_strength_threshold
+    decay = DecayPolicy(half_lives, settings.archive_strength_threshold if threshold is None else threshold)
+    return retention, decay
+
+
 def build_service(
     settings: Settings, clock: Clock | None = None, ensure_schema: bool = True
 ) -> MemoryService:
@@ -84,5 +154,35 @@ def build_service(
     if ensure_schema:
         store.ensure_schema()
         index.ensure_schema()
-    config = ServiceConfig(near_duplicate_threshold=settings.near_duplicate_threshold)
-    return MemoryService(store, index, embedder, clock, config)
+    archive = build_archive(settings, clock)
+    return MemoryService(
+        store, index, embedder, clock, build_config(settings), archive, build_consolidator(settings)
+    )
+
+
+def build_checkpoints(settings: Settings) -> CheckpointStore:
+    """Where lifecycle jobs keep their progress: next to the embedded store, or in memory."""
+    if settings.store == "sqlite":
+        from rearview.backends.sqlite_checkpoints import SQLiteCheckpointStore
+
+        return SQLiteCheckpointStore(settings.data_dir / "lifecycle.sqlite3")
+    if settings.store == "dynamodb":
+        # No DynamoDB checkpoint adapter yet: a run that meets its deadline restarts its scan next
+        # time (still correct, since every job is idempotent), it just cannot resume mid-tenant.
+        log.warning("lifecycle checkpoints are kept in memory: jobs restart their scans on a new process")
+    from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
+
+    return InMemoryCheckpointStore()
+
+
+def build_lifecycle(
+    settings: Settings, service: MemoryService, ensure_schema: bool = True
+) -> LifecycleService:
+    """The lifecycle jobs over `service`, with their checkpoint store."""
+    checkpoints = build_checkpoints(settings)
+    if ensure_schema:
+        checkpoints.ensure_schema()
+    config = LifecycleConfig(
+        page_size=settings.lifecycle_page_size, lookahead=timedelta(hours=settings.lifecycle_lookahead_hours)
+    )
+    return LifecycleService(service, checkpoints, config)

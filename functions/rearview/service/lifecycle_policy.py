@@ -1,11 +1,44 @@
-"""Retention and reinforcement constants: how long memories live and how recall strengthens them."""
+"""Lifecycle constants: how long memories live, how recall strengthens them, how disuse fades them.
+
+Every number that decides a memory's fate lives here; change them here (or per tenant, through
+`TenantPolicy`) and nowhere else.
+
+Strength is *anchored*: a memory's stored `strength` is its strength at `last_accessed_at`.
+
+    effective(t) = strength * 0.5 ** (days(t - last_accessed_at) / half_life(importance))
+    recall at t:   strength := min(max_strength, strength + recall_boost);  last_accessed_at := t
+
+Recall restarts the clock and raises the anchor (the spacing effect: what is used often fades
+slowly). Nothing is written when time passes: ranking and the lifecycle jobs compute the
+effective strength from the anchor, so applying decay twice changes nothing.
+
+A memory leaves the hot store (for the archive) when one of these holds:
+
+- **faded**: effective strength below `DecayPolicy.archive_threshold` and importance below
+  `DecayPolicy.protected_importance` (5: never faded);
+- **retention**: `expires_at` falls before the next job run. `expires_at` comes from the memory's
+  own `ttl_days`, else `RetentionPolicy` (by importance; working memory by `working_days`). A
+  policy-derived expiry is *renewed* instead when the memory was recalled within its retention
+  (`RetentionPolicy.renewal`); an explicit `ttl_days` and working memory are never renewed.
+
+With the defaults, a memory that is written once and never recalled lives:
+
+| importance | 1 | 2 | 3 | 4 | 5 |
+|---|---|---|---|---|---|
+| until | 7 d (retention) | 30 d (retention) | ~100 d (faded) | ~199 d (faded) | forever |
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from rearview.models import MemoryType
+from rearview.models import Memory, MemoryType
+
+RENEWAL_TOLERANCE = timedelta(seconds=1)
+"""How far `expires_at - updated_at` may differ from the policy's days and still count as policy-derived."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,7 +46,7 @@ class RetentionPolicy:
     """Default lifetime by importance (None = kept indefinitely); working memory ends with its session.
 
     A memory's own `ttl_days` overrides this. `expires_at` is recomputed when a memory is
-    written, merged or updated.
+    written, merged or updated, and renewed by the retention job when the memory was recalled.
     """
 
     days_by_importance: dict[int, float | None] = field(
@@ -21,17 +54,35 @@ class RetentionPolicy:
     )
     working_days: float = 1.0
 
+    def days_for(self, memory_type: MemoryType, importance: int) -> float | None:
+        """The policy lifetime in days of a memory of this type and importance (None = forever)."""
+        if memory_type is MemoryType.WORKING:
+            return self.working_days
+        return self.days_by_importance.get(importance)
+
     def expires_at(
         self, memory_type: MemoryType, importance: int, ttl_days: float | None, now: datetime
     ) -> datetime | None:
         """When a memory written now should expire."""
-        if ttl_days is not None:
-            days: float | None = ttl_days
-        elif memory_type is MemoryType.WORKING:
-            days = self.working_days
-        else:
-            days = self.days_by_importance.get(importance)
+        days = ttl_days if ttl_days is not None else self.days_for(memory_type, importance)
         return None if days is None else now + timedelta(days=days)
+
+    def renewal(self, memory: Memory, now: datetime, lookahead: timedelta) -> datetime | None:
+        """The renewed `expires_at` of a memory about to expire, or None if it must go.
+
+        Renewed only when its expiry came from this policy (not an explicit `ttl_days`), it is not
+        working memory, and it was recalled recently enough that its retention, counted from that
+        recall, outlasts the next job run. The renewed expiry is a full retention from `now`.
+        """
+        days = self.days_for(memory.type, memory.importance)
+        if memory.type is MemoryType.WORKING or days is None or memory.expires_at is None:
+            return None
+        retention = timedelta(days=days)
+        policy_derived = abs(memory.expires_at - memory.updated_at - retention) <= RENEWAL_TOLERANCE
+        recalled = memory.last_accessed_at > memory.updated_at
+        if policy_derived and recalled and memory.last_accessed_at + retention > now + lookahead:
+            return now + retention
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,5 +99,60 @@ class ReinforcementPolicy:
         return min(self.max_strength, strength + boost)
 
 
+@dataclass(frozen=True, slots=True)
+class DecayPolicy:
+    """Exponential decay of strength with time unused; half-life grows with importance.
+
+    A never-recalled memory (strength 1.0) falls below `archive_threshold` after
+    `log2(1 / archive_threshold)` half-lives: about 3.3 (23, 46, 100, 199, 299 days by importance).
+    """
+
+    half_life_days: dict[int, float] = field(
+        default_factory=lambda: {1: 7.0, 2: 14.0, 3: 30.0, 4: 60.0, 5: 90.0}
+    )
+    archive_threshold: float = 0.1
+    protected_importance: int = 5
+    """Memories of this importance or above are never archived for fading."""
+
+    def half_life(self, importance: int) -> float:
+        """Half-life in days for this importance (the nearest defined one below, else the smallest)."""
+        known = sorted(self.half_life_days)
+        eligible = [i for i in known if i <= importance]
+        return self.half_life_days[eligible[-1] if eligible else known[0]]
+
+    def strength_at(
+        self, strength: float, importance: int, last_accessed_at: datetime, now: datetime
+    ) -> float:
+        """The anchored `strength` decayed from `last_accessed_at` to `now` (never grows with time)."""
+        days = max(0.0, (now - last_accessed_at).total_seconds() / 86_400)
+        return strength * math.exp(-math.log(2) * days / self.half_life(importance))
+
+    def effective(self, memory: Memory, now: datetime) -> float:
+        """The memory's strength now."""
+        return self.strength_at(memory.strength, memory.importance, memory.last_accessed_at, now)
+
+    def fades(self, memory: Memory, now: datetime) -> bool:
+        """True when the memory is weak enough to archive (never for protected importance)."""
+        return memory.importance < self.protected_importance and self.effective(memory, now) < (
+            self.archive_threshold
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TenantPolicy:
+    """The retention and decay one tenant lives by."""
+
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    decay: DecayPolicy = field(default_factory=DecayPolicy)
+
+
 DEFAULT_RETENTION = RetentionPolicy()
 DEFAULT_REINFORCEMENT = ReinforcementPolicy()
+DEFAULT_DECAY = DecayPolicy()
+
+
+def policy_for(
+    tenant_id: str, overrides: Mapping[str, TenantPolicy], retention: RetentionPolicy, decay: DecayPolicy
+) -> TenantPolicy:
+    """The tenant's own policy if it has one, else the defaults given."""
+    return overrides.get(tenant_id) or TenantPolicy(retention, decay)

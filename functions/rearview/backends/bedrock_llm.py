@@ -1,0 +1,112 @@
+"""Amazon Bedrock `LanguageModel` through the Converse API (any Converse-capable text model).
+
+Request: `system=[{"text": ...}]`, one user message, `inferenceConfig={"maxTokens", "temperature"}`.
+Response: the text blocks of `output.message.content`, joined. The model id is configuration
+(`REARVIEW_LLM_MODEL_ID`), e.g. `amazon.nova-lite-v1:0` or an inference profile id.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Final
+
+from rearview.errors import LanguageModelError
+from rearview.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
+
+__all__ = ["BedrockConverseModel"]
+
+_RETRYABLE: Final = frozenset(
+    {
+        "ThrottlingException",
+        "ServiceUnavailableException",
+        "ModelNotReadyException",
+        "InternalServerException",
+        "ModelTimeoutException",
+    }
+)
+
+
+class BedrockConverseModel:
+    """A `LanguageModel` on Bedrock Converse. The constructor does no I/O (the client is lazy).
+
+    Throttling, model-not-ready and 5xx answers are retried with exponential backoff and full
+    jitter, at most `retry.max_attempts` times; then `LanguageModelError`. Anything else (access
+    denied, validation, an answer without text) is a `LanguageModelError` at once.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        client: BedrockRuntimeClient | None = None,
+        temperature: float = 0.0,
+        *,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._model = model_id
+        self._client_value = client
+        self._temperature = temperature
+        self._retry = retry or RetryPolicy(max_attempts=4, base_delay=0.5, max_delay=8.0)
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        """`bedrock:<model id>`."""
+        return f"bedrock:{self._model}"
+
+    @property
+    def _client(self) -> BedrockRuntimeClient:
+        if self._client_value is None:
+            with self._lock:
+                if self._client_value is None:
+                    self._client_value = _create_client()
+        return self._client_value
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> str:
+        """The model's text answer (stripped); `LanguageModelError` if Bedrock fails or returns no text."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        for attempt in range(self._retry.max_attempts):
+            try:
+                out = self._client.converse(
+                    modelId=self._model,
+                    system=[{"text": system}],
+                    messages=[{"role": "user", "content": [{"text": prompt}]}],
+                    inferenceConfig={"maxTokens": max_tokens, "temperature": self._temperature},
+                )
+            except ClientError as exc:
+                code = str(exc.response.get("Error", {}).get("Code", ""))
+                if code not in _RETRYABLE or attempt + 1 == self._retry.max_attempts:
+                    message = exc.response.get("Error", {}).get("Message", "")
+                    raise LanguageModelError(
+                        f"Bedrock Converse({self._model}) failed ({code}): {message}"
+                    ) from exc
+            except BotoCoreError as exc:
+                raise LanguageModelError(f"Bedrock Converse({self._model}) failed: {exc}") from exc
+            else:
+                return self._text(dict(out))
+            self._retry.backoff(attempt)
+        raise LanguageModelError(f"Bedrock Converse({self._model}) gave up")  # pragma: no cover
+
+    def _text(self, out: dict[str, Any]) -> str:
+        content = out.get("output", {}).get("message", {}).get("content", [])
+        text = "".join(block.get("text", "") for block in content if isinstance(block, dict)).strip()
+        if not text:
+            reason = out.get("stopReason", "unknown")
+            raise LanguageModelError(f"Bedrock {self._model} returned no text (stop reason: {reason})")
+        return text
+
+
+def _create_client() -> BedrockRuntimeClient:
+    import boto3
+    from botocore.config import Config
+
+    # Retries are ours (with jitter, on Bedrock's own throttling codes): botocore makes one attempt.
+    return boto3.client(
+        "bedrock-runtime",
+        config=Config(
+            retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=60, connect_timeout=5
+        ),
+    )
