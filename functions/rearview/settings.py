@@ -75,7 +75,8 @@ class Settings(BaseSettings):
     """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server)."""
 
     # Behaviour
-    near_duplicate_threshold: float = Field(default=0.93, ge=0.5, le=1.0)
+    near_duplicate_threshold: float | None = Field(default=None, ge=0.5, le=1.01)
+    """Cosine at/above which writes merge; unset = calibrated per embedder (`bootstrap.py`)."""
     hashing_dimension: int = 256
 
     # Lifecycle (see service/lifecycle_policy.py for what each number means)

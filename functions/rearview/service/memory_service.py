@@ -428,7 +428,7 @@ class MemoryService:
         top_k = validation.check_top_k(req.top_k)
         if req.min_score < 0:
             raise InvalidInputError("min_score", f"must be >= 0 (got {req.min_score})")
-        depth = max(self.config.ranking.candidates_per_channel, top_k)
+        depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
         reasons: list[str] = []
         live = tuple(s for s in req.filter.statuses if s is not MemoryStatus.ARCHIVED)
         k = self.config.ranking.rrf_k
