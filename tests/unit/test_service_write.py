@@ -124,3 +124,37 @@ def test_retention_sets_expiry_from_importance_type_and_ttl(service: MemoryServi
     assert expiry(importance=3) == timedelta(days=180)
     assert expiry(type="working", importance=5) == timedelta(days=1)
     assert expiry(ttl_days=2.5, importance=5) == timedelta(days=2.5)
+
+
+def test_a_concurrent_retry_with_the_same_idempotency_key_gets_the_first_result(
+    service: MemoryService,
+) -> None:
+    """Two retries race past the replay check; the store's key guard makes the loser replay."""
+    from rearview.errors import ConflictError
+    from rearview.ports import StoreWrite
+
+    class RacingStore:
+        """Lets the first lookup miss (the winner has not committed yet), then behaves normally."""
+
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+            self.misses = 1
+
+        def find_by_idempotency_key(self, tenant_id: str, key: str) -> object:
+            if self.misses:
+                self.misses -= 1
+                return None
+            return self.inner.find_by_idempotency_key(tenant_id, key)  # type: ignore[attr-defined]
+
+        def commit(self, writes: list[StoreWrite]) -> None:
+            if any(w.memory.idempotency_key for w in writes):
+                raise ConflictError(writes[0].memory.id, None, 1)  # the key is taken
+            self.inner.commit(writes)  # type: ignore[attr-defined]
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inner, name)
+
+    first = service.write("t1", WriteRequest(content="Ran migration 42", idempotency_key="k1"))
+    racing = MemoryService(RacingStore(service.store), service.index, service.embedder, service.clock)  # type: ignore[arg-type]
+    again = racing.write("t1", WriteRequest(content="Ran migration 42 again", idempotency_key="k1"))
+    assert again.idempotent_replay and again.memory.id == first.memory.id

@@ -198,10 +198,9 @@ class MemoryService:
                 "ttl_days": validation.check_ttl_days(req.ttl_days),
             }
         )
-        if req.idempotency_key:
-            replay = self.store.find_by_idempotency_key(tenant_id, req.idempotency_key)
-            if replay is not None:
-                return WriteResult(action=WriteAction.CREATED, memory=replay.view(), idempotent_replay=True)
+        replay = self._replay(tenant_id, req.idempotency_key)
+        if replay is not None:
+            return replay
         retired = self._supersede_target(tenant_id, req.supersedes)
         now = self.clock.now()
         key = scope_key(req.type, req.visibility, req.agent_id, req.session_id)
@@ -226,10 +225,26 @@ class MemoryService:
             IndexDocument(memory, vector) if vector is not None else IndexDocument(memory, None)
         )
         superseded = self._plan_supersede(plan, retired, memory.id, now, req.agent_id, reason)
-        self.store.commit(plan.writes)
+        try:
+            self.store.commit(plan.writes)
+        except ConflictError:
+            # A concurrent retry with the same idempotency key won the race: answer as it did.
+            replay = self._replay(tenant_id, req.idempotency_key)
+            if replay is None:
+                raise
+            return replay
         indexed = vector is not None and self._index(plan.index_docs)
         action = WriteAction.SUPERSEDED if superseded else WriteAction.CREATED
         return WriteResult(action=action, memory=memory.view(), superseded_ids=superseded, indexed=indexed)
+
+    def _replay(self, tenant_id: str, idempotency_key: str | None) -> WriteResult | None:
+        """The result of the first write made with this idempotency key, if there was one."""
+        if not idempotency_key:
+            return None
+        first = self.store.find_by_idempotency_key(tenant_id, idempotency_key)
+        if first is None:
+            return None
+        return WriteResult(action=WriteAction.CREATED, memory=first.view(), idempotent_replay=True)
 
     def _new_memory(self, tenant_id: str, req: WriteRequest, key: str, digest: str, now: datetime) -> Memory:
         return Memory(
