@@ -41,7 +41,8 @@ def _ranked(service: MemoryService, queries: list[str]) -> list[list[str]]:
 
 
 def _best(service: MemoryService, queries: list[str]) -> list[str]:
-    """The top hit per query (Lucene may order near-ties in the tail differently in a fresh index)."""
+    """The top hit per query. Deeper ranks may differ in a fresh index: floating-point near-ties at
+    the candidate-depth boundary can fall either way once rows are stored in another order."""
     return [ids[0] for ids in _ranked(service, queries)]
 
 
@@ -77,9 +78,10 @@ def test_reindex_rebuilds_a_lost_embedded_index(tmp_path: Path) -> None:
     first.ensure_schema()
     service = MemoryService(store, first, HashingEmbedder(64), clock)
     queries = _fill(service)
-    before = _ranked(service, queries)
+    before = _best(service, queries)
+    assert len(set(before)) == len(queries)
     fresh = SQLiteMemoryIndex(tmp_path / "b.sqlite3", 64)
     fresh.ensure_schema()
     rebuilt = MemoryService(store, fresh, HashingEmbedder(64), clock)
     assert reindex_all(rebuilt, store.tenants()) == {"t1": 40}
-    assert _ranked(rebuilt, queries) == before
+    assert _best(rebuilt, queries) == before

@@ -1,0 +1,654 @@
+#!/usr/bin/env python
+"""`memory_search` latency and `memory_write` throughput on the embedded backend, by corpus size.
+
+For each size N: a fresh backend in a temporary directory is bulk-loaded with N synthetic
+memories of one tenant (varied template sentences with types, tags, sessions, agents, importance
+and ages; written with `store.commit` + `index.upsert` in batches, as `rearview import` or a
+reindex would), then ~200 random hybrid queries (top_k=10, a third of them filtered by type,
+tags, session or agent) are timed through `MemoryService.search`, `--rounds` times (the round with
+the lowest p50 is reported, all rounds' p50 are in the JSON; `cpu p50` is process CPU time per
+query, which a busy host cannot inflate); keyword-only and vector-only runs of the same queries
+show where the time goes. Queries are embedded before timing with the hashing embedder, so
+embedder time is excluded. A brute-force numpy scan over the same vectors
+(exact top-10 cosine, no filter, no text) is timed in the same process as the baseline.
+Finally `--writes` memories are written one by one through `MemoryService.write` (dedup and
+near-duplicate check included) into the loaded tenant: writes/s.
+
+    PYTHONPATH=functions:. .venv/bin/python benchmarks/search_latency.py
+        [--sizes 1000,10000,100000] [--backend sqlite|memory] [--queries 200] [--rounds 3]
+        [--writes 2000] [--write-budget-s 60] [--no-reinforce] [--profile N] [--json PATH]
+
+Backends are factories in `BACKENDS`; add one (e.g. OpenSearch) by registering a function
+`(workdir, dimension) -> Backend`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import random
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.backends.sqlite_index import SQLiteMemoryIndex
+from rearview.backends.sqlite_store import SQLiteMemoryStore
+from rearview.clock import SystemClock
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.ids import new_id
+from rearview.models import (
+    Channel,
+    HistoryAction,
+    HistoryEvent,
+    Memory,
+    MemoryFilter,
+    MemoryType,
+    SearchRequest,
+    Visibility,
+    WriteRequest,
+)
+from rearview.ports import Embedder, IndexDocument, MemoryIndex, MemoryStore, StoreWrite, Vector
+from rearview.service.lifecycle_policy import DEFAULT_RETENTION
+from rearview.service.memory_service import MemoryService, scope_key, snapshot
+from rearview.text import content_hash
+
+TENANT = "bench-tenant"
+DIMENSION = 256
+TOP_K = 10
+LOAD_BATCH = 1000
+
+# ------------------------------------------------------------------------------------ backends
+
+
+@dataclass(slots=True)
+class Backend:
+    """A store and an index ready for use (schemas ensured), and how to release them."""
+
+    store: MemoryStore
+    index: MemoryIndex
+    close: Callable[[], None] = lambda: None
+    loaded: Callable[[], None] = lambda: None
+    """Called once after the bulk load (e.g. make an engine's new segments searchable)."""
+
+
+BackendFactory = Callable[[Path, int], Backend]
+"""(an empty scratch directory, the vector dimension) -> a ready backend."""
+
+
+def _sqlite_backend(workdir: Path, dimension: int) -> Backend:
+    store = SQLiteMemoryStore(workdir / "store.sqlite3")
+    index = SQLiteMemoryIndex(workdir / "index.sqlite3", dimension)
+    store.ensure_schema()
+    index.ensure_schema()
+
+    def close() -> None:
+        index.close()
+        store.close()
+
+    return Backend(store, index, close)
+
+
+def _memory_backend(_workdir: Path, dimension: int) -> Backend:
+    return Backend(InMemoryMemoryStore(), InMemoryMemoryIndex(dimension))
+
+
+def _opensearch_backend(workdir: Path, dimension: int) -> Backend:
+    """SQLite store + the OpenSearch index on a real 2.19 node (lucene engine; the test harness's node,
+    or `$REARVIEW_OPENSEARCH_URL`). Writes do not wait for refresh, as in production."""
+    from uuid import uuid4
+
+    from rearview.backends.opensearch_index import OpenSearchConfig, OpenSearchMemoryIndex
+    from tests.engines.opensearch_node import OpenSearchNode, external_url
+
+    url = external_url()
+    node = None if url else OpenSearchNode.start(heap="1g")
+    config = OpenSearchConfig(
+        endpoint=url or node.url, dimension=dimension, mode="local", engine="lucene", replicas=0,
+        refresh="false", alias=f"rv-bench-{uuid4().hex[:8]}", timeout_s=10.0,
+    )  # fmt: skip
+    store = SQLiteMemoryStore(workdir / "store.sqlite3")
+    store.ensure_schema()
+    index = OpenSearchMemoryIndex(config)
+    index.ensure_schema()
+
+    def close() -> None:
+        index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404])
+        store.close()
+        if node is not None:
+            node.stop()
+
+    return Backend(store, index, close, loaded=lambda: index.client.indices.refresh(index=config.alias))
+
+
+BACKENDS: dict[str, BackendFactory] = {
+    "sqlite": _sqlite_backend,
+    "memory": _memory_backend,
+    "opensearch": _opensearch_backend,
+}
+
+# ------------------------------------------------------------------------------ synthetic data
+
+
+def _words(text: str, sep: str | None = None) -> list[str]:
+    return [w.strip() for w in text.split(sep) if w.strip()]
+
+
+PEOPLE = _words("""Alice Bob Carmen Dmitri Elena Farid Grace Hiro Ines Jamal Kenji Lena Mateo Nadia Omar
+Priya Quentin Rosa Sven Tariq Uma Viktor Wen Ximena Yusuf Zoe""")
+TOOLS = _words("""git docker kubectl terraform pytest npm cargo poetry make ansible helm psql redis-cli aws
+gcloud ffmpeg curl jq ruff mypy webpack vite gradle maven""")
+PROJECTS = _words("""billing-api checkout search-service mobile-app data-pipeline auth-gateway analytics
+notifications inventory recommendations onboarding reporting ledger crm-sync image-resizer""")
+TECH = _words("""PostgreSQL DynamoDB Redis Kafka OpenSearch SQLite React Vue FastAPI Django Flask Rust Go
+TypeScript GraphQL gRPC Lambda S3 SQS Snowflake Airflow Spark Terraform Kubernetes""")
+ERRORS = _words("""timeout OOMKilled 502 429 deadlock ECONNRESET segfault ImportError KeyError
+permission-denied disk-full TLS-handshake-failure schema-mismatch flaky-test rate-limit""")
+COMPONENTS = _words("""scheduler worker cache migration frontend API-gateway queue consumer cron-job
+load-balancer replica index webhook uploader tokenizer""")
+ACTIVITIES = _words(
+    """code review, standups, pair programming, incident response, planning, demos,
+writing docs, on-call handovers, retrospectives, hiring interviews""",
+    ",",
+)
+THINGS = _words(
+    """dark mode, tabs, spaces, short meetings, async updates, written specs, vim, VS Code,
+emacs, early mornings, late evenings, green tea, espresso, standing desks, quiet rooms, type hints,
+small pull requests, feature flags, trunk-based development, monorepos""",
+    ",",
+)
+CITIES = _words("""Lisbon Berlin Tokyo Nairobi Toronto Austin Seoul Warsaw Madrid Oslo Bangalore
+Melbourne Dublin Montreal Zurich""")
+PLACES = _words("office cafe conference library airport coworking-space hotel lab park")
+OUTCOMES = _words(
+    """recovered after a restart, kept failing until the config was fixed, was rolled back,
+passed every check, doubled its latency, ran out of memory, lost a few events, worked on the
+second try""",
+    ",",
+)
+TAGS = _words("""project:billing project:search project:mobile infra ops incident preference deploy ci
+testing security performance database frontend backend docs customer oncall release bug
+meeting travel health family hobby learning""")
+WEEKDAYS = _words("Monday Tuesday Wednesday Thursday Friday Saturday Sunday")
+
+TEMPLATES: dict[MemoryType, list[str]] = {
+    MemoryType.SEMANTIC: [
+        "{person} prefers {thing} over {thing2} for {activity}.",
+        "{person} is the owner of {project}, which runs on {tech} and {tech2}.",
+        "The {project} team uses {tech} for the {component} and {tech2} for analytics.",
+        "{person} lives in {city} and works remotely {n} days a week.",
+        "{person} is allergic to {thing} and avoids it during {activity}.",
+        "The staging environment of {project} is hosted in {city} on {tech}.",
+    ],
+    MemoryType.EPISODIC: [
+        "On {weekday}, {person} met {person2} at the {place} in {city} to discuss {project}.",
+        "{person} deployed {project} v{n}.{m} to production; the {component} {outcome}.",
+        "Incident #{ticket}: {project} returned {error} from the {component}; {person} was on call.",
+        "{person} demoed the new {component} of {project} to {person2} on {weekday}.",
+        "The {project} migration to {tech} finished on {weekday} and the {component} {outcome}.",
+    ],
+    MemoryType.PROCEDURAL: [
+        "To release {project}, run `{tool} build` then `{tool} push` and tag the commit v{n}.{m}.",
+        "When `{tool}` fails with {error} in {project}, clear the {component} cache and retry.",
+        "Lesson: never run {tool} against the {project} {tech} database without a snapshot.",
+        "To debug {error} in the {component}, enable verbose logging in {tech} and rerun {tool}.",
+        "Before {activity}, {person} wants the agenda and the {project} dashboard link.",
+    ],
+    MemoryType.WORKING: [
+        "Currently investigating {error} in the {component} of {project}; next step: check {tech}.",
+        "Draft reply to {person} about {project} is half done; waiting on numbers from {person2}.",
+        "Scratch: ticket #{ticket} may be a duplicate of #{ticket2} ({error} in {component}).",
+    ],
+}
+TYPE_WEIGHTS = {
+    MemoryType.SEMANTIC: 4,
+    MemoryType.EPISODIC: 4,
+    MemoryType.PROCEDURAL: 2,
+    MemoryType.WORKING: 1,
+}
+QUERY_TEMPLATES = [
+    "what does {person} prefer for {activity}",
+    "how do I release {project}",
+    "{tool} {error} fix",
+    "who owns {project}",
+    "incidents with {error} in the {component}",
+    "when did {person} meet {person2}",
+    "{project} {tech} migration",
+    "where does {person} live",
+    "lessons about {tool} and {tech}",
+    "{person} {project} deploy",
+    "debugging {error} {component}",
+    "what happened in {city} on {weekday}",
+]
+
+
+def _fill(template: str, rng: random.Random) -> str:
+    return template.format(
+        person=rng.choice(PEOPLE), person2=rng.choice(PEOPLE), tool=rng.choice(TOOLS),
+        project=rng.choice(PROJECTS), tech=rng.choice(TECH), tech2=rng.choice(TECH),
+        error=rng.choice(ERRORS), component=rng.choice(COMPONENTS), activity=rng.choice(ACTIVITIES),
+        thing=rng.choice(THINGS), thing2=rng.choice(THINGS), city=rng.choice(CITIES),
+        place=rng.choice(PLACES), outcome=rng.choice(OUTCOMES), weekday=rng.choice(WEEKDAYS),
+        n=rng.randint(1, 9), m=rng.randint(0, 30), ticket=rng.randint(1000, 99999),
+        ticket2=rng.randint(1000, 99999),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Synthetic:
+    """One generated memory: what a writer would pass to `memory_write`, plus its age."""
+
+    content: str
+    type: MemoryType
+    tags: list[str]
+    session_id: str
+    agent_id: str
+    visibility: Visibility
+    importance: int
+    age_days: float
+
+
+@dataclass(slots=True)
+class Corpus:
+    """A deterministic stream of varied memories; remembers sessions seen, for session filters."""
+
+    rng: random.Random
+    sessions: list[str] = field(default_factory=list)
+    _session: str = ""
+    _left_in_session: int = 0
+
+    def __iter__(self) -> Iterator[Synthetic]:
+        types = list(TYPE_WEIGHTS)
+        weights = list(TYPE_WEIGHTS.values())
+        while True:
+            if self._left_in_session == 0:
+                self._session = f"session-{len(self.sessions):06d}"
+                self.sessions.append(self._session)
+                self._left_in_session = self.rng.randint(5, 40)
+            self._left_in_session -= 1
+            mtype = self.rng.choices(types, weights)[0]
+            agent = f"agent-{min(int(self.rng.expovariate(1.0)), 5)}"
+            yield Synthetic(
+                content=_fill(self.rng.choice(TEMPLATES[mtype]), self.rng),
+                type=mtype,
+                tags=self.rng.sample(TAGS, k=self.rng.choice((0, 1, 1, 2, 2, 3))),
+                session_id=self._session,
+                agent_id=agent,
+                visibility=Visibility.PRIVATE if self.rng.random() < 0.2 else Visibility.SHARED,
+                importance=self.rng.choice((1, 2, 3, 3, 3, 4, 4, 5)),
+                age_days=self.rng.uniform(0, 0.9 if mtype is MemoryType.WORKING else 170),
+            )
+
+
+def to_memory(s: Synthetic, now: datetime, model_id: str) -> Memory:
+    """The record `MemoryService.write` would have created for `s`, `age_days` ago."""
+    at = now - timedelta(days=s.age_days)
+    return Memory(
+        id=new_id(at), tenant_id=TENANT, type=s.type, content=s.content, agent_id=s.agent_id,
+        session_id=s.session_id, visibility=s.visibility, tags=s.tags, importance=s.importance,
+        created_at=at, updated_at=at, last_accessed_at=at, event_time=at,
+        expires_at=DEFAULT_RETENTION.expires_at(s.type, s.importance, None, at),
+        content_hash=content_hash(s.content),
+        scope_key=scope_key(s.type, s.visibility, s.agent_id, s.session_id), embedding_model=model_id,
+    )  # fmt: skip
+
+
+def bulk_load(backend: Backend, embedder: Embedder, corpus: Iterator[Synthetic], n: int) -> Vector:
+    """Load `n` memories in batches (store first, then index); returns their vectors (n, dim)."""
+    now = datetime.now(UTC)
+    vectors = np.empty((n, embedder.dimension), dtype=np.float32)
+    for start in range(0, n, LOAD_BATCH):
+        batch = [to_memory(next(corpus), now, embedder.model_id) for _ in range(min(LOAD_BATCH, n - start))]
+        vecs = embedder.embed_documents([m.content for m in batch])
+        vectors[start : start + len(batch)] = vecs
+        backend.store.commit(
+            [
+                StoreWrite(
+                    m,
+                    HistoryEvent(
+                        id=new_id(m.created_at),
+                        tenant_id=TENANT,
+                        memory_id=m.id,
+                        action=HistoryAction.CREATED,
+                        at=m.created_at,
+                        actor=m.agent_id,
+                        after=snapshot(m),
+                    ),
+                    None,
+                )
+                for m in batch
+            ]
+        )
+        backend.index.upsert([IndexDocument(m, v) for m, v in zip(batch, vecs, strict=True)])
+    return vectors
+
+
+# ------------------------------------------------------------------------------------- queries
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One timed query: text, its precomputed vector, a filter and a label for the filter kind."""
+
+    text: str
+    vector: Vector
+    filter: MemoryFilter
+    kind: str
+
+
+def make_queries(rng: random.Random, sessions: Sequence[str], embedder: Embedder, n: int) -> list[Query]:
+    """`n` queries: two thirds unfiltered, the rest filtered by type, tags, session or agent."""
+    out = []
+    for _ in range(n):
+        text = _fill(rng.choice(QUERY_TEMPLATES), rng)
+        kind = rng.choice(["none"] * 8 + ["type", "tags", "session", "agent"])
+        flt = {
+            "none": MemoryFilter(),
+            "type": MemoryFilter(types=(rng.choice(list(TYPE_WEIGHTS)),)),
+            "tags": MemoryFilter(tags=(rng.choice(TAGS),)),
+            "session": MemoryFilter(session_id=rng.choice(sessions)),
+            "agent": MemoryFilter(agent_id=f"agent-{rng.randint(0, 3)}"),
+        }[kind]
+        out.append(Query(text, embedder.embed_query(text), flt, kind))
+    return out
+
+
+class PrecomputedEmbedder:
+    """The hashing embedder, except that queries seen before answer from a table (no embedder time)."""
+
+    def __init__(self, inner: Embedder, queries: dict[str, Vector]) -> None:
+        self._inner = inner
+        self._queries = queries
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vector:
+        found = self._queries.get(text)
+        return found if found is not None else self._inner.embed_query(text)
+
+
+# -------------------------------------------------------------------------------- measurement
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Percentiles of one series of timings, in milliseconds."""
+
+    p50: float
+    p95: float
+    p99: float
+    mean: float
+
+    @classmethod
+    def of(cls, samples_s: Sequence[float]) -> Latency:
+        ms = np.asarray(samples_s, dtype=np.float64) * 1000
+        p50, p95, p99 = np.percentile(ms, [50, 95, 99])
+        return cls(float(p50), float(p95), float(p99), float(ms.mean()))
+
+
+@dataclass(slots=True)
+class SizeResult:
+    """Everything measured at one corpus size."""
+
+    size: int
+    load_s: float
+    first_query_ms: float
+    hybrid: Latency
+    hybrid_cpu: Latency
+    hybrid_round_p50s: list[float]
+    keyword: Latency
+    vector: Latency
+    numpy_scan: Latency
+    hybrid_p50_by_filter: dict[str, float]
+    writes: int
+    writes_per_s: float
+    write_actions: dict[str, int]
+    peak_rss_mb: float
+    profile: str | None = None
+
+
+@dataclass(slots=True)
+class Timings:
+    """Per-query wall-clock and process CPU seconds (CPU time is what a busy machine cannot inflate)."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+
+def time_searches(
+    service: MemoryService, queries: Sequence[Query], channels: tuple[Channel, ...], reinforce: bool
+) -> Timings:
+    """Time `service.search` for each query (request construction excluded)."""
+    out = Timings()
+    for q in queries:
+        req = SearchRequest(
+            query=q.text, filter=q.filter, top_k=TOP_K, channels=channels, reinforce=reinforce
+        )
+        cpu, start = time.process_time(), time.perf_counter()
+        service.search(TENANT, req)
+        out.wall.append(time.perf_counter() - start)
+        out.cpu.append(time.process_time() - cpu)
+    return out
+
+
+def time_numpy_scan(vectors: npt.NDArray[np.float32], queries: Sequence[Query]) -> list[float]:
+    """Exact top-k cosine by a full matrix-vector product: the floor for the vector channel."""
+    samples = []
+    for q in queries:
+        start = time.perf_counter()
+        sims = vectors @ q.vector
+        top = np.argpartition(-sims, TOP_K - 1)[:TOP_K]
+        top[np.argsort(-sims[top])]
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def time_writes(
+    service: MemoryService, corpus: Iterator[Synthetic], n: int, budget_s: float
+) -> tuple[int, float, Counter[str]]:
+    """Up to `n` single `memory_write` calls, stopping after `budget_s`: (count, writes/s, actions)."""
+    actions: Counter[str] = Counter()
+    start = time.perf_counter()
+    done = 0
+    while done < n and (done == 0 or time.perf_counter() - start < budget_s):
+        s = next(corpus)
+        result = service.write(
+            TENANT,
+            WriteRequest(
+                content=s.content,
+                type=s.type,
+                agent_id=s.agent_id,
+                session_id=s.session_id,
+                visibility=s.visibility,
+                tags=s.tags,
+                importance=s.importance,
+            ),
+        )
+        actions[result.action.value] += 1
+        done += 1
+    return done, done / (time.perf_counter() - start), actions
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+HYBRID: tuple[Channel, ...] = ("keyword", "vector")
+
+
+def run_size(args: argparse.Namespace, size: int, workdir: Path) -> SizeResult:
+    """Load `size` memories into a fresh backend under `workdir`, then time searches and writes."""
+    hashing = HashingEmbedder(DIMENSION)
+    corpus = Corpus(random.Random(size + 1))
+    stream = iter(corpus)
+    backend = BACKENDS[args.backend](workdir, DIMENSION)
+    try:
+        t0 = time.perf_counter()
+        vectors = bulk_load(backend, hashing, stream, size)
+        backend.loaded()
+        load_s = time.perf_counter() - t0
+        queries = make_queries(random.Random(size), corpus.sessions, hashing, args.queries)
+        embedder = PrecomputedEmbedder(hashing, {q.text: q.vector for q in queries})
+        service = MemoryService(backend.store, backend.index, embedder, clock=SystemClock())
+
+        t0 = time.perf_counter()
+        time_searches(service, queries[:1], HYBRID, reinforce=False)  # builds lazy caches
+        first_ms = (time.perf_counter() - t0) * 1000
+        time_searches(service, queries[:5], HYBRID, reinforce=False)
+
+        rounds = [time_searches(service, queries, HYBRID, args.reinforce) for _ in range(args.rounds)]
+        hybrid = min(rounds, key=lambda t: Latency.of(t.wall).p50)
+        keyword = time_searches(service, queries, ("keyword",), reinforce=False)
+        vector = time_searches(service, queries, ("vector",), reinforce=False)
+        baseline = time_numpy_scan(vectors, queries)
+        del vectors
+        profile = None
+        if args.profile == size:
+            with cProfile.Profile() as profiler:
+                time_searches(service, queries, HYBRID, args.reinforce)
+            profile = _profile_summary(profiler)
+        writes, writes_per_s, actions = time_writes(service, stream, args.writes, args.write_budget_s)
+        by_filter = {
+            kind: Latency.of([s for s, q in zip(hybrid.wall, queries, strict=True) if q.kind == kind]).p50
+            for kind in sorted({q.kind for q in queries})
+        }
+        return SizeResult(
+            size=size,
+            load_s=load_s,
+            first_query_ms=first_ms,
+            hybrid=Latency.of(hybrid.wall),
+            hybrid_cpu=Latency.of(hybrid.cpu),
+            hybrid_round_p50s=[Latency.of(t.wall).p50 for t in rounds],
+            keyword=Latency.of(keyword.wall),
+            vector=Latency.of(vector.wall),
+            numpy_scan=Latency.of(baseline),
+            hybrid_p50_by_filter=by_filter,
+            writes=writes,
+            writes_per_s=writes_per_s,
+            write_actions=dict(actions),
+            peak_rss_mb=_peak_rss_mb(),
+            profile=profile,
+        )
+    finally:
+        backend.close()
+
+
+def _profile_summary(profiler: cProfile.Profile) -> str:
+    buf = io.StringIO()
+    pstats.Stats(profiler, stream=buf).sort_stats("cumulative").print_stats(35)
+    return buf.getvalue()
+
+
+def render_table(results: Sequence[SizeResult]) -> str:
+    """Aligned plain-text table, one row per size."""
+    header = ["size", "load s", "loads/s", "p50 ms", "p95 ms", "p99 ms", "cpu p50", "kw p50", "vec p50",
+              "numpy p50", "p50/numpy", "writes", "writes/s", "peak RSS MB"]  # fmt: skip
+    rows = [
+        [
+            f"{r.size:,}",
+            f"{r.load_s:.1f}",
+            f"{r.size / r.load_s:,.0f}",
+            f"{r.hybrid.p50:.2f}",
+            f"{r.hybrid.p95:.2f}",
+            f"{r.hybrid.p99:.2f}",
+            f"{r.hybrid_cpu.p50:.2f}",
+            f"{r.keyword.p50:.2f}",
+            f"{r.vector.p50:.2f}",
+            f"{r.numpy_scan.p50:.3f}",
+            f"{r.hybrid.p50 / r.numpy_scan.p50:,.0f}x",
+            f"{r.writes:,}",
+            f"{r.writes_per_s:,.1f}",
+            f"{r.peak_rss_mb:,.0f}",
+        ]
+        for r in results
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated corpus sizes")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
+    parser.add_argument("--queries", type=int, default=200, help="timed queries per size")
+    parser.add_argument(
+        "--rounds", type=int, default=3,
+        help="time the hybrid queries this many times and keep the round with the lowest p50 (noisy hosts)",
+    )  # fmt: skip
+    parser.add_argument("--writes", type=int, default=2000, help="memory_write calls timed per size")
+    parser.add_argument(
+        "--write-budget-s", type=float, default=60.0, metavar="S",
+        help="stop the timed writes early once this many seconds are spent (the count is reported)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-reinforce", dest="reinforce", action="store_false",
+        help="time hybrid search without the recall reinforcement (a store write) memory_search does",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile", type=int, default=None, metavar="N", help="cProfile the hybrid queries at size N"
+    )
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
+    args = parser.parse_args(argv)
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+
+    print(
+        f"memory_search latency: backend {args.backend}, hashing embedder ({DIMENSION}-d, queries"
+        f" pre-embedded), one tenant, hybrid top_k={TOP_K}, {args.queries} queries x {args.rounds} rounds"
+        f" ({'with' if args.reinforce else 'without'} recall reinforcement); up to {args.writes} writes"
+        f" ({args.write_budget_s:.0f}s at most) through the service per size",
+        flush=True,
+    )
+    results = []
+    started = time.perf_counter()
+    for size in sizes:
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="rearview-latency-") as tmp:
+            r = run_size(args, size, Path(tmp))
+        results.append(r)
+        by_filter = ", ".join(f"{k} {v:.1f}" for k, v in r.hybrid_p50_by_filter.items())
+        print(
+            f"  {size:,}: {time.perf_counter() - t0:.1f}s; first query {r.first_query_ms:.0f} ms;"
+            f" hybrid p50 ms by filter: {by_filter}; writes: {r.write_actions}",
+            flush=True,
+        )
+    print()
+    print(render_table(results))
+    print(f"\ntime: {time.perf_counter() - started:.1f}s total")
+    for r in results:
+        if r.profile is not None:
+            print(f"\ncProfile of the hybrid queries at {r.size:,} (cumulative):\n{r.profile}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"backend": args.backend, "results": [asdict(r) for r in results]}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
