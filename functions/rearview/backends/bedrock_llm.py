@@ -8,8 +8,9 @@ Response: the text blocks of `output.message.content`, joined. The model id is c
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
+from rearview.bedrock_calls import call_bedrock
 from rearview.errors import LanguageModelError
 from rearview.retry import RetryPolicy
 
@@ -17,16 +18,6 @@ if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
 
 __all__ = ["BedrockConverseModel"]
-
-_RETRYABLE: Final = frozenset(
-    {
-        "ThrottlingException",
-        "ServiceUnavailableException",
-        "ModelNotReadyException",
-        "InternalServerException",
-        "ModelTimeoutException",
-    }
-)
 
 
 class BedrockConverseModel:
@@ -66,29 +57,18 @@ class BedrockConverseModel:
 
     def complete(self, system: str, prompt: str, max_tokens: int) -> str:
         """The model's text answer (stripped); `LanguageModelError` if Bedrock fails or returns no text."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        for attempt in range(self._retry.max_attempts):
-            try:
-                out = self._client.converse(
-                    modelId=self._model,
-                    system=[{"text": system}],
-                    messages=[{"role": "user", "content": [{"text": prompt}]}],
-                    inferenceConfig={"maxTokens": max_tokens, "temperature": self._temperature},
-                )
-            except ClientError as exc:
-                code = str(exc.response.get("Error", {}).get("Code", ""))
-                if code not in _RETRYABLE or attempt + 1 == self._retry.max_attempts:
-                    message = exc.response.get("Error", {}).get("Message", "")
-                    raise LanguageModelError(
-                        f"Bedrock Converse({self._model}) failed ({code}): {message}"
-                    ) from exc
-            except BotoCoreError as exc:
-                raise LanguageModelError(f"Bedrock Converse({self._model}) failed: {exc}") from exc
-            else:
-                return self._text(dict(out))
-            self._retry.backoff(attempt)
-        raise LanguageModelError(f"Bedrock Converse({self._model}) gave up")  # pragma: no cover
+        out = call_bedrock(
+            lambda: self._client.converse(
+                modelId=self._model,
+                system=[{"text": system}],
+                messages=[{"role": "user", "content": [{"text": prompt}]}],
+                inferenceConfig={"maxTokens": max_tokens, "temperature": self._temperature},
+            ),
+            retry=self._retry,
+            error=LanguageModelError,
+            label=f"Bedrock Converse({self._model})",
+        )
+        return self._text(dict(out))
 
     def _text(self, out: dict[str, Any]) -> str:
         content = out.get("output", {}).get("message", {}).get("content", [])

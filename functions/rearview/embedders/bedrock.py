@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from rearview.bedrock_calls import call_bedrock
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
 from rearview.retry import RetryPolicy
@@ -31,16 +32,6 @@ TITAN_V2: Final = "amazon.titan-embed-text-v2:0"
 DIMENSIONS: Final = (256, 512, 1024)
 MAX_INPUT_CHARS: Final = 50_000
 """Titan V2 accepts up to 8,192 tokens and 50,000 characters per input."""
-
-_RETRYABLE: Final = frozenset(
-    {
-        "ThrottlingException",
-        "ServiceUnavailableException",
-        "ModelNotReadyException",
-        "InternalServerException",
-        "ModelTimeoutException",
-    }
-)
 
 
 class BedrockTitanEmbedder:
@@ -149,35 +140,21 @@ class BedrockTitanEmbedder:
         return self._vector(payload)
 
     def _invoke(self, body: str) -> dict[str, Any]:
-        from botocore.exceptions import BotoCoreError, ClientError
-        from botocore.exceptions import ConnectionError as BotoConnectionError
-
-        for attempt in range(self._retry.max_attempts):
-            try:
-                out = self._client.invoke_model(
-                    modelId=self._model, body=body, contentType="application/json", accept="application/json"
-                )
-                payload = json.loads(out["body"].read())
-            except ClientError as exc:
-                code = str(exc.response.get("Error", {}).get("Code", ""))
-                if code not in _RETRYABLE or attempt + 1 == self._retry.max_attempts:
-                    message = exc.response.get("Error", {}).get("Message", "")
-                    raise EmbedderError(
-                        f"Bedrock InvokeModel({self._model}) failed ({code}): {message}"
-                    ) from exc
-            except BotoConnectionError as exc:
-                if attempt + 1 == self._retry.max_attempts:
-                    raise EmbedderError(f"Bedrock InvokeModel({self._model}) unreachable: {exc}") from exc
-            except (BotoCoreError, ValueError) as exc:
-                raise EmbedderError(f"Bedrock InvokeModel({self._model}) failed: {exc}") from exc
-            else:
-                if not isinstance(payload, dict):
-                    raise EmbedderError(
-                        f"Bedrock {self._model} answered {type(payload).__name__}, not an object"
-                    )
-                return payload
-            self._retry.backoff(attempt)
-        raise EmbedderError(f"Bedrock InvokeModel({self._model}) gave up")  # pragma: no cover
+        out = call_bedrock(
+            lambda: self._client.invoke_model(
+                modelId=self._model, body=body, contentType="application/json", accept="application/json"
+            ),
+            retry=self._retry,
+            error=EmbedderError,
+            label=f"Bedrock InvokeModel({self._model})",
+        )
+        try:
+            payload = json.loads(out["body"].read())
+        except (OSError, ValueError) as exc:
+            raise EmbedderError(f"Bedrock InvokeModel({self._model}) failed: {exc}") from exc
+        if not isinstance(payload, dict):
+            raise EmbedderError(f"Bedrock {self._model} answered {type(payload).__name__}, not an object")
+        return payload
 
     def _vector(self, payload: dict[str, Any]) -> Vector:
         embedding = payload.get("embedding")
