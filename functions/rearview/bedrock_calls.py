@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from rearview.errors import BackendError
 from rearview.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
 
 T = TypeVar("T")
 
@@ -47,3 +50,17 @@ def call_bedrock(call: Callable[[], T], *, retry: RetryPolicy, error: type[Backe
             raise error(f"{label} failed: {exc}") from exc
         retry.backoff(attempt)
     raise error(f"{label} gave up")  # pragma: no cover - the loop always returns or raises
+
+
+def create_bedrock_client(read_timeout_s: float) -> BedrockRuntimeClient:
+    """A bedrock-runtime client that makes one attempt per call (`call_bedrock` owns the retries).
+
+    boto3 is imported here, not at module load, to keep Lambda init light.
+    """
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=read_timeout_s, connect_timeout=5
+    )
+    return boto3.client("bedrock-runtime", config=config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from rearview.bedrock_calls import call_bedrock
+from rearview.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import LanguageModelError
 from rearview.retry import RetryPolicy
 
@@ -52,7 +52,7 @@ class BedrockConverseModel:
         if self._client_value is None:
             with self._lock:
                 if self._client_value is None:
-                    self._client_value = _create_client()
+                    self._client_value = create_bedrock_client(read_timeout_s=60)
         return self._client_value
 
     def complete(self, system: str, prompt: str, max_tokens: int) -> str:
@@ -77,16 +77,3 @@ class BedrockConverseModel:
             reason = out.get("stopReason", "unknown")
             raise LanguageModelError(f"Bedrock {self._model} returned no text (stop reason: {reason})")
         return text
-
-
-def _create_client() -> BedrockRuntimeClient:
-    import boto3
-    from botocore.config import Config
-
-    # Retries are ours (with jitter, on Bedrock's own throttling codes): botocore makes one attempt.
-    return boto3.client(
-        "bedrock-runtime",
-        config=Config(
-            retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=60, connect_timeout=5
-        ),
-    )

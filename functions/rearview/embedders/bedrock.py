@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from rearview.bedrock_calls import call_bedrock
+from rearview.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
 from rearview.retry import RetryPolicy
@@ -86,7 +86,7 @@ class BedrockTitanEmbedder:
         if self._client_value is None:
             with self._lock:
                 if self._client_value is None:
-                    self._client_value = _create_client()
+                    self._client_value = create_bedrock_client(read_timeout_s=30)
         return self._client_value
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
@@ -181,16 +181,3 @@ def _check_text(text: str) -> None:
         raise InvalidInputError(
             "text", f"is {len(text)} characters; Titan V2 accepts at most {MAX_INPUT_CHARS}"
         )
-
-
-def _create_client() -> BedrockRuntimeClient:
-    import boto3
-    from botocore.config import Config
-
-    # Retries are ours (with jitter, on Bedrock's own throttling codes): botocore makes one attempt.
-    return boto3.client(
-        "bedrock-runtime",
-        config=Config(
-            retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=30, connect_timeout=5
-        ),
-    )
