@@ -37,6 +37,7 @@ from rearview.models import (
 )
 from rearview.ports import StoreWrite, Touch
 from rearview.text import content_hash
+from tests.doubles import Sleeps
 from tests.factories import T0, created, make_memory, minutes
 
 pytest.register_assert_rewrite("tests.fixtures.aws")  # it is also a plugin (below): rewrite it first
@@ -59,16 +60,6 @@ REQUEST_PATH_OPERATIONS = {
     "BatchWriteItem",
     "DeleteItem",
 }
-
-
-class Sleeps:
-    """A RetryPolicy sleep that records instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @pytest.fixture

@@ -23,17 +23,10 @@ from botocore.stub import Stubber
 from rearview.embedders.bedrock import BedrockTitanEmbedder
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.retry import RetryPolicy
+from tests.doubles import Sleeps
 
 REGION = "us-east-1"
 MODEL = "amazon.titan-embed-text-v2:0"
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 def titan_vector(text: str, dimension: int) -> list[float]:

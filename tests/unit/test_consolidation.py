@@ -24,6 +24,7 @@ from rearview.models import HistoryAction, MemoryStatus, MemoryType, WriteAction
 from rearview.retry import RetryPolicy
 from rearview.service.consolidation import CONTRADICTION_SYSTEM, SUMMARY_SYSTEM, Consolidator
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from tests.doubles import Sleeps
 from tests.factories import T0
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "bedrock"
@@ -33,14 +34,6 @@ MODEL = "amazon.nova-lite-v1:0"
 def recorded(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((RECORDED / f"{name}.json").read_text())
     return data
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @pytest.fixture
