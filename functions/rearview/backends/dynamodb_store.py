@@ -477,6 +477,17 @@ class DynamoDBMemoryStore:
         except (ClientError, BotoCoreError) as exc:
             raise _store_error(operation, exc) from exc
 
+    def _get_item(self, pk: str, sk: str) -> dict[str, Any] | None:
+        """One item by key (strongly consistent), or None."""
+        out = self._call(
+            "GetItem",
+            self._client.get_item,
+            TableName=self._table,
+            Key={"pk": _s(pk), "sk": _s(sk)},
+            ConsistentRead=True,
+        )
+        return out.get("Item")
+
     # ------------------------------------------------------------------ schema
 
     def ensure_schema(self) -> None:
@@ -791,14 +802,7 @@ class DynamoDBMemoryStore:
 
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:
         """The memory (strongly consistent read), or None if absent or past `expires_at`."""
-        out = self._call(
-            "GetItem",
-            self._client.get_item,
-            TableName=self._table,
-            Key={"pk": _s(_memory_pk(tenant_id, memory_id)), "sk": _s(_MEMORY_SK)},
-            ConsistentRead=True,
-        )
-        item = out.get("Item")
+        item = self._get_item(_memory_pk(tenant_id, memory_id), _MEMORY_SK)
         return self._live(tenant_id, item) if item is not None else None
 
     def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> builtins.list[Memory]:
@@ -826,14 +830,7 @@ class DynamoDBMemoryStore:
 
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
         """The unexpired memory first written with this idempotency key, if any."""
-        out = self._call(
-            "GetItem",
-            self._client.get_item,
-            TableName=self._table,
-            Key={"pk": _s(_idem_pk(tenant_id, key)), "sk": _s(_IDEM_SK)},
-            ConsistentRead=True,
-        )
-        item = out.get("Item")
+        item = self._get_item(_idem_pk(tenant_id, key), _IDEM_SK)
         if item is None or "memory_id" not in item:
             return None
         memory = self.get(tenant_id, str(_from_attr(item["memory_id"])))

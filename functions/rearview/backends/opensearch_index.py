@@ -182,6 +182,12 @@ def build_client(config: OpenSearchConfig, credentials: Credentials | None = Non
     )
 
 
+KEYWORD_FIELDS: Final = (
+    "memory_id", "tenant_id", "agent_id", "visibility", "session_id", "type", "tags", "status", "scope_key",
+)  # fmt: skip
+"""The exact-match fields of the mapping: ids and everything a `MemoryFilter` can test."""
+
+
 def index_body(config: OpenSearchConfig) -> Json:
     """Settings and the explicit (`dynamic: strict`) mapping of one index version.
 
@@ -218,20 +224,7 @@ def index_body(config: OpenSearchConfig) -> Json:
         "mappings": {
             "dynamic": "strict",
             "properties": {
-                **{
-                    name: keyword
-                    for name in (
-                        "memory_id",
-                        "tenant_id",
-                        "agent_id",
-                        "visibility",
-                        "session_id",
-                        "type",
-                        "tags",
-                        "status",
-                        "scope_key",
-                    )
-                },
+                **{name: keyword for name in KEYWORD_FIELDS},
                 "content": {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": QUERY_ANALYZER},
                 "event_time": {"type": "date"},
                 "event_time_us": {"type": "long"},
