@@ -461,10 +461,10 @@ class MemoryService:
                 for f in reciprocal_rank_fusion({"keyword": matches}, k=k)
                 if f.memory_id not in seen
             ]
-        ranked = self._rank(tenant_id, fused, req.filter)
+        ranked, stored = self._rank(tenant_id, fused, req.filter)
         results = [h for h in ranked if h.score >= req.min_score][:top_k]
         if req.reinforce and results:
-            results = self._reinforce(tenant_id, results)
+            results = self._reinforce(tenant_id, results, stored)
         context = render_context(results)
         return SearchResult(
             query=query,
@@ -502,7 +502,10 @@ class MemoryService:
             reasons.append(f"embedder unavailable ({exc}); keyword channel only")
             return None
 
-    def _rank(self, tenant_id: str, fused: Sequence[Fused], filter: MemoryFilter) -> list[SearchHit]:
+    def _rank(
+        self, tenant_id: str, fused: Sequence[Fused], filter: MemoryFilter
+    ) -> tuple[list[SearchHit], dict[str, Memory]]:
+        """Hits best first, and the stored records they were scored from (read once per search)."""
         by_id = {m.id: m for m in self.store.get_many(tenant_id, [f.memory_id for f in fused])}
         now = self.clock.now()
         decay = self.config.policy(tenant_id).decay
@@ -515,16 +518,19 @@ class MemoryService:
             score = rerank_score(f.relevance, memory, now, self.config.ranking)
             hits.append(_hit(memory, score, f.relevance, f.keyword_rank, f.vector_rank))
         hits.sort(key=lambda h: (-h.score, h.id))
-        return hits
+        return hits, by_id
 
-    def _reinforce(self, tenant_id: str, hits: list[SearchHit]) -> list[SearchHit]:
-        """Raise each recalled memory's anchored strength and restart its decay clock (not archived ones)."""
+    def _reinforce(self, tenant_id: str, hits: list[SearchHit], stored: dict[str, Memory]) -> list[SearchHit]:
+        """Raise each recalled memory's anchored strength and restart its decay clock (not archived ones).
+
+        Uses the records `_rank` read: reinforcement is best-effort bookkeeping, not worth a re-read.
+        """
         now = self.clock.now()
         policy = self.config.reinforcement
-        recalled = [h.id for h in hits if h.status is not MemoryStatus.ARCHIVED]
+        recalled = (stored[h.id] for h in hits if h.id in stored)
         touches = [
             Touch(m.id, policy.reinforced(m.strength, policy.recall_boost), now, m.access_count + 1)
-            for m in self.store.get_many(tenant_id, recalled)
+            for m in recalled
             if m.status is not MemoryStatus.ARCHIVED
         ]
         self.store.touch(tenant_id, touches)
