@@ -39,7 +39,6 @@ __all__ = ["expired_memory", "handler", "is_ttl_removal", "process"]
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "rearview")
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
-MEMORY_ITEM_TYPE = "memory"  # `item_type` of memory items in DynamoDBMemoryStore's table
 
 
 def is_ttl_removal(record: DynamoDBRecord) -> bool:
@@ -54,14 +53,12 @@ def is_ttl_removal(record: DynamoDBRecord) -> bool:
 
 def expired_memory(record: DynamoDBRecord) -> Memory | None:
     """The memory in the record's old image, or None when the item is not a memory."""
-    from rearview.backends.dynamodb_store import memory_from_item
+    from rearview.backends.dynamodb_store import is_memory_item, memory_from_item
 
     stream = record.dynamodb
     image = stream.raw_event.get("OldImage") if stream is not None else None
-    item_type = image.get("item_type") if isinstance(image, Mapping) else None
-    if not isinstance(item_type, Mapping) or item_type.get("S") != MEMORY_ITEM_TYPE:
+    if not isinstance(image, Mapping) or not is_memory_item(image):
         return None
-    assert isinstance(image, Mapping)
     return memory_from_item(image)
 
 
