@@ -202,8 +202,8 @@ def test_cold_object_requests_a_restore_and_says_so(archive: S3Archive, s3_clien
 
 def test_constructor_does_no_io(aws_credentials: None):
     archive = S3Archive("bucket")
-    assert archive._client_value is None
-    assert archive._client.meta.config.retries["mode"] == "standard"
+    assert not archive._client.built
+    assert archive._client.get().meta.config.retries["mode"] == "standard"
 
 
 def test_archive_restore_and_hard_forget_through_store_and_bucket(

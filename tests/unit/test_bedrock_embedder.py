@@ -115,8 +115,8 @@ def test_unsupported_dimension_is_refused(dimension: int):
 def test_constructor_does_no_io_and_the_lazy_client_leaves_retries_to_us(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     embedder = BedrockTitanEmbedder()
-    assert embedder._client_value is None
-    assert embedder._client.meta.config.retries == {"mode": "standard", "total_max_attempts": 1}
+    assert not embedder._client.built
+    assert embedder._client.get().meta.config.retries == {"mode": "standard", "total_max_attempts": 1}
 
 
 # --------------------------------------------------------------------------- Stubber

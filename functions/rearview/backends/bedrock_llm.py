@@ -7,11 +7,11 @@ Response: the text blocks of `output.message.content`, joined. The model id is c
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 from rearview.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import LanguageModelError
+from rearview.lazy import Lazy
 from rearview.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -37,28 +37,19 @@ class BedrockConverseModel:
         retry: RetryPolicy | None = None,
     ) -> None:
         self._model = model_id
-        self._client_value = client
+        self._client = Lazy(lambda: create_bedrock_client(read_timeout_s=60), client)
         self._temperature = temperature
         self._retry = retry or RetryPolicy(max_attempts=4, base_delay=0.5, max_delay=8.0)
-        self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
         """`bedrock:<model id>`."""
         return f"bedrock:{self._model}"
 
-    @property
-    def _client(self) -> BedrockRuntimeClient:
-        if self._client_value is None:
-            with self._lock:
-                if self._client_value is None:
-                    self._client_value = create_bedrock_client(read_timeout_s=60)
-        return self._client_value
-
     def complete(self, system: str, prompt: str, max_tokens: int) -> str:
         """The model's text answer (stripped); `LanguageModelError` if Bedrock fails or returns no text."""
         out = call_bedrock(
-            lambda: self._client.converse(
+            lambda: self._client.get().converse(
                 modelId=self._model,
                 system=[{"text": system}],
                 messages=[{"role": "user", "content": [{"text": prompt}]}],

@@ -14,7 +14,6 @@ it when nothing is left; the bucket has no versioning, so nothing of it remains.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,6 +28,7 @@ from rearview.backends.archive_format import (
 )
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ArchiveError, InvalidInputError, NotFoundError
+from rearview.lazy import Lazy
 from rearview.models import HistoryEvent, Memory
 
 if TYPE_CHECKING:
@@ -63,22 +63,13 @@ class S3Archive:
     ) -> None:
         self._bucket = bucket
         self._prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
-        self._client_value = client
-        self._client_lock = threading.Lock()
+        self._client = Lazy(_create_client, client)
         self._kms_key_id = kms_key_id
         self._clock = clock or SystemClock()
 
     @property
     def bucket(self) -> str:
         return self._bucket
-
-    @property
-    def _client(self) -> S3Client:
-        if self._client_value is None:
-            with self._client_lock:
-                if self._client_value is None:
-                    self._client_value = _create_client()
-        return self._client_value
 
     def tenant_prefix(self, tenant_id: str) -> str:
         """The key prefix under which every archived object of the tenant lives."""
@@ -126,7 +117,7 @@ class S3Archive:
             if len(remaining) == len(entries):
                 return
             if not remaining:
-                self._call("DeleteObject", self._client.delete_object, Bucket=self._bucket, Key=ref)
+                self._call("DeleteObject", self._client.get().delete_object, Bucket=self._bucket, Key=ref)
                 return
             if self._write(ref, remaining, if_match=etag):
                 return
@@ -134,7 +125,7 @@ class S3Archive:
 
     def iter_refs(self, tenant_id: str) -> Iterator[str]:
         """Every object key under the tenant's prefix (for audits, tests and lifecycle checks)."""
-        paginator = self._client.get_paginator("list_objects_v2")
+        paginator = self._client.get().get_paginator("list_objects_v2")
         pages = paginator.paginate(Bucket=self._bucket, Prefix=self.tenant_prefix(tenant_id))
         try:
             for page in pages:
@@ -153,7 +144,7 @@ class S3Archive:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            out = self._client.get_object(Bucket=self._bucket, Key=key)
+            out = self._client.get().get_object(Bucket=self._bucket, Key=key)
             body = out["Body"].read()
         except ClientError as exc:
             code = _code(exc)
@@ -188,7 +179,7 @@ class S3Archive:
         if if_match is not None:
             request["IfMatch"] = if_match
         try:
-            self._client.put_object(**request)
+            self._client.get().put_object(**request)
         except ClientError as exc:
             if if_match is not None and _code(exc) in {
                 "PreconditionFailed",
@@ -205,7 +196,7 @@ class S3Archive:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            self._client.restore_object(
+            self._client.get().restore_object(
                 Bucket=self._bucket,
                 Key=key,
                 RestoreRequest={"Days": 7, "GlacierJobParameters": {"Tier": "Standard"}},

@@ -20,6 +20,7 @@ import numpy as np
 
 from rearview.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import EmbedderError, InvalidInputError
+from rearview.lazy import Lazy
 from rearview.ports import Vector
 from rearview.retry import RetryPolicy
 
@@ -64,11 +65,11 @@ class BedrockTitanEmbedder:
             raise InvalidInputError("cache_size", f"must be >= 0 (got {cache_size})")
         self._model = model_id
         self._dimension = dimension
-        self._client_value = client
+        self._client = Lazy(lambda: create_bedrock_client(read_timeout_s=30), client)
         self._max_workers = max_workers
         self._cache_size = cache_size
         self._retry = retry or RetryPolicy(max_attempts=5, base_delay=0.2, max_delay=5.0)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the query cache and the worker pool
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -80,14 +81,6 @@ class BedrockTitanEmbedder:
     @property
     def dimension(self) -> int:
         return self._dimension
-
-    @property
-    def _client(self) -> BedrockRuntimeClient:
-        if self._client_value is None:
-            with self._lock:
-                if self._client_value is None:
-                    self._client_value = create_bedrock_client(read_timeout_s=30)
-        return self._client_value
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
         """A (len(texts), dimension) float32 matrix, row i for texts[i]; identical texts embed once."""
@@ -141,7 +134,7 @@ class BedrockTitanEmbedder:
 
     def _invoke(self, body: str) -> dict[str, Any]:
         out = call_bedrock(
-            lambda: self._client.invoke_model(
+            lambda: self._client.get().invoke_model(
                 modelId=self._model, body=body, contentType="application/json", accept="application/json"
             ),
             retry=self._retry,
