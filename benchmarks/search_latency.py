@@ -110,7 +110,7 @@ def _opensearch_backend(workdir: Path, dimension: int) -> Backend:
     or `$REARVIEW_OPENSEARCH_URL`). Writes do not wait for refresh, as in production."""
     from uuid import uuid4
 
-    from rearview.backends.opensearch_index import OpenSearchConfig, OpenSearchMemoryIndex
+    from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
     from tests.engines.opensearch_node import OpenSearchNode, external_url
 
     url = external_url()

@@ -60,7 +60,7 @@ def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
             raise InvalidInputError(
                 "REARVIEW_OPENSEARCH_ENDPOINT", "is required when REARVIEW_INDEX=opensearch"
             )
-        from rearview.backends.opensearch_index import OpenSearchConfig, OpenSearchMemoryIndex
+        from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
 
         return OpenSearchMemoryIndex(
             OpenSearchConfig(

@@ -67,7 +67,7 @@ def _sqlite_index(tmp_path: Path, request: pytest.FixtureRequest) -> MemoryIndex
 def _opensearch_index(
     tmp_path: Path, request: pytest.FixtureRequest, assigned_ids: bool = False
 ) -> MemoryIndex:
-    from rearview.backends.opensearch_index import OpenSearchConfig, OpenSearchMemoryIndex
+    from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
 
     url = request.getfixturevalue("opensearch_url")
     config = OpenSearchConfig(

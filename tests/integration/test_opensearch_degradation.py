@@ -7,7 +7,7 @@ import time
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryStore
-from rearview.backends.opensearch_index import OpenSearchConfig, OpenSearchMemoryIndex
+from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import SearchRequest, WriteRequest

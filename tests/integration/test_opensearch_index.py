@@ -26,7 +26,7 @@ from botocore.credentials import Credentials
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import RequestError
 
-from rearview.backends.opensearch_index import (
+from rearview.backends.opensearch import (
     INDEX_ANALYZER,
     QUERY_ANALYZER,
     OpenSearchConfig,

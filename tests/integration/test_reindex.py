@@ -48,7 +48,7 @@ def _best(service: MemoryService, queries: list[str]) -> list[str]:
 
 @pytest.mark.opensearch
 def test_reindex_into_a_new_version_switches_the_alias_with_same_results(opensearch_url: str) -> None:
-    from rearview.backends.opensearch_index import OpenSearchConfig, OpenSearchMemoryIndex
+    from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
 
     clock = ManualClock(T0)
     config = OpenSearchConfig(

@@ -1,0 +1,151 @@
+"""Document identity: how a memory's document is found again to replace or delete it.
+
+Two strategies, chosen once when the adapter is built (`OpenSearchConfig.uses_assigned_ids`):
+
+- `OwnIds` (managed domain, local node): `_id = "<tenant_id>:<memory_id>"`; upserts are bulk
+  `index`/`update` actions and deletes bulk `delete` actions by that id, without reading first.
+- `AssignedIds` (Serverless vector collections, which reject custom ids and have no refresh
+  control): the memory id is only a field. An upsert looks up the existing documents of the
+  batch by `(tenant_id, memory_id)`, then deletes them by their assigned `_id` and indexes the
+  new versions without an id, in the same `_bulk`. Reads lag writes by seconds there, so a
+  write that follows another write of the same memory too closely can leave a stale copy
+  behind; search keeps only the best hit per memory id, and the next upsert of that memory
+  removes every copy it can see.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from rearview.backends.opensearch.mapping import Json, document_source
+from rearview.backends.opensearch.queries import as_mapping, hit_list, lookup_body
+
+if TYPE_CHECKING:
+    from rearview.models import Memory
+    from rearview.ports import Vector
+
+__all__ = ["AssignedIds", "BulkOp", "DocumentIds", "OwnIds", "Search"]
+
+BulkOp = tuple[Json, Json | None]
+"""One bulk operation: the action line and its source line (None for a delete)."""
+
+Search = Callable[[str, Json], Mapping[str, Any]]
+"""Runs a search body against an index and returns the response (engine errors already translated)."""
+
+_LOOKUP_CHUNK: Final = 1000  # memory ids per lookup query
+
+
+class DocumentIds(Protocol):
+    """Turns upserts and deletes of memories into bulk operations on one index."""
+
+    def upsert_ops(self, index: str, batch: Sequence[tuple[Memory, Vector | None]]) -> list[BulkOp]:
+        """Operations that write every memory of `batch` (distinct memories, vectors already checked).
+
+        A None vector updates only the filterable fields of an existing document, keeping its
+        vector and text; an absent document stays absent.
+        """
+        ...
+
+    def delete_ops(self, index: str, tenant_id: str, memory_ids: Sequence[str]) -> list[BulkOp]:
+        """Operations that remove every document of the tenant's `memory_ids` (distinct, non-empty)."""
+        ...
+
+
+class OwnIds:
+    """`_id = "<tenant_id>:<memory_id>"`: every operation addresses its document directly."""
+
+    def upsert_ops(self, index: str, batch: Sequence[tuple[Memory, Vector | None]]) -> list[BulkOp]:
+        return [_own_id_op(index, memory, vector) for memory, vector in batch]
+
+    def delete_ops(self, index: str, tenant_id: str, memory_ids: Sequence[str]) -> list[BulkOp]:
+        return [_delete_op(index, _own_id(tenant_id, mid)) for mid in memory_ids]
+
+
+class AssignedIds:
+    """The engine assigns `_id`; the memory id is a field, so every write first looks its documents up.
+
+    `search` runs the lookups (with the bulk timeout: they are part of a write).
+    """
+
+    def __init__(self, search: Search) -> None:
+        self._search = search
+
+    def upsert_ops(self, index: str, batch: Sequence[tuple[Memory, Vector | None]]) -> list[BulkOp]:
+        by_tenant: dict[str, list[str]] = defaultdict(list)
+        for memory, _ in batch:
+            by_tenant[memory.tenant_id].append(memory.id)
+        need_vectors = any(vector is None for _, vector in batch)
+        existing: dict[tuple[str, str], list[_Found]] = {}
+        for tenant_id, ids in by_tenant.items():
+            for mid, copies in self._lookup(index, tenant_id, ids, with_vector=need_vectors).items():
+                existing[(tenant_id, mid)] = copies
+        ops: list[BulkOp] = []
+        for memory, vector in batch:
+            old = existing.get((memory.tenant_id, memory.id), [])
+            if vector is None:
+                if not old:
+                    continue  # absent: a vector-less update is ignored
+                kept = next((f.vector for f in old if f.vector is not None), None)
+                source = {**document_source(memory, None), "content": old[0].content, "vector": kept}
+            else:
+                source = document_source(memory, vector)
+            ops.extend(_delete_op(index, found.id) for found in old)
+            ops.append(({"index": {"_index": index}}, _without_nulls(source)))
+        return ops
+
+    def delete_ops(self, index: str, tenant_id: str, memory_ids: Sequence[str]) -> list[BulkOp]:
+        found = self._lookup(index, tenant_id, memory_ids, with_vector=False)
+        return [_delete_op(index, copy.id) for copies in found.values() for copy in copies]
+
+    def _lookup(
+        self, index: str, tenant_id: str, memory_ids: Sequence[str], *, with_vector: bool
+    ) -> dict[str, list[_Found]]:
+        """Existing documents of `memory_ids` by their engine-assigned ids (all copies of each)."""
+        found: dict[str, list[_Found]] = defaultdict(list)
+        for start in range(0, len(memory_ids), _LOOKUP_CHUNK):
+            chunk = memory_ids[start : start + _LOOKUP_CHUNK]
+            response = self._search(index, lookup_body(tenant_id, chunk, with_vector=with_vector))
+            for hit in hit_list(response):
+                src = as_mapping(hit.get("_source"))
+                vector = src.get("vector")
+                content = src.get("content")
+                found[str(src.get("memory_id"))].append(
+                    _Found(
+                        id=str(hit.get("_id")),
+                        vector=vector if isinstance(vector, list) else None,
+                        content=content if isinstance(content, str) else "",
+                    )
+                )
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """An existing document found by memory id."""
+
+    id: str
+    vector: list[float] | None
+    content: str
+
+
+def _delete_op(index: str, doc_id: str) -> BulkOp:
+    """A bulk `delete` of `doc_id` (a missing document answers 404 without an error)."""
+    return {"delete": {"_index": index, "_id": doc_id}}, None
+
+
+def _own_id(tenant_id: str, memory_id: str) -> str:
+    return f"{tenant_id}:{memory_id}"
+
+
+def _own_id_op(index: str, memory: Memory, vector: Vector | None) -> BulkOp:
+    doc_id = _own_id(memory.tenant_id, memory.id)
+    if vector is None:  # on an absent document: `document_missing_exception`, the documented no-op
+        return {"update": {"_index": index, "_id": doc_id}}, {"doc": document_source(memory, None)}
+    return {"index": {"_index": index, "_id": doc_id}}, document_source(memory, vector)
+
+
+def _without_nulls(source: Json) -> Json:
+    return {key: value for key, value in source.items() if value is not None}

@@ -1,0 +1,309 @@
+"""`MemoryIndex` on OpenSearch k-NN: a managed domain, a Serverless vector collection, or a local node.
+
+One request per search: a `_msearch` carrying the BM25 channel (a `match` query under a bool
+filter) and the vector channel (a `knn` query with the same filter *inside* the clause, so the
+engine's efficient filtering returns `limit` hits whenever that many match; nothing is
+post-filtered). Fusion is not done here: the service fuses the two ranked channels.
+
+Index lifecycle: documents live in versioned indexes `<alias>-v<N>`; every read and write goes
+through the alias. `ensure_schema()` creates `<alias>-v<index_version>` and the alias when the
+alias is missing. A rebuild (`rearview reindex`, e.g. for a new embedding model) calls
+`create_version(n)`, `upsert_into(n, docs)` for everything in the store, then `switch_alias(n)`,
+which repoints the alias atomically, and finally `drop_version(old)`.
+
+Document identity (own `_id`s, or ids the engine assigns on Serverless) is a strategy from
+`rearview.backends.opensearch.ids`, chosen once at construction. `refresh` is passed to writes
+as configured (`true` or `wait_for` in tests so writes are visible on return, `false` in
+production), except in `serverless` mode, whose collections have no refresh control.
+
+Errors: every engine, transport, connection or timeout failure is raised as
+`IndexUnavailableError` (`raise ... from exc`); a vector of the wrong shape is an
+`InvalidInputError` naming `vector`. A search fails within about `timeout_s`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal
+
+import numpy as np
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, RequestError
+
+from rearview.backends.opensearch.config import OpenSearchConfig, Refresh, build_client
+from rearview.backends.opensearch.ids import AssignedIds, BulkOp, DocumentIds, OwnIds
+from rearview.backends.opensearch.mapping import Json, index_body
+from rearview.backends.opensearch.queries import (
+    MAX_WINDOW,
+    as_mapping,
+    cosine,
+    keyword_body,
+    ranked,
+    vector_body,
+)
+from rearview.errors import IndexUnavailableError, InvalidInputError
+from rearview.lazy import Lazy
+from rearview.models import Memory
+from rearview.ports import ChannelHits, IndexDocument, IndexQuery, Vector
+
+__all__ = ["OpenSearchMemoryIndex"]
+
+
+class OpenSearchMemoryIndex:
+    """`MemoryIndex` over OpenSearch k-NN + BM25 (see the module docstring for the guarantees).
+
+    The client is injected or built lazily from `config` on first use; the constructor does no
+    I/O. The id strategy (`OwnIds` or `AssignedIds`) follows `config.uses_assigned_ids`.
+    Scores: keyword = BM25 as reported; vector = cosine similarity in [-1, 1], converted from
+    the engine's `(1 + cos) / 2` for `cosinesimil`.
+    """
+
+    def __init__(self, config: OpenSearchConfig, client: OpenSearch | None = None) -> None:
+        self._config = config
+        self._client = Lazy(lambda: build_client(config), client)
+        self._ids: DocumentIds = AssignedIds(self._lookup_search) if config.uses_assigned_ids else OwnIds()
+
+    @property
+    def config(self) -> OpenSearchConfig:
+        """The configuration this adapter was built with."""
+        return self._config
+
+    @property
+    def client(self) -> OpenSearch:
+        """The opensearch-py client (built from the config on first access, without I/O)."""
+        return self._client.get()
+
+    # -- schema and lifecycle ---------------------------------------------------------------
+
+    def ensure_schema(self) -> None:
+        """Create `<alias>-v<index_version>` and point the alias at it, unless the alias exists.
+
+        Idempotent and safe to race: an index created concurrently is reused. An alias that
+        already points elsewhere (e.g. after a reindex) is left alone.
+        """
+        with _engine_errors("ensure_schema"):
+            if self._alias_targets():
+                return
+            name = self.create_version(self._config.index_version)
+            self.client.indices.put_alias(
+                index=name, name=self._config.alias, request_timeout=self._config.bulk_timeout_s
+            )
+
+    def create_version(self, version: int) -> str:
+        """Create the index for `version` (if missing) with the current mapping; returns its name."""
+        name = self._config.index_name(version)
+        with _engine_errors("create index"):
+            try:
+                self.client.indices.create(
+                    index=name, body=index_body(self._config), request_timeout=self._config.bulk_timeout_s
+                )
+            except RequestError as exc:
+                if exc.error != "resource_already_exists_exception":
+                    raise
+        return name
+
+    def current_version(self) -> int | None:
+        """The version the alias points at, or None when there is no alias yet."""
+        with _engine_errors("read alias"):
+            targets = self._alias_targets()
+        prefix = f"{self._config.alias}-v"
+        versions = [int(t.removeprefix(prefix)) for t in targets if t.removeprefix(prefix).isdigit()]
+        return max(versions) if versions else None
+
+    def switch_alias(self, version: int) -> None:
+        """Make `version` searchable, then atomically point the alias at it (and away from every other index).
+
+        Raises InvalidInputError if that version's index does not exist.
+        """
+        name = self._config.index_name(version)
+        alias = self._config.alias
+        with _engine_errors("switch alias"):
+            if not self.client.indices.exists(index=name, request_timeout=self._config.bulk_timeout_s):
+                raise InvalidInputError(
+                    "version", f"index {name} does not exist; create_version({version}) first"
+                )
+            if self._config.mode != "serverless":  # collections refresh on their own schedule
+                self.client.indices.refresh(index=name, request_timeout=self._config.bulk_timeout_s)
+            actions: list[Json] = [
+                {"remove": {"index": old, "alias": alias}} for old in self._alias_targets() if old != name
+            ]
+            actions.append({"add": {"index": name, "alias": alias}})
+            self.client.indices.update_aliases(
+                body={"actions": actions}, request_timeout=self._config.bulk_timeout_s
+            )
+
+    def drop_version(self, version: int) -> None:
+        """Delete the index of `version`; refuses the one the alias points at. Missing is fine."""
+        name = self._config.index_name(version)
+        with _engine_errors("drop index"):
+            if name in self._alias_targets():
+                raise InvalidInputError("version", f"{name} is behind alias {self._config.alias}")
+            self.client.indices.delete(index=name, ignore=[404], request_timeout=self._config.bulk_timeout_s)
+
+    def upsert_into(self, version: int, docs: Sequence[IndexDocument]) -> None:
+        """`upsert` into the index of `version` directly, bypassing the alias (to fill a new version).
+
+        Never waits for a refresh (nothing reads that index yet); `switch_alias` refreshes it.
+        """
+        self._upsert(self._config.index_name(version), docs, refresh="false")
+
+    # -- MemoryIndex ------------------------------------------------------------------------
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        """Insert or replace documents by memory id (through the alias).
+
+        A document whose `vector` is None updates only the filterable fields of an existing
+        document, keeping its vector and text; it is ignored if the document is absent. A zero
+        vector (which the `cosinesimil` space rejects) is not indexed: that memory is found by
+        the keyword channel only.
+        """
+        self._upsert(self._config.alias, docs, refresh=self._config.refresh)
+
+    def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        """Remove the tenant's documents for `memory_ids`; unknown ids are ignored."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return
+        index = self._config.alias
+        ops = self._ids.delete_ops(index, tenant_id, ids)
+        self._bulk(ops, refresh=self._config.refresh)
+
+    def search(self, query: IndexQuery) -> ChannelHits:
+        """Both requested channels in one `_msearch`, each filtered inside the query.
+
+        Returns at most `query.limit` hits per channel, best first, one per memory id. A zero
+        query vector (cosine undefined) yields no vector hits.
+        Raises IndexUnavailableError if the engine fails or does not answer in time.
+        """
+        if query.limit > MAX_WINDOW:
+            raise InvalidInputError("limit", f"must be at most {MAX_WINDOW}")
+        channels: list[tuple[Literal["keyword", "vector"], Json]] = []
+        if query.text is not None and query.text.strip() and query.limit > 0:
+            channels.append(("keyword", keyword_body(query, query.text)))
+        if query.vector is not None:
+            vector = self._check_vector(query.vector)
+            if query.limit > 0 and vector.any():  # a zero vector has no direction: no neighbours
+                channels.append(("vector", vector_body(query, vector, self._config.ef_search)))
+        hits = ChannelHits()
+        if not channels:
+            return hits
+        body: list[Json] = []
+        for _, search_body in channels:
+            body.extend(({"index": self._config.alias}, search_body))
+        with _engine_errors("search"):
+            response = as_mapping(self.client.msearch(body=body, request_timeout=self._config.timeout_s))
+        responses = response.get("responses")
+        if not isinstance(responses, list) or len(responses) != len(channels):
+            raise IndexUnavailableError(
+                f"OpenSearch msearch returned a malformed response: {response!r:.300}"
+            )
+        for (channel, _), result in zip(channels, responses, strict=True):
+            channel_hits = ranked(as_mapping(result), query.limit)
+            if channel == "keyword":
+                hits.keyword.extend(channel_hits)
+            else:
+                hits.vector.extend((mid, cosine(score)) for mid, score in channel_hits)
+        return hits
+
+    def count(self, tenant_id: str) -> int:
+        """Number of documents of the tenant (in engine-assigned-id mode, stale copies count too)."""
+        body = {"size": 0, "track_total_hits": True, "query": {"term": {"tenant_id": tenant_id}}}
+        with _engine_errors("count"):
+            response = as_mapping(
+                self.client.search(
+                    index=self._config.alias, body=body, request_timeout=self._config.timeout_s
+                )
+            )
+        total = as_mapping(as_mapping(response.get("hits")).get("total")).get("value")
+        if not isinstance(total, int):
+            raise IndexUnavailableError(f"OpenSearch count returned no total: {response!r:.300}")
+        return total
+
+    # -- vectors ----------------------------------------------------------------------------
+
+    def _check_vector(self, vector: Vector) -> Vector:
+        arr = np.asarray(vector, dtype=np.float32)
+        if arr.ndim != 1 or arr.shape[0] != self._config.dimension:
+            raise InvalidInputError(
+                "vector", f"has shape {arr.shape}; this index holds {self._config.dimension}-d vectors"
+            )
+        if not np.isfinite(arr).all():
+            raise InvalidInputError("vector", "contains NaN or infinite values")
+        return arr
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def _upsert(self, index: str, docs: Sequence[IndexDocument], refresh: Refresh) -> None:
+        latest: dict[tuple[str, str], tuple[Memory, Vector | None]] = {}
+        for doc in docs:  # the last document of a memory in the batch wins
+            vector = None if doc.vector is None else self._check_vector(doc.vector)
+            latest[(doc.memory.tenant_id, doc.memory.id)] = (doc.memory, vector)
+        if not latest:
+            return
+        ops = self._ids.upsert_ops(index, list(latest.values()))
+        self._bulk(ops, refresh=refresh)
+
+    def _lookup_search(self, index: str, body: Json) -> Mapping[str, Any]:
+        """A search that is part of a write (the `AssignedIds` lookup): bounded by `bulk_timeout_s`."""
+        with _engine_errors("lookup"):
+            return as_mapping(
+                self.client.search(index=index, body=body, request_timeout=self._config.bulk_timeout_s)
+            )
+
+    def _bulk(self, ops: list[BulkOp], refresh: Refresh) -> None:
+        """Send bulk operations in chunks of `bulk_chunk_docs`; raise on any item failure.
+
+        `refresh` is sent except in serverless mode, where collections reject it.
+
+        Missing documents are not failures: a delete answers 404 `not_found` without an error,
+        and a vector-less `update` of an absent document (`document_missing_exception`) is the
+        documented no-op.
+        """
+        params: dict[str, str] = {}
+        if self._config.mode != "serverless":
+            params["refresh"] = refresh
+        size = max(1, self._config.bulk_chunk_docs)
+        for start in range(0, len(ops), size):
+            chunk = [
+                line for action, source in ops[start : start + size] for line in (action, source) if line
+            ]
+            with _engine_errors("bulk write"):
+                response = as_mapping(
+                    self.client.bulk(body=chunk, params=params, request_timeout=self._config.bulk_timeout_s)
+                )
+            if response.get("errors"):
+                failures = [
+                    err
+                    for item in response.get("items", [])
+                    for result in as_mapping(item).values()
+                    if (err := as_mapping(result).get("error"))
+                    and as_mapping(err).get("type") != "document_missing_exception"
+                ]
+                if failures:
+                    raise IndexUnavailableError(
+                        f"OpenSearch bulk write: {len(failures)} failed, first: {failures[0]}"
+                    )
+
+    def _alias_targets(self) -> list[str]:
+        """Indexes the alias points at (empty when the alias does not exist)."""
+        response = as_mapping(
+            self.client.indices.get_alias(
+                name=self._config.alias, ignore=[404], request_timeout=self._config.bulk_timeout_s
+            )
+        )
+        alias = self._config.alias
+        return sorted(
+            name
+            for name, entry in response.items()
+            if isinstance(entry, Mapping) and alias in as_mapping(entry.get("aliases"))
+        )
+
+
+@contextmanager
+def _engine_errors(action: str) -> Iterator[None]:
+    """Translate opensearch-py failures (HTTP errors, connection loss, timeouts) at the boundary."""
+    try:
+        yield
+    except (OpenSearchException, ImproperlyConfigured) as exc:
+        raise IndexUnavailableError(f"OpenSearch {action} failed: {exc}") from exc

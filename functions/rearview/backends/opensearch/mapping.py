@@ -1,0 +1,126 @@
+"""What an index version holds: its settings and strict mapping (`index_body`), and a memory's document."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from rearview.text import STOPWORDS
+
+if TYPE_CHECKING:
+    from rearview.backends.opensearch.config import OpenSearchConfig
+    from rearview.models import Memory
+    from rearview.ports import Vector
+
+__all__ = [
+    "INDEX_ANALYZER",
+    "KEYWORD_FIELDS",
+    "QUERY_ANALYZER",
+    "Json",
+    "document_source",
+    "epoch_us",
+    "index_body",
+]
+
+Json = dict[str, Any]
+
+INDEX_ANALYZER: Final = "rearview_text"
+"""standard tokenizer + cjk_width + lowercase + cjk_bigram: words, and overlapping CJK bigrams."""
+QUERY_ANALYZER: Final = "rearview_query"
+"""`INDEX_ANALYZER` plus the English stopwords of `rearview.text.STOPWORDS`."""
+
+KEYWORD_FIELDS: Final = (
+    "memory_id", "tenant_id", "agent_id", "visibility", "session_id", "type", "tags", "status", "scope_key",
+)  # fmt: skip
+"""The exact-match fields of the mapping: ids and everything a `MemoryFilter` can test."""
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+
+
+def index_body(config: OpenSearchConfig) -> Json:
+    """Settings and the explicit (`dynamic: strict`) mapping of one index version.
+
+    Text: a custom analyzer rather than `smartcn` (a plugin that is not on every domain) or the
+    built-in `cjk` analyzer (which drops English stopwords at index time and cannot be tuned):
+    CJK runs become overlapping bigrams exactly like `rearview.text.tokens`, so the embedded
+    index and OpenSearch agree on what matches; stopwords are dropped only from queries.
+    `event_time_us` (epoch microseconds) carries the time filter, because `date` keeps only
+    milliseconds and the filter bounds are inclusive at microsecond precision.
+    """
+    keyword = {"type": "keyword"}
+    index_settings: Json = {"knn": True}
+    if config.mode != "serverless":  # collections manage shards and replicas themselves
+        if config.shards is not None:
+            index_settings["number_of_shards"] = config.shards
+        if config.replicas is not None:
+            index_settings["number_of_replicas"] = config.replicas
+    base_filters = ["cjk_width", "lowercase", "cjk_bigram"]
+    return {
+        "settings": {
+            "index": index_settings,
+            "analysis": {
+                "filter": {"rearview_stop": {"type": "stop", "stopwords": sorted(STOPWORDS)}},
+                "analyzer": {
+                    INDEX_ANALYZER: {"type": "custom", "tokenizer": "standard", "filter": base_filters},
+                    QUERY_ANALYZER: {
+                        "type": "custom",
+                        "tokenizer": "standard",
+                        "filter": [*base_filters, "rearview_stop"],
+                    },
+                },
+            },
+        },
+        "mappings": {
+            "dynamic": "strict",
+            "properties": {
+                **{name: keyword for name in KEYWORD_FIELDS},
+                "content": {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": QUERY_ANALYZER},
+                "event_time": {"type": "date"},
+                "event_time_us": {"type": "long"},
+                "updated_at": {"type": "date"},
+                "vector": {
+                    "type": "knn_vector",
+                    "dimension": config.dimension,
+                    "method": {
+                        "name": "hnsw",
+                        "engine": config.engine,
+                        "space_type": "cosinesimil",
+                        "parameters": {"m": config.m, "ef_construction": config.ef_construction},
+                    },
+                },
+            },
+        },
+    }
+
+
+def document_source(memory: Memory, vector: Vector | None) -> Json:
+    """The indexed document of a memory (`vector` None: the fields a vector-less update sets)."""
+    source: Json = {
+        "memory_id": memory.id,
+        "tenant_id": memory.tenant_id,
+        "agent_id": memory.agent_id,
+        "visibility": memory.visibility.value,
+        "session_id": memory.session_id,
+        "type": memory.type.value,
+        "tags": list(memory.tags),
+        "status": memory.status.value,
+        "scope_key": memory.scope_key,
+        "event_time": _utc(memory.event_time).isoformat(),
+        "event_time_us": epoch_us(memory.event_time),
+        "updated_at": _utc(memory.updated_at).isoformat(),
+    }
+    if vector is not None:
+        source["content"] = memory.content
+        if vector.any():  # cosinesimil rejects a zero vector; such a memory is found by keyword only
+            source["vector"] = vector.tolist()
+    return source
+
+
+def epoch_us(when: datetime) -> int:
+    """Exact microseconds since the epoch (negative before 1970); naive datetimes are taken as UTC."""
+    return (_utc(when) - _EPOCH) // _MICROSECOND
+
+
+def _utc(when: datetime) -> datetime:
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

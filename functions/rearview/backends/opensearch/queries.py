@@ -1,0 +1,147 @@
+"""Search request bodies (the two channels, their shared filter, the id lookup) and reading the answers.
+
+Both channels carry the same `filter_clauses`; the vector channel carries them *inside* the
+`knn` clause, so the engine's efficient filtering returns `limit` hits whenever that many match
+and nothing is post-filtered. Response readers tolerate missing or malformed parts (a part that
+is not an object reads as empty) and keep the first hit per memory id.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from rearview.backends.opensearch.mapping import INDEX_ANALYZER, Json, epoch_us
+from rearview.errors import IndexUnavailableError
+from rearview.text import STOPWORDS, tokens
+
+if TYPE_CHECKING:
+    from rearview.models import MemoryFilter
+    from rearview.ports import IndexQuery, Vector
+
+__all__ = [
+    "MAX_WINDOW",
+    "as_mapping",
+    "cosine",
+    "filter_clauses",
+    "hit_list",
+    "keyword_body",
+    "lookup_body",
+    "ranked",
+    "vector_body",
+]
+
+MAX_WINDOW: Final = 10_000  # index.max_result_window and the k-NN `k` ceiling
+
+
+def filter_clauses(tenant_id: str, flt: MemoryFilter) -> list[Json]:
+    """`MemoryFilter.matches` as bool-filter clauses, always led by the tenant term."""
+    clauses: list[Json] = [{"term": {"tenant_id": tenant_id}}]
+    if flt.agent_id is not None:
+        clauses.append(
+            {
+                "bool": {
+                    "should": [{"term": {"visibility": "shared"}}, {"term": {"agent_id": flt.agent_id}}],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
+    if flt.session_id is not None:
+        clauses.append({"term": {"session_id": flt.session_id}})
+    if flt.types is not None:
+        clauses.append({"terms": {"type": [t.value for t in flt.types]}})
+    clauses.extend({"term": {"tags": tag}} for tag in dict.fromkeys(flt.tags or ()))
+    bounds: Json = {}
+    if flt.time_from is not None:
+        bounds["gte"] = epoch_us(flt.time_from)
+    if flt.time_to is not None:
+        bounds["lte"] = epoch_us(flt.time_to)
+    if bounds:
+        clauses.append({"range": {"event_time_us": bounds}})
+    clauses.append({"terms": {"status": [s.value for s in flt.statuses]}})
+    if flt.scope_key is not None:
+        clauses.append({"term": {"scope_key": flt.scope_key}})
+    return clauses
+
+
+def keyword_body(query: IndexQuery, text: str) -> Json:
+    """The BM25 channel: a `match` on `content` under the query's bool filter."""
+    match: Json = {"query": text}
+    words = tokens(text)
+    if words and all(w in STOPWORDS for w in words):
+        # Only stopwords: search them rather than nothing (as `text.query_tokens` does).
+        match["analyzer"] = INDEX_ANALYZER
+    return {
+        "size": query.limit,
+        "track_total_hits": False,
+        "_source": ["memory_id"],
+        "query": {
+            "bool": {
+                "must": [{"match": {"content": match}}],
+                "filter": filter_clauses(query.tenant_id, query.filter),
+            }
+        },
+    }
+
+
+def vector_body(query: IndexQuery, vector: Vector, ef_search: int | None) -> Json:
+    """The vector channel: a `knn` query with the filter inside it (`ef_search` None: engine default)."""
+    knn: Json = {
+        "vector": vector.tolist(),
+        "k": query.limit,
+        "filter": {"bool": {"filter": filter_clauses(query.tenant_id, query.filter)}},
+    }
+    if ef_search is not None:
+        knn["method_parameters"] = {"ef_search": max(ef_search, query.limit)}
+    return {
+        "size": query.limit,
+        "track_total_hits": False,
+        "_source": ["memory_id"],
+        "query": {"knn": {"vector": knn}},
+    }
+
+
+def lookup_body(tenant_id: str, memory_ids: Sequence[str], *, with_vector: bool) -> Json:
+    """Every document of the tenant's `memory_ids` (up to 4 copies each), with content and vector if asked."""
+    return {
+        "size": min(MAX_WINDOW, 4 * len(memory_ids)),
+        "_source": ["memory_id", "content", "vector"] if with_vector else ["memory_id"],
+        "query": {
+            "bool": {
+                "filter": [{"term": {"tenant_id": tenant_id}}, {"terms": {"memory_id": list(memory_ids)}}]
+            }
+        },
+    }
+
+
+def ranked(result: Mapping[str, Any], limit: int) -> list[tuple[str, float]]:
+    """(memory_id, engine score) of one msearch response, best first, first hit per memory id."""
+    error = result.get("error")
+    if error is not None:
+        raise IndexUnavailableError(f"OpenSearch search failed: {error!r:.500}")
+    seen: set[str] = set()
+    out: list[tuple[str, float]] = []
+    for hit in hit_list(result):
+        mid = as_mapping(hit.get("_source")).get("memory_id")
+        score = hit.get("_score")
+        if isinstance(mid, str) and mid not in seen and isinstance(score, int | float):
+            seen.add(mid)
+            out.append((mid, float(score)))
+    return out[:limit]
+
+
+def hit_list(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The `hits.hits` of a search response (empty when absent)."""
+    hits = as_mapping(response.get("hits")).get("hits")
+    return [as_mapping(h) for h in hits] if isinstance(hits, list) else []
+
+
+def cosine(score: float) -> float:
+    """Cosine similarity from a `cosinesimil` k-NN score, which every engine reports as (1 + cos) / 2."""
+    return min(1.0, max(-1.0, 2.0 * score - 1.0)) if math.isfinite(score) else -1.0
+
+
+def as_mapping(value: object) -> Mapping[str, Any]:
+    """`value` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
