@@ -82,7 +82,7 @@ PROFILE_MAX_MEMORIES = 100
 
 
 class MemoryService:
-    """Write, search, get, update, forget, restore, history, stats and summarize memories (per tenant).
+    """Write, search, get, update, forget, restore, summarize memories; their history, stats, profile.
 
     `archive` is where archived bodies live (restore and hard forget need it; without one,
     restoring is an `ArchiveError`). `consolidator` makes summaries abstractive and judges

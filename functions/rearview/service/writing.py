@@ -155,15 +155,18 @@ class Writer:
         if replay is not None:
             return replay
         target = self._supersede_target(tenant_id, req.supersedes)
-        now = self.clock.now()
-        draft = Draft(
+        draft = self.draft(req)
+        return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target))
+
+    def draft(self, req: WriteRequest) -> Draft:
+        """The draft of an already validated request, stamped now and embedded (best-effort)."""
+        return Draft(
             req=req,
-            now=now,
+            now=self.clock.now(),
             scope_key=scope_key(req.type, req.visibility, req.agent_id, req.session_id),
             digest=content_hash(req.content),
             vector=indexing.embed_document(self.embedder, req.content),
         )
-        return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target))
 
     # ------------------------------------------------------------------------------ decide
 
