@@ -20,6 +20,9 @@ MAX_METADATA_VALUE_CHARS = 500
 MAX_TOP_K = 50
 MAX_TTL_DAYS = 36_500
 MAX_FORGET_BATCH = 1000
+MAX_IDEMPOTENCY_KEY_CHARS = 128
+MIN_IMPORTANCE, MAX_IMPORTANCE = 1, 5
+MIN_CONFIDENCE, MAX_CONFIDENCE = 0.0, 1.0
 DEFAULT_AGENT = "default"
 
 
@@ -69,8 +72,8 @@ class WriteAction(StrEnum):
 
 
 MetadataValue = str | int | float | bool
-Importance = Annotated[int, Field(ge=1, le=5)]
-Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+Importance = Annotated[int, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)]
+Confidence = Annotated[float, Field(ge=MIN_CONFIDENCE, le=MAX_CONFIDENCE)]
 
 
 class MemoryView(BaseModel):

@@ -30,6 +30,7 @@ __all__ = [
     "IndexDocument",
     "IndexQuery",
     "LanguageModel",
+    "MAX_WRITES_PER_COMMIT",
     "MemoryIndex",
     "MemoryStore",
     "StoreWrite",
@@ -61,6 +62,12 @@ class Touch:
     access_count: int
 
 
+MAX_WRITES_PER_COMMIT = 25
+"""The most `StoreWrite`s one `MemoryStore.commit` is guaranteed to accept. Sized for DynamoDB, whose
+transaction takes at most 100 actions and a memory change several (record, history event, lookup
+keys). A caller with more commits them in chunks of this size; then only each chunk is atomic."""
+
+
 class MemoryStore(Protocol):
     """The source of truth for memories and their history."""
 
@@ -68,7 +75,11 @@ class MemoryStore(Protocol):
         """Create tables/indexes if missing. Idempotent; never called from a constructor."""
 
     def commit(self, writes: Sequence[StoreWrite]) -> None:
-        """Apply all writes atomically: all land or none (ConflictError on a version mismatch)."""
+        """Apply all writes atomically: all land or none (ConflictError on a version mismatch).
+
+        At most `MAX_WRITES_PER_COMMIT` writes are guaranteed to fit; a backend may refuse more
+        (InvalidInputError, before anything is written).
+        """
 
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:
         """The memory, or None if absent or expired."""

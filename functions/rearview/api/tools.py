@@ -6,13 +6,14 @@ request (`api/auth.py`), never from an argument.
 """
 
 # No `from __future__ import annotations`: the SDK reads these signatures at registration time.
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from functools import partial
-from typing import Annotated, Any, TypeVar
+from functools import partial, wraps
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -22,10 +23,18 @@ from rearview.clock import parse_time
 from rearview.errors import AuthenticationError
 from rearview.models import (
     DEFAULT_AGENT,
+    MAX_CONFIDENCE,
+    MAX_CONTENT_CHARS,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_IMPORTANCE,
     MAX_TOP_K,
+    MIN_CONFIDENCE,
+    MIN_IMPORTANCE,
+    Confidence,
     ForgetRequest,
     ForgetResult,
     HistoryResult,
+    Importance,
     MemoryFilter,
     MemoryStatus,
     MemoryType,
@@ -43,6 +52,7 @@ from rearview.service.archival import RestoreResult
 from rearview.service.memory_service import MemoryService
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 AgentId = Annotated[
     str, Field(description="Your agent's id; private memories are visible only to the agent that wrote them.")
@@ -111,15 +121,52 @@ def _time(value: str | None, field: str) -> datetime | None:
     return parse_time(value, field) if value else None
 
 
-def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901 - one closure per tool
-    """Register every tool, the guidelines prompt and the profile resource on `mcp`."""
+def _filter(
+    agent_id: str,
+    session_id: str | None,
+    types: list[MemoryType] | None,
+    tags: list[str] | None,
+    time_from: str | None,
+    time_to: str | None,
+    statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,),
+) -> MemoryFilter:
+    """The filter that search and forget build from their shared tool arguments."""
+    return MemoryFilter(
+        agent_id=agent_id, session_id=session_id, types=tuple(types) if types else None,
+        tags=tuple(tags) if tags else None, time_from=_time(time_from, "time_from"),
+        time_to=_time(time_to, "time_to"), statuses=statuses,
+    )  # fmt: skip
 
-    @mcp.tool(annotations=WRITES, structured_output=True)
-    @tool_errors
+
+def _resource_errors(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """`tool_errors`' mapping for a resource: the same message, raised as the `ResourceError` MCP expects."""
+    mapped = tool_errors(fn)
+
+    @wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await mapped(*args, **kwargs)
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from exc.__cause__
+
+    return wrapper
+
+
+class MemoryTools:
+    """The MCP tools and the profile resource over one `MemoryService`; `register` puts them on a server.
+
+    Each method is one tool: its name is the tool's name, its docstring the tool's description.
+    """
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+
     async def memory_write(
+        self,
         ctx: Context,
         content: Annotated[
-            str, Field(description="One distilled statement to remember (max 4000 characters).")
+            str,
+            Field(description=f"One distilled statement to remember (max {MAX_CONTENT_CHARS} characters)."),
         ],
         type: Annotated[
             MemoryType,
@@ -129,9 +176,12 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
             ),
         ] = MemoryType.SEMANTIC,
         importance: Annotated[
-            int, Field(ge=1, le=5, description="1 trivial .. 5 critical (kept forever).")
+            Importance,
+            Field(description=f"{MIN_IMPORTANCE} trivial .. {MAX_IMPORTANCE} critical (kept forever)."),
         ] = 3,
-        confidence: Annotated[float, Field(ge=0, le=1, description="How sure you are, 0..1.")] = 1.0,
+        confidence: Annotated[
+            Confidence, Field(description=f"How sure you are, {MIN_CONFIDENCE:g}..{MAX_CONFIDENCE:g}.")
+        ] = 1.0,
         tags: Tags | None = None,
         entities: Annotated[
             list[str] | None, Field(description="People, projects, tools this is about.")
@@ -142,7 +192,9 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
         supersedes: Annotated[
             str | None, Field(description="Id of an older memory this one corrects.")
         ] = None,
-        idempotency_key: Annotated[str | None, Field(max_length=128, description="Retry-safe key.")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(max_length=MAX_IDEMPOTENCY_KEY_CHARS, description="Retry-safe key.")
+        ] = None,
         agent_id: AgentId = DEFAULT_AGENT,
         session_id: SessionId = None,
         visibility: Annotated[Visibility, Field(description="shared (all agents) or private (only you).")] = (
@@ -158,11 +210,10 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
             ttl_days=ttl_days, supersedes=supersedes, idempotency_key=idempotency_key, agent_id=agent_id,
             session_id=session_id, visibility=visibility,
         )  # fmt: skip
-        return await _call(partial(service.write, tenant_of(ctx), req))
+        return await _call(partial(self.service.write, tenant_of(ctx), req))
 
-    @mcp.tool(annotations=WRITES, structured_output=True)
-    @tool_errors
     async def memory_search(
+        self,
         ctx: Context,
         query: Annotated[str, Field(description="What you want to recall, in natural language or keywords.")],
         top_k: Annotated[
@@ -194,31 +245,28 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
             + ((MemoryStatus.SUPERSEDED,) if include_superseded else ())
             + ((MemoryStatus.ARCHIVED,) if include_archived else ())
         )
-        flt = MemoryFilter(
-            agent_id=agent_id, session_id=session_id, types=tuple(types) if types else None,
-            tags=tuple(tags) if tags else None, time_from=_time(time_from, "time_from"),
-            time_to=_time(time_to, "time_to"), statuses=statuses,
-        )  # fmt: skip
+        flt = _filter(agent_id, session_id, types, tags, time_from, time_to, statuses)
         req = SearchRequest(query=query, filter=flt, top_k=top_k, min_score=min_score)
-        return await _call(partial(service.search, tenant_of(ctx), req))
+        return await _call(partial(self.service.search, tenant_of(ctx), req))
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=True)
-    @tool_errors
     async def memory_get(
-        ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
+        self, ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
     ) -> MemoryView:
         """Fetch one memory by id, with all its fields (any status)."""
-        return await _call(partial(service.get, tenant_of(ctx), memory_id))
+        return await _call(partial(self.service.get, tenant_of(ctx), memory_id))
 
-    @mcp.tool(annotations=WRITES, structured_output=True)
-    @tool_errors
     async def memory_update(
+        self,
         ctx: Context,
         memory_id: Annotated[str, Field(description="The memory to change.")],
         content: Annotated[str | None, Field(description="New content (re-embedded).")] = None,
         tags: Annotated[list[str] | None, Field(description="Replacement tags.")] = None,
-        importance: Annotated[int | None, Field(ge=1, le=5, description="New importance 1..5.")] = None,
-        confidence: Annotated[float | None, Field(ge=0, le=1, description="New confidence 0..1.")] = None,
+        importance: Annotated[
+            Importance | None, Field(description=f"New importance {MIN_IMPORTANCE}..{MAX_IMPORTANCE}.")
+        ] = None,
+        confidence: Annotated[
+            Confidence | None, Field(description=f"New confidence {MIN_CONFIDENCE:g}..{MAX_CONFIDENCE:g}.")
+        ] = None,
         metadata: Annotated[
             dict[str, MetadataValue] | None, Field(description="Replacement metadata.")
         ] = None,
@@ -236,11 +284,10 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
             metadata=metadata, event_time=_time(event_time, "event_time"), ttl_days=ttl_days,
             expected_version=expected_version, agent_id=agent_id,
         )  # fmt: skip
-        return await _call(partial(service.update, tenant_of(ctx), req))
+        return await _call(partial(self.service.update, tenant_of(ctx), req))
 
-    @mcp.tool(annotations=DESTRUCTIVE, structured_output=True)
-    @tool_errors
     async def memory_forget(
+        self,
         ctx: Context,
         ids: Annotated[list[str] | None, Field(description="Memory ids to forget.")] = None,
         session_id: Annotated[str | None, Field(description="Forget this session's memories.")] = None,
@@ -255,19 +302,12 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
     ) -> ForgetResult:
         """Forget memories that are wrong, obsolete, or that the user asked you to forget. Soft by default
         (kept in history); `hard` erases everything."""
-        flt = None
-        if not ids:
-            flt = MemoryFilter(
-                agent_id=agent_id, session_id=session_id, types=tuple(types) if types else None,
-                tags=tuple(tags) if tags else None, time_from=_time(time_from, "time_from"),
-                time_to=_time(time_to, "time_to"),
-            )  # fmt: skip
+        flt = None if ids else _filter(agent_id, session_id, types, tags, time_from, time_to)
         req = ForgetRequest(ids=ids or [], filter=flt, hard=hard, agent_id=agent_id)
-        return await _call(partial(service.forget, tenant_of(ctx), req))
+        return await _call(partial(self.service.forget, tenant_of(ctx), req))
 
-    @mcp.tool(annotations=WRITES, structured_output=True)
-    @tool_errors
     async def memory_restore(
+        self,
         ctx: Context,
         memory_id: Annotated[str, Field(description="The id of an archived memory (status 'archived').")],
         agent_id: AgentId = DEFAULT_AGENT,
@@ -275,26 +315,21 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
         """Bring an archived memory back into active memory, with its full content and history, so that
         memory_search finds it again. Use it when memory_search with include_archived found an archived
         memory you need."""
-        return await _call(partial(service.restore, tenant_of(ctx), memory_id, agent_id))
+        return await _call(partial(self.service.restore, tenant_of(ctx), memory_id, agent_id))
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=True)
-    @tool_errors
     async def memory_history(
-        ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
+        self, ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
     ) -> HistoryResult:
         """Why does the agent believe this? Every change to a memory (written, merged, updated, superseded,
         forgotten, archived, restored), oldest first, with before/after."""
-        return await _call(partial(service.history, tenant_of(ctx), memory_id))
+        return await _call(partial(self.service.history, tenant_of(ctx), memory_id))
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=True)
-    @tool_errors
-    async def memory_stats(ctx: Context) -> Stats:
+    async def memory_stats(self, ctx: Context) -> Stats:
         """Counts of your memories by type and status, and the embedding model in use."""
-        return await _call(partial(service.stats, tenant_of(ctx)))
+        return await _call(partial(self.service.stats, tenant_of(ctx)))
 
-    @mcp.tool(annotations=WRITES, structured_output=True)
-    @tool_errors
     async def memory_summarize(
+        self,
         ctx: Context,
         session_id: Annotated[str | None, Field(description="Consolidate this session's memories.")] = None,
         time_from: TimeFrom = None,
@@ -305,24 +340,47 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:  # noqa: C901
         """Consolidate a session's (or a time range's) working and episodic memories into one memory that
         links its sources. Call at the end of a long session."""
         call = partial(
-            service.summarize, tenant_of(ctx), session_id=session_id, time_from=_time(time_from, "time_from"),
-            time_to=_time(time_to, "time_to"), summary_type=type, agent_id=agent_id,
+            self.service.summarize, tenant_of(ctx), session_id=session_id,
+            time_from=_time(time_from, "time_from"), time_to=_time(time_to, "time_to"), summary_type=type,
+            agent_id=agent_id,
         )  # fmt: skip
         return await _call(call)
 
-    @mcp.prompt(name="memory_guidelines", description="When to search and when to write memories.")
-    def memory_guidelines() -> str:
-        return GUIDELINES
+    async def profile(self, agent_id: str, ctx: Context) -> str:
+        """The `memory://profile/{agent_id}` resource: the agent's profile as a markdown list."""
+        memories = await _call(partial(self.service.profile, tenant_of(ctx), agent_id))
+        lines = [f"- {m.content}" for m in memories]
+        return "# Profile\n\n" + ("\n".join(lines) if lines else "(nothing known yet)") + "\n"
 
-    @mcp.resource(
+
+def memory_guidelines() -> str:
+    """The `memory_guidelines` prompt."""
+    return GUIDELINES
+
+
+def register(mcp: MCPServer[Any], service: MemoryService) -> None:
+    """Register every tool, the guidelines prompt and the profile resource on `mcp`."""
+    tools = MemoryTools(service)
+    table: tuple[tuple[Callable[..., Awaitable[Any]], ToolAnnotations], ...] = (
+        (tools.memory_write, WRITES),
+        (tools.memory_search, WRITES),  # recall reinforces what it returns
+        (tools.memory_get, READ_ONLY),
+        (tools.memory_update, WRITES),
+        (tools.memory_forget, DESTRUCTIVE),
+        (tools.memory_restore, WRITES),
+        (tools.memory_history, READ_ONLY),
+        (tools.memory_stats, READ_ONLY),
+        (tools.memory_summarize, WRITES),
+    )
+    for tool, annotations in table:
+        mcp.tool(annotations=annotations, structured_output=True)(tool_errors(tool))
+    mcp.prompt(name="memory_guidelines", description="When to search and when to write memories.")(
+        memory_guidelines
+    )
+    mcp.resource(
         "memory://profile/{agent_id}",
         name="profile",
         description="What is known about the user as seen by an agent (its semantic memories, most important "
         f"first). Use agent_id '{DEFAULT_AGENT}' unless you write memories under your own agent id.",
         mime_type="text/markdown",
-    )
-    async def profile(agent_id: str, ctx: Context) -> str:
-        flt = MemoryFilter(agent_id=agent_id, types=(MemoryType.SEMANTIC,))
-        page = await _call(partial(service.store.list, tenant_of(ctx), flt, None, 100))
-        lines = [f"- {m.content}" for m in sorted(page.items, key=lambda m: (-m.importance, m.content))]
-        return "# Profile\n\n" + ("\n".join(lines) if lines else "(nothing known yet)") + "\n"
+    )(_resource_errors(tools.profile))

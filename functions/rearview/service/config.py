@@ -1,0 +1,44 @@
+"""`ServiceConfig`: the tunables of `MemoryService`, whose defaults are the documented behaviour."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rearview.service.lifecycle_policy import (
+    DEFAULT_DECAY,
+    DEFAULT_REINFORCEMENT,
+    DEFAULT_RETENTION,
+    DecayPolicy,
+    ReinforcementPolicy,
+    RetentionPolicy,
+    TenantPolicy,
+    policy_for,
+)
+from rearview.service.ranking import DEFAULT_RANKING, RankingPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    """Tunables of the service; the defaults are the documented behaviour."""
+
+    near_duplicate_threshold: float = 0.93
+    """Cosine similarity at or above which a write merges into an existing memory."""
+    fallback_scan_limit: int = 500
+    """How many recent memories a degraded (store-only) search reads at most."""
+    ranking: RankingPolicy = DEFAULT_RANKING
+    retention: RetentionPolicy = DEFAULT_RETENTION
+    reinforcement: ReinforcementPolicy = DEFAULT_REINFORCEMENT
+    decay: DecayPolicy = DEFAULT_DECAY
+    tenant_policies: Mapping[str, TenantPolicy] = field(default_factory=dict)
+    """Per-tenant retention and decay; tenants not listed use `retention` and `decay`."""
+    contradiction_check: bool = True
+    """With a language model, ask it whether a new memory contradicts a similar one (then supersede)."""
+    contradiction_min_similarity: float = 0.75
+    """Cosine similarity from which an existing memory is a contradiction candidate."""
+    contradiction_candidates: int = 3
+    """How many of the most similar memories the model judges per write, at most."""
+
+    def policy(self, tenant_id: str) -> TenantPolicy:
+        """The retention and decay `tenant_id` lives by."""
+        return policy_for(tenant_id, self.tenant_policies, self.retention, self.decay)

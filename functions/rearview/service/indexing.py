@@ -1,0 +1,43 @@
+"""Best-effort upkeep of the derived index: embed, upsert, delete.
+
+The store is the source of truth and is written first; these never raise for an embedder or
+index outage. They log it and report it (`None` vector, `False`), and `rearview reindex` repairs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from rearview.errors import EmbedderError, IndexUnavailableError
+from rearview.ports import Embedder, IndexDocument, MemoryIndex, Vector
+
+log = logging.getLogger(__name__)
+
+
+def embed_document(embedder: Embedder, content: str) -> Vector | None:
+    """The content's document vector, or None when the embedder fails (the memory is stored unindexed)."""
+    try:
+        vector: Vector = embedder.embed_documents([content])[0]
+        return vector
+    except EmbedderError as exc:
+        log.warning("embedding failed, memory stored unindexed: %s", exc)
+        return None
+
+
+def upsert(index: MemoryIndex, docs: Sequence[IndexDocument]) -> bool:
+    """Write `docs` to the index; False (and nothing raised) when the index is unavailable."""
+    try:
+        index.upsert(docs)
+    except IndexUnavailableError as exc:
+        log.warning("index write failed; `rearview reindex` will repair: %s", exc)
+        return False
+    return True
+
+
+def delete(index: MemoryIndex, tenant_id: str, ids: Sequence[str]) -> None:
+    """Remove `ids` from the index; an unavailable index is logged (search re-checks the store)."""
+    try:
+        index.delete(tenant_id, ids)
+    except IndexUnavailableError as exc:
+        log.warning("index delete failed; search re-checks the store, reindex repairs: %s", exc)

@@ -1,0 +1,397 @@
+"""The write path: a write is first *decided*, then *applied*.
+
+`Writer.decide` reads (the store, the index and, for contradiction checks, the language model)
+and returns what the write means, a `WriteDecision`: `Merge` into a duplicate, `Supersede` an
+older memory, or `Create`. It writes nothing, so it is the one place to add a rule about what a
+write may do. `Writer.apply` turns the decision into one atomic store commit, then indexes it
+best-effort (an index or embedder failure never loses the write; the result says `indexed`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import NamedTuple
+
+from rearview.clock import Clock
+from rearview.errors import ConflictError, IndexUnavailableError, InvalidInputError
+from rearview.ids import new_id
+from rearview.models import (
+    HistoryAction,
+    Memory,
+    MemoryFilter,
+    MemoryStatus,
+    MemoryType,
+    Visibility,
+    WriteAction,
+    WriteRequest,
+    WriteResult,
+)
+from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
+from rearview.service import indexing, validation
+from rearview.service.config import ServiceConfig
+from rearview.service.consolidation import Consolidator
+from rearview.service.events import history_event
+from rearview.text import content_hash
+
+log = logging.getLogger(__name__)
+
+
+def scope_key(memory_type: MemoryType, visibility: Visibility, agent_id: str, session_id: str | None) -> str:
+    """The dedup scope: shared memories dedup across agents, private ones per agent, working per session."""
+    owner = agent_id if visibility is Visibility.PRIVATE else "*"
+    session = session_id or "-" if memory_type is MemoryType.WORKING else "*"
+    return f"{memory_type.value}/{visibility.value}/{owner}/{session}"
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """Fold the write into `into`, an active exact (similarity 1.0) or near duplicate in its scope.
+
+    `retires` is the caller's `supersedes` target, retired in favour of `into` in the same commit.
+    """
+
+    into: Memory
+    similarity: float
+    retires: Memory | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Supersede:
+    """Create a new memory and retire `retired` (kept, `superseded_by` set) in the same commit.
+
+    `reason` says why when it was not the caller's `supersedes` (a judged contradiction).
+    """
+
+    retired: Memory
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """Create a new memory; nothing else changes."""
+
+
+WriteDecision = Merge | Supersede | Create
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A validated write and what deciding and applying it need: its time, dedup scope, hash and vector."""
+
+    req: WriteRequest
+    now: datetime
+    scope_key: str
+    digest: str
+    vector: Vector | None
+    """None when the embedder failed: the memory is stored unindexed."""
+
+
+class _Match(NamedTuple):
+    memory: Memory
+    similarity: float
+
+
+@dataclass(slots=True)
+class _Changes:
+    """The records one write commits atomically, and the index documents that follow them."""
+
+    writes: list[StoreWrite] = field(default_factory=list)
+    index_docs: list[IndexDocument] = field(default_factory=list)
+    superseded_ids: list[str] = field(default_factory=list)
+
+    def put(self, write: StoreWrite, vector: Vector | None) -> None:
+        self.writes.append(write)
+        self.index_docs.append(IndexDocument(write.memory, vector))
+
+    def retire(
+        self, retired: Memory, successor_id: str, now: datetime, actor: str, reason: str | None
+    ) -> None:
+        after = retired.model_copy(
+            update={
+                "status": MemoryStatus.SUPERSEDED,
+                "superseded_by": successor_id,
+                "updated_at": now,
+                "version": retired.version + 1,
+            }
+        )
+        note = f"superseded by {successor_id}" + (f" ({reason})" if reason else "")
+        event = history_event(after, HistoryAction.SUPERSEDED, retired, now, actor, note=note)
+        self.put(StoreWrite(after, event, retired.version), None)
+        self.superseded_ids.append(retired.id)
+
+
+class Writer:
+    """`MemoryService.write`, with the collaborators it reads and writes and the policies it applies."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        index: MemoryIndex,
+        embedder: Embedder,
+        clock: Clock,
+        config: ServiceConfig,
+        consolidator: Consolidator,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.clock = clock
+        self.config = config
+        self.consolidator = consolidator
+
+    def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
+        """Store one memory, or merge it into an exact/near duplicate in the same scope.
+
+        With `supersedes`, the named active memory is retired (kept, `superseded_by` set) in the
+        same atomic commit. With `idempotency_key`, a repeated call returns the first result.
+        With a language model (and `contradiction_check`), a similar active memory in the scope
+        that the model judges contradicted is retired the same way (never by a consolidation).
+        Every check runs before anything is written.
+        """
+        req = _validated(req)
+        replay = self._replay(tenant_id, req.idempotency_key)
+        if replay is not None:
+            return replay
+        target = self._supersede_target(tenant_id, req.supersedes)
+        draft = self.draft(req)
+        return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target))
+
+    def draft(self, req: WriteRequest) -> Draft:
+        """The draft of an already validated request, stamped now and embedded (best-effort)."""
+        return Draft(
+            req=req,
+            now=self.clock.now(),
+            scope_key=scope_key(req.type, req.visibility, req.agent_id, req.session_id),
+            digest=content_hash(req.content),
+            vector=indexing.embed_document(self.embedder, req.content),
+        )
+
+    # ------------------------------------------------------------------------------ decide
+
+    def decide(self, tenant_id: str, draft: Draft, target: Memory | None) -> WriteDecision:
+        """What the write means; reads only. `target` is the caller's (checked) `supersedes` memory.
+
+        In order: an exact or near duplicate in the scope is merged into, unless the language
+        model judges that the write contradicts it (then it is superseded); else `target`, if
+        any, is superseded; else the most similar active memory the model judges contradicted is
+        superseded; else a new memory is created. Contradictions are judged only for writes that
+        name no `supersedes` and are not consolidations (`derived_from`): a summary never
+        retires its sources.
+        """
+        req = draft.req
+        judge = target is None and not req.derived_from
+        duplicate = self._find_duplicate(tenant_id, draft, exclude=req.supersedes)
+        if duplicate is not None:
+            if judge and duplicate.similarity < 1.0:
+                reason = self._contradiction(req.content, duplicate.memory)
+                if reason is not None:  # similar wording, opposite meaning: supersede instead of merging
+                    return Supersede(duplicate.memory, reason)
+            return Merge(duplicate.memory, duplicate.similarity, retires=target)
+        if target is not None:
+            return Supersede(target)
+        if judge and draft.vector is not None:
+            return self._find_contradicted(tenant_id, draft, draft.vector) or Create()
+        return Create()
+
+    def _supersede_target(self, tenant_id: str, memory_id: str | None) -> Memory | None:
+        if memory_id is None:
+            return None
+        target = self.store.get(tenant_id, validation.check_id(memory_id, "supersedes"))
+        if target is None:
+            raise InvalidInputError("supersedes", f"memory `{memory_id}` not found")
+        if target.status is not MemoryStatus.ACTIVE:
+            raise InvalidInputError(
+                "supersedes", f"memory `{memory_id}` is {target.status.value}, not active"
+            )
+        return target
+
+    def _find_duplicate(self, tenant_id: str, draft: Draft, exclude: str | None) -> _Match | None:
+        exact = self.store.find_by_hash(tenant_id, draft.scope_key, draft.digest)
+        if exact is not None and exact.id != exclude:
+            return _Match(exact, 1.0)
+        if draft.vector is None:
+            return None
+        try:
+            hits = self.index.search(
+                IndexQuery(
+                    tenant_id=tenant_id, filter=MemoryFilter(scope_key=draft.scope_key), limit=2,
+                    vector=draft.vector,
+                )
+            )  # fmt: skip
+        except IndexUnavailableError:
+            log.warning("near-duplicate check skipped: index unavailable")
+            return None
+        for memory_id, similarity in hits.vector:
+            if memory_id != exclude and similarity >= self.config.near_duplicate_threshold:
+                candidate = self.store.get(tenant_id, memory_id)
+                if candidate is not None and candidate.status is MemoryStatus.ACTIVE:
+                    return _Match(candidate, similarity)
+        return None
+
+    def _contradiction(self, content: str, older: Memory) -> str | None:
+        """Why `content` contradicts `older` according to the language model, or None."""
+        if not self.config.contradiction_check or not self.consolidator.can_judge:
+            return None
+        verdict = self.consolidator.judge(content, older)
+        if verdict is None or not verdict.contradicts:
+            return None
+        return f"contradiction judged by {verdict.model_id}: {verdict.reason}"
+
+    def _find_contradicted(self, tenant_id: str, draft: Draft, vector: Vector) -> Supersede | None:
+        """The most similar active memory in the scope that the write contradicts, if a model says so."""
+        if not self.config.contradiction_check or not self.consolidator.can_judge:
+            return None
+        query = IndexQuery(
+            tenant_id=tenant_id, filter=MemoryFilter(scope_key=draft.scope_key),
+            limit=self.config.contradiction_candidates, vector=vector,
+        )  # fmt: skip
+        try:
+            hits = self.index.search(query)
+        except IndexUnavailableError:
+            return None
+        for memory_id, similarity in hits.vector:
+            if similarity < self.config.contradiction_min_similarity:
+                break
+            candidate = self.store.get(tenant_id, memory_id)
+            if candidate is not None and candidate.status is MemoryStatus.ACTIVE:
+                reason = self._contradiction(draft.req.content, candidate)
+                if reason is not None:
+                    return Supersede(candidate, reason)
+        return None
+
+    # ------------------------------------------------------------------------------- apply
+
+    def apply(self, tenant_id: str, draft: Draft, decision: WriteDecision) -> WriteResult:
+        """Commit the decided write atomically (all of its records or none), then index it best-effort."""
+        match decision:
+            case Merge():
+                return self._merge(tenant_id, draft, decision)
+            case Supersede() | Create():
+                return self._create(tenant_id, draft, decision)
+
+    def _create(self, tenant_id: str, draft: Draft, decision: Supersede | Create) -> WriteResult:
+        req, now = draft.req, draft.now
+        memory = self._new_memory(tenant_id, draft)
+        changes = _Changes()
+        changes.put(
+            StoreWrite(memory, history_event(memory, HistoryAction.CREATED, None, now), None), draft.vector
+        )
+        if isinstance(decision, Supersede):
+            changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
+        try:
+            self.store.commit(changes.writes)
+        except ConflictError:
+            # A concurrent retry with the same idempotency key won the race: answer as it did.
+            replay = self._replay(tenant_id, req.idempotency_key)
+            if replay is None:
+                raise
+            return replay
+        indexed = draft.vector is not None and indexing.upsert(self.index, changes.index_docs)
+        action = WriteAction.SUPERSEDED if changes.superseded_ids else WriteAction.CREATED
+        return WriteResult(
+            action=action, memory=memory.view(), superseded_ids=changes.superseded_ids, indexed=indexed
+        )
+
+    def _merge(self, tenant_id: str, draft: Draft, decision: Merge) -> WriteResult:
+        req, now, existing = draft.req, draft.now, decision.into
+        merged = self._merged(tenant_id, existing, req, now)
+        note = f"merged duplicate (similarity {decision.similarity:.3f}): {req.content}"
+        event = history_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
+        changes = _Changes()
+        changes.put(StoreWrite(merged, event, existing.version), None)
+        if decision.retires is not None:
+            changes.retire(decision.retires, merged.id, now, req.agent_id, None)
+        self.store.commit(changes.writes)
+        indexed = indexing.upsert(self.index, changes.index_docs)
+        return WriteResult(
+            action=WriteAction.SUPERSEDED if changes.superseded_ids else WriteAction.MERGED,
+            memory=merged.view(),
+            merged_into=merged.id,
+            similarity=decision.similarity,
+            superseded_ids=changes.superseded_ids,
+            indexed=indexed,
+        )
+
+    def _merged(self, tenant_id: str, existing: Memory, req: WriteRequest, now: datetime) -> Memory:
+        """`existing` reinforced by the duplicate write: labels and metadata united, higher scores kept."""
+        importance = max(existing.importance, req.importance)
+        retention = self.config.policy(tenant_id).retention
+        return existing.model_copy(
+            update={
+                "strength": self.config.reinforcement.reinforced(
+                    existing.strength, self.config.reinforcement.merge_boost
+                ),
+                "importance": importance,
+                "confidence": max(existing.confidence, req.confidence),
+                "tags": list(dict.fromkeys([*existing.tags, *req.tags])),
+                "entities": list(dict.fromkeys([*existing.entities, *req.entities])),
+                "metadata": {**existing.metadata, **req.metadata},
+                "updated_at": now,
+                "last_accessed_at": now,
+                "expires_at": _later(
+                    existing.expires_at, retention.expires_at(existing.type, importance, req.ttl_days, now)
+                ),
+                "version": existing.version + 1,
+            }
+        )
+
+    def _new_memory(self, tenant_id: str, draft: Draft) -> Memory:
+        req, now = draft.req, draft.now
+        return Memory(
+            id=new_id(now),
+            tenant_id=tenant_id,
+            type=req.type,
+            content=req.content,
+            agent_id=req.agent_id,
+            session_id=req.session_id,
+            visibility=req.visibility,
+            tags=req.tags,
+            entities=req.entities,
+            metadata=req.metadata,
+            importance=req.importance,
+            confidence=req.confidence,
+            strength=self.config.reinforcement.initial_strength,
+            created_at=now,
+            updated_at=now,
+            last_accessed_at=now,
+            event_time=req.event_time or now,
+            expires_at=self.config.policy(tenant_id).retention.expires_at(
+                req.type, req.importance, req.ttl_days, now
+            ),
+            content_hash=draft.digest,
+            scope_key=draft.scope_key,
+            idempotency_key=req.idempotency_key,
+            derived_from=req.derived_from,
+            embedding_model=self.embedder.model_id,
+        )
+
+    def _replay(self, tenant_id: str, idempotency_key: str | None) -> WriteResult | None:
+        """The result of the first write made with this idempotency key, if there was one."""
+        if not idempotency_key:
+            return None
+        first = self.store.find_by_idempotency_key(tenant_id, idempotency_key)
+        if first is None:
+            return None
+        return WriteResult(action=WriteAction.CREATED, memory=first.view(), idempotent_replay=True)
+
+
+def _validated(req: WriteRequest) -> WriteRequest:
+    """`req` with its content and labels checked and normalized (InvalidInputError otherwise)."""
+    return req.model_copy(
+        update={
+            "content": validation.check_content(req.content),
+            "tags": validation.check_labels(req.tags, "tags"),
+            "entities": validation.check_labels(req.entities, "entities"),
+            "metadata": validation.check_metadata(req.metadata),
+            "ttl_days": validation.check_ttl_days(req.ttl_days),
+        }
+    )
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    """The later expiry; None (never expires) wins."""
+    if a is None or b is None:
+        return None
+    return max(a, b)

@@ -1,0 +1,78 @@
+"""The profile resource and `MemoryService.profile` behind it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, UnexpectedResourceError
+
+from rearview.api.auth import TENANT_STATE_KEY
+from rearview.api.tools import register
+from rearview.clock import ManualClock
+from rearview.models import MemoryType, Visibility, WriteRequest
+from rearview.service.memory_service import MemoryService
+
+
+@dataclass
+class _Request:
+    scope: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _RequestContext:
+    request: _Request
+
+
+def _ctx(tenant_id: str | None) -> Context:
+    """A request context carrying what `tenant_of` reads: the ASGI scope's state, as `auth` sets it."""
+    state = {TENANT_STATE_KEY: tenant_id} if tenant_id else {}
+    return Context(request_context=_RequestContext(_Request({"state": state})))  # type: ignore[arg-type]
+
+
+def _remember(service: MemoryService, content: str, importance: int = 3, **kw: Any) -> str:
+    return service.write("t1", WriteRequest(content=content, importance=importance, **kw)).memory.id
+
+
+def test_profile_lists_the_agents_visible_semantic_memories_most_important_first_decayed(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    tea = _remember(service, "User prefers tea", importance=4)
+    vim = _remember(service, "User edits with vim", importance=5)
+    _remember(service, "Deployed v2 yesterday", type=MemoryType.EPISODIC)
+    _remember(service, "Bob's private note", agent_id="bob", visibility=Visibility.PRIVATE)
+    clock.advance(days=7)
+
+    profile = service.profile("t1")
+
+    assert [m.id for m in profile] == [vim, tea]
+    assert profile[0].strength == service.get("t1", vim).strength < 1.0
+    assert [m.content for m in service.profile("t1", "bob")][-1] == "Bob's private note"
+    assert service.profile("t2") == []
+
+
+async def test_profile_resource_renders_markdown_for_the_requests_tenant(service: MemoryService) -> None:
+    _remember(service, "User prefers tea")
+    mcp: MCPServer[Any] = MCPServer("test")
+    register(mcp, service)
+
+    [content] = await mcp.read_resource("memory://profile/default", _ctx("t1"))
+    [empty] = await mcp.read_resource("memory://profile/default", _ctx("t2"))
+
+    assert content.content == "# Profile\n\n- User prefers tea\n"
+    assert empty.content == "# Profile\n\n(nothing known yet)\n"
+
+
+async def test_profile_resource_maps_rearview_errors_like_the_tools(service: MemoryService) -> None:
+    mcp: MCPServer[Any] = MCPServer("test")
+    register(mcp, service)
+
+    with pytest.raises(ResourceError) as raised:
+        await mcp.read_resource("memory://profile/default", _ctx(None))
+
+    assert not isinstance(
+        raised.value, UnexpectedResourceError
+    )  # anticipated: its message reaches the client
+    assert str(raised.value).startswith("unauthenticated: ")

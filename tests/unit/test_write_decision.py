@@ -1,0 +1,73 @@
+"""`Writer.decide`: what a write means (merge, supersede, create), decided from reads alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.clock import ManualClock
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.models import WriteRequest
+from rearview.service.config import ServiceConfig
+from rearview.service.consolidation import Consolidator
+from rearview.service.writing import Create, Merge, Supersede, Writer
+from tests.factories import T0
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+@pytest.fixture
+def store(clock: ManualClock) -> InMemoryMemoryStore:
+    return InMemoryMemoryStore(clock)
+
+
+@pytest.fixture
+def writer(store: InMemoryMemoryStore, clock: ManualClock) -> Writer:
+    return Writer(
+        store, InMemoryMemoryIndex(256), HashingEmbedder(256), clock, ServiceConfig(), Consolidator()
+    )
+
+
+def test_a_write_with_nothing_like_it_creates(writer: Writer) -> None:
+    writer.write("t1", WriteRequest(content="User prefers tea"))
+    assert writer.decide("t1", writer.draft(WriteRequest(content="The build uses uv")), None) == Create()
+
+
+def test_a_duplicate_is_merged_into_and_deciding_writes_nothing(
+    writer: Writer, store: InMemoryMemoryStore
+) -> None:
+    tea = writer.write("t1", WriteRequest(content="User prefers tea")).memory
+    before = store.stats("t1"), store.history("t1", tea.id)
+
+    decision = writer.decide("t1", writer.draft(WriteRequest(content="user prefers tea.")), None)
+
+    assert isinstance(decision, Merge)
+    assert (decision.into.id, decision.similarity, decision.retires) == (tea.id, 1.0, None)
+    assert (store.stats("t1"), store.history("t1", tea.id)) == before
+
+
+def test_the_supersedes_target_is_superseded_without_a_reason(
+    writer: Writer, store: InMemoryMemoryStore
+) -> None:
+    old = writer.write("t1", WriteRequest(content="User prefers tea")).memory
+    target = store.get("t1", old.id)
+    assert writer.decide("t1", writer.draft(WriteRequest(content="User now drinks coffee")), target) == (
+        Supersede(target)
+    )
+
+
+def test_a_duplicate_of_another_memory_is_merged_into_and_retires_the_target(
+    writer: Writer, store: InMemoryMemoryStore
+) -> None:
+    old = writer.write("t1", WriteRequest(content="User prefers tea")).memory
+    coffee = writer.write("t1", WriteRequest(content="User drinks coffee")).memory
+    target = store.get("t1", old.id)
+    req = WriteRequest(content="User drinks coffee", supersedes=old.id)
+
+    decision = writer.decide("t1", writer.draft(req), target)
+
+    assert isinstance(decision, Merge)
+    assert (decision.into.id, decision.retires) == (coffee.id, target)
