@@ -18,10 +18,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rearview.service.job_names import JobName
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -31,8 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["InvalidJobEventError", "JobEvent", "handler", "run"]
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "rearview")
-
-JobName = Literal["decay", "archive", "reconcile"]
 
 
 class InvalidJobEventError(ValueError):

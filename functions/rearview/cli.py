@@ -14,6 +14,7 @@ from rearview.errors import RearviewError
 from rearview.settings import Settings
 
 if TYPE_CHECKING:
+    from rearview.service.job_names import JobName
     from rearview.service.lifecycle import LifecycleTimer
     from rearview.service.memory_service import MemoryService
 
@@ -91,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-JOB_HELP = {
+JOB_HELP: dict[JobName, str] = {
     "decay": "archive memories whose strength decayed below the threshold (importance 5 never)",
     "archive": "archive memories that reach their retention before the next run (renew recalled ones)",
     "reconcile": "remove index documents of archived/deleted memories; re-index what the index lacks",

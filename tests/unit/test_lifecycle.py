@@ -29,11 +29,13 @@ from rearview.models import (
 from rearview.ports import Archive, StoreWrite
 from rearview.service.archival import PREVIEW_CHARS, preview
 from rearview.service.lifecycle import (
+    JOBS,
     Deadline,
     DecayReport,
     LifecycleConfig,
     LifecycleService,
     LifecycleTimer,
+    ReconcileReport,
     RetentionReport,
     run_job,
 )
@@ -409,17 +411,20 @@ def test_a_memory_changed_during_the_job_is_left_active_and_its_copy_dropped(clo
     assert copies(service.archive, "t1", [memory_id]) == Counter()
 
 
+class Pages:
+    """A budget of `n` steps (store pages, or reconcile's count)."""
+
+    def __init__(self, n: int) -> None:
+        self.left = n
+
+    def expired(self) -> bool:
+        self.left -= 1
+        return self.left < 0
+
+
 def test_a_job_hands_over_at_its_budget_and_the_next_run_resumes(
     service: MemoryService, clock: ManualClock
 ) -> None:
-    class Pages:
-        def __init__(self, n: int) -> None:
-            self.left = n
-
-        def expired(self) -> bool:
-            self.left -= 1
-            return self.left < 0
-
     ids = [write(service, f"Short-lived note {i}", importance=1) for i in range(20)]
     clock.advance(days=6, hours=12)
     lifecycle = jobs(service, page=5)
@@ -539,6 +544,31 @@ def test_reconcile_drops_orphans_and_restores_missing_documents(
     assert jobs(service).reconcile("t1").reindexed == 0  # consistent now: nothing to do
 
 
+def test_reconcile_hands_over_at_its_budget_and_resumes_phase_by_phase(service: MemoryService) -> None:
+    ids = [write(service, f"Searchable note {i}", importance=4) for i in range(3)]
+    service.index.delete("t1", ids)  # the index lost every document
+    lifecycle = jobs(service, page=2)
+    reports: list[ReconcileReport] = []
+    while not reports or not reports[-1].complete:
+        reports.append(lifecycle.reconcile("t1", Pages(1)))
+        assert len(reports) <= 4
+    # one step per run: drop unindexed (an empty page), count, re-index 2, re-index 1
+    assert [r.resumed for r in reports] == [False, True, True, True]
+    assert (reports[1].store_indexed, reports[1].index_documents) == (3, 0)
+    assert [r.reindexed for r in reports] == [0, 0, 2, 1]
+    assert service.index.count("t1") == 3
+
+
+def test_reconcile_resumes_a_checkpoint_that_names_its_phase_by_number(service: MemoryService) -> None:
+    memory_id = write(service, "Searchable note", importance=4)
+    service.index.delete("t1", [memory_id])
+    checkpoints = InMemoryCheckpointStore()
+    checkpoints.save("t1", "reconcile", '{"phase": 2, "started_at": "2026-01-01T00:00:00Z"}')  # re-index
+    report = jobs(service, checkpoints).reconcile("t1")
+    assert report.complete and report.resumed
+    assert (report.orphans_removed, report.store_indexed, report.reindexed) == (0, None, 1)
+
+
 # ----------------------------------------------------------------------- wiring and timer
 
 
@@ -567,6 +597,12 @@ def test_settings_tenant_overrides_reach_the_service(tmp_path: Path) -> None:
     config.write_text("[lifecycle.tenants.acme]\nunknown = 1\n")
     with pytest.raises(InvalidInputError):
         settings.tenant_lifecycle()
+
+
+def test_every_job_has_a_cli_command() -> None:
+    from rearview.cli import JOB_HELP
+
+    assert tuple(JOB_HELP) == JOBS
 
 
 def test_timer_runs_rounds_in_the_background(service: MemoryService, clock: ManualClock) -> None:

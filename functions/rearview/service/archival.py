@@ -18,13 +18,13 @@ metadata are kept whole. `memory_restore` brings the full record back from the a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel
 
-from rearview.ids import new_id
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryStatus, MemoryView
+from rearview.service.history import history_event
 
 PREVIEW_CHARS = 280
 ARCHIVABLE_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
@@ -69,12 +69,10 @@ def archived_event(
     memory: Memory, ref: str, reason: str, now: datetime, actor: str = "lifecycle"
 ) -> HistoryEvent:
     """The history event that explains an archival (small: the body is in the archive, not here)."""
-    return HistoryEvent(
-        id=new_id(now),
-        tenant_id=memory.tenant_id,
-        memory_id=memory.id,
-        action=HistoryAction.ARCHIVED,
-        at=now,
+    return history_event(
+        memory,
+        HistoryAction.ARCHIVED,
+        now,
         actor=actor,
         before={"status": memory.status.value, "version": memory.version, "strength": memory.strength},
         after={"status": MemoryStatus.ARCHIVED.value, "archive_ref": ref},
@@ -87,8 +85,3 @@ def archive_refs(memory: Memory | None, history: Sequence[HistoryEvent]) -> list
     refs: list[str] = [memory.archive_ref] if memory is not None and memory.archive_ref else []
     refs += [str(e.after["archive_ref"]) for e in history if e.after and e.after.get("archive_ref")]
     return list(dict.fromkeys(refs))
-
-
-def unique_ids(memories: Iterable[Memory]) -> list[str]:
-    """Ids in first-seen order."""
-    return list(dict.fromkeys(m.id for m in memories))

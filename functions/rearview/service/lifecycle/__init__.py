@@ -1,0 +1,60 @@
+"""Lifecycle jobs: fade what is no longer used, archive what reached its retention, keep the index honest.
+
+Jobs (each per tenant, each returning its own typed report of what it did):
+
+- `decay` and `archive` (retention): an `ArchivingScan` with a `DecayRule` or a `RetentionRule`
+  (`rules`): archive faded memories; archive expiring ones before they expire, or renew them.
+- `reconcile`: removes index documents of archived/deleted memories, and re-indexes the
+  tenant when the index holds fewer documents than the store has searchable memories.
+- `handle_expired` (`expiry`): the DynamoDB stream consumer's entry point for a TTL deletion:
+  archives the old image (with its history) and drops it from the index.
+
+How they behave:
+
+- **paginated**: one store page (`page_size`) at a time, over a listing whose membership and
+  order the jobs' own writes never change, so any store cursor stays valid while a job works;
+- **resumable**: one runner (`runner.run_resumable`) drives every paged job: after every page
+  the position is saved in the `CheckpointStore` (per tenant and job); a run that meets its
+  `Budget` stops there and the next run continues;
+- **idempotent, nothing archived twice or lost**: see `archiving` for how an interrupted
+  archive batch is settled on resume.
+
+Modules: `budget` (how long a run may go), `reports`, `context` (tunables and the ports a job
+uses), `runner`, `archiving`, `rules`, `reconcile`, `expiry`, `service` (`LifecycleService`),
+`entry_points` (what the Lambda handlers call), `timer` (`rearview serve`'s rounds).
+"""
+
+from rearview.service.job_names import DEFAULT_JOBS, JOBS, JobName
+from rearview.service.lifecycle.budget import Budget, Deadline, Unlimited
+from rearview.service.lifecycle.context import LifecycleConfig
+from rearview.service.lifecycle.entry_points import on_expired, run_job
+from rearview.service.lifecycle.reports import (
+    DecayReport,
+    ExpiryReport,
+    JobReport,
+    LifecycleRun,
+    ReconcileReport,
+    RetentionReport,
+)
+from rearview.service.lifecycle.service import LifecycleService
+from rearview.service.lifecycle.timer import LifecycleTimer
+
+__all__ = [
+    "DEFAULT_JOBS",
+    "JOBS",
+    "Budget",
+    "Deadline",
+    "DecayReport",
+    "ExpiryReport",
+    "JobName",
+    "JobReport",
+    "LifecycleConfig",
+    "LifecycleRun",
+    "LifecycleService",
+    "LifecycleTimer",
+    "ReconcileReport",
+    "RetentionReport",
+    "Unlimited",
+    "on_expired",
+    "run_job",
+]

@@ -1,0 +1,88 @@
+"""What the lifecycle jobs tell their caller: one typed report per job and run.
+
+Every paged job's report is a `JobReport` (the fields the runner and the archiving scan keep)
+extended by its own counters; callers that need a job's own counters run that job and get
+its own report type back (`LifecycleService.decay` returns a `DecayReport`, and so on).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, SerializeAsAny
+
+from rearview.service.job_names import JobName
+
+
+class JobReport(BaseModel):
+    """What one run of one job did for one tenant.
+
+    `complete` is False when the run stopped at its budget: the next run resumes from the
+    checkpoint. `resumed` is True when this run continued an unfinished one. `conflicts`
+    counts memories that changed while the job worked on them: left as they are, for the
+    next run. `recovered` counts memories of an interrupted run's pending archive batch that
+    this run settled.
+    """
+
+    job: JobName
+    tenant_id: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    complete: bool = False
+    resumed: bool = False
+    pages: int = 0
+    scanned: int = 0
+    archived: int = 0
+    conflicts: int = 0
+    recovered: int = 0
+
+
+class DecayReport(JobReport):
+    """`decay`: strengths seen this run; `protected` = below the threshold but importance 5 (kept)."""
+
+    job: JobName = "decay"
+    protected: int = 0
+    min_strength: float | None = None
+    mean_strength: float | None = None
+
+
+class RetentionReport(JobReport):
+    """`archive`: memories found expiring before the next run; `renewed` = kept because recalled."""
+
+    job: JobName = "archive"
+    expiring: int = 0
+    renewed: int = 0
+
+
+class ReconcileReport(JobReport):
+    """`reconcile`: index documents removed for unindexed memories, and what the counts showed.
+
+    `surplus` > 0 means the index still holds documents the store cannot name (purged or
+    expired memories): search ignores them; `rearview reindex` into a fresh index drops them.
+    """
+
+    job: JobName = "reconcile"
+    orphans_removed: int = 0
+    store_indexed: int | None = None
+    index_documents: int | None = None
+    reindexed: int = 0
+    surplus: int = 0
+
+
+class ExpiryReport(BaseModel):
+    """What `handle_expired` did with one TTL-expired memory."""
+
+    tenant_id: str
+    memory_id: str
+    action: Literal["archived", "already_archived", "ignored"]
+    archive_ref: str | None = None
+    reason: str
+
+
+class LifecycleRun(BaseModel):
+    """The reports of one `run_job` call; `complete` is False when a run stopped at its budget."""
+
+    job: JobName
+    complete: bool
+    reports: list[SerializeAsAny[JobReport]]
