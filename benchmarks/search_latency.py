@@ -61,8 +61,9 @@ from rearview.models import (
     WriteRequest,
 )
 from rearview.ports import Embedder, IndexDocument, MemoryIndex, MemoryStore, StoreWrite, Vector
+from rearview.service.history import snapshot
 from rearview.service.lifecycle_policy import DEFAULT_RETENTION
-from rearview.service.memory_service import MemoryService, scope_key, snapshot
+from rearview.service.memory_service import MemoryService, scope_key
 from rearview.text import content_hash
 
 TENANT = "bench-tenant"

@@ -1,4 +1,4 @@
-"""How a change to a memory is recorded: its history event, and its index document going away.
+"""How a change to a memory is recorded: its history event.
 
 Every writer of the store (the service's tools, the lifecycle jobs, archival) builds its
 `HistoryEvent`s here, so an event always has the same shape: a fresh time-ordered id, the
@@ -8,17 +8,11 @@ case, where both sides are the audited fields (`AUDIT_FIELDS`) of a memory.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from rearview.errors import IndexUnavailableError
 from rearview.ids import new_id
 from rearview.models import HistoryAction, HistoryEvent, Memory
-from rearview.ports import MemoryIndex
-
-log = logging.getLogger(__name__)
 
 AUDIT_FIELDS = (
     "content", "type", "status", "tags", "entities", "metadata", "importance", "confidence",
@@ -79,18 +73,3 @@ def change_event(
         after=snapshot(memory),
         note=note,
     )
-
-
-def drop_from_index(index: MemoryIndex, tenant_id: str, ids: Sequence[str]) -> None:
-    """Remove the index documents of `ids`, best effort.
-
-    The store is the source of truth and is already written: an unavailable index is logged,
-    not raised. Search re-checks every hit against the store, so a document left behind never
-    answers for a memory that changed; `rearview reconcile` removes it.
-    """
-    if not ids:
-        return
-    try:
-        index.delete(tenant_id, ids)
-    except IndexUnavailableError as exc:
-        log.warning("index delete failed; search re-checks the store, `rearview reconcile` repairs: %s", exc)

@@ -37,6 +37,8 @@ def upsert(index: MemoryIndex, docs: Sequence[IndexDocument]) -> bool:
 
 def delete(index: MemoryIndex, tenant_id: str, ids: Sequence[str]) -> None:
     """Remove `ids` from the index; an unavailable index is logged (search re-checks the store)."""
+    if not ids:
+        return
     try:
         index.delete(tenant_id, ids)
     except IndexUnavailableError as exc:

@@ -13,8 +13,8 @@ Guarantees:
   `restore` reads back and a hard forget erases.
 
 The write path lives in `writing` (decide, then apply), the search path in `searching`, the
-tunables in `config`; this facade holds the rest and re-exports `ServiceConfig`, `scope_key` and
-`snapshot` for callers that import them from here.
+tunables in `config`; this facade holds the rest and re-exports `ServiceConfig` and `scope_key`
+for callers that import them from here.
 """
 
 from __future__ import annotations
@@ -67,12 +67,12 @@ from rearview.service import indexing, validation
 from rearview.service.archival import ARCHIVABLE_STATUSES, RestoreResult, archive_refs
 from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
-from rearview.service.events import history_event, snapshot
+from rearview.service.history import change_event
 from rearview.service.searching import Searcher
 from rearview.service.writing import Writer, scope_key
 from rearview.text import content_hash
 
-__all__ = ["MemoryService", "ServiceConfig", "scope_key", "snapshot"]
+__all__ = ["MemoryService", "ServiceConfig", "scope_key"]
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ class MemoryService:
         updated = current.model_copy(
             update={**changes, "updated_at": self.clock.now(), "version": current.version + 1}
         )
-        event = history_event(updated, HistoryAction.UPDATED, current, updated.updated_at, req.agent_id)
+        event = change_event(updated, HistoryAction.UPDATED, current, updated.updated_at, req.agent_id)
         self.store.commit([StoreWrite(updated, event, current.version)])
         if content_changed and vector is None:
             indexing.delete(
@@ -210,7 +210,7 @@ class MemoryService:
                 writes.append(
                     StoreWrite(
                         after,
-                        history_event(after, HistoryAction.FORGOTTEN, memory, now, req.agent_id),
+                        change_event(after, HistoryAction.FORGOTTEN, memory, now, req.agent_id),
                         memory.version,
                     )
                 )
@@ -283,7 +283,7 @@ class MemoryService:
                 ),
             }
         )
-        event = history_event(
+        event = change_event(
             restored, HistoryAction.RESTORED, stub, now, agent_id, note=f"restored from {ref}"
         )
         self.store.commit([StoreWrite(restored, event, stub.version)])

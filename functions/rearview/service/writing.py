@@ -32,7 +32,7 @@ from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, Mem
 from rearview.service import indexing, validation
 from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
-from rearview.service.events import history_event
+from rearview.service.history import change_event
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class _Changes:
             }
         )
         note = f"superseded by {successor_id}" + (f" ({reason})" if reason else "")
-        event = history_event(after, HistoryAction.SUPERSEDED, retired, now, actor, note=note)
+        event = change_event(after, HistoryAction.SUPERSEDED, retired, now, actor, note=note)
         self.put(StoreWrite(after, event, retired.version), None)
         self.superseded_ids.append(retired.id)
 
@@ -276,7 +276,7 @@ class Writer:
         memory = self._new_memory(tenant_id, draft)
         changes = _Changes()
         changes.put(
-            StoreWrite(memory, history_event(memory, HistoryAction.CREATED, None, now), None), draft.vector
+            StoreWrite(memory, change_event(memory, HistoryAction.CREATED, None, now), None), draft.vector
         )
         if isinstance(decision, Supersede):
             changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
@@ -298,7 +298,7 @@ class Writer:
         req, now, existing = draft.req, draft.now, decision.into
         merged = self._merged(tenant_id, existing, req, now)
         note = f"merged duplicate (similarity {decision.similarity:.3f}): {req.content}"
-        event = history_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
+        event = change_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
         changes = _Changes()
         changes.put(StoreWrite(merged, event, existing.version), None)
         if decision.retires is not None:

@@ -21,8 +21,8 @@ from typing import Protocol
 from rearview.errors import ConflictError, NotFoundError
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType
 from rearview.ports import StoreWrite
+from rearview.service import indexing
 from rearview.service.archival import ARCHIVABLE_STATUSES, archived_event, archived_stub
-from rearview.service.history import drop_from_index
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import JobReport
 from rearview.service.lifecycle.runner import Checkpoint, JobState, Pending
@@ -80,7 +80,7 @@ class ArchivingScan:
             else:  # changed since: the copy is stale
                 self.ctx.archive.delete(self.ctx.tenant_id, pending.ref, memory_id)
                 self.report.conflicts += 1
-        drop_from_index(self.ctx.service.index, self.ctx.tenant_id, settled)
+        indexing.delete(self.ctx.service.index, self.ctx.tenant_id, settled)
         self.report.recovered += len(pending.versions)
         state.pending = None
         checkpoint.save(state)
@@ -132,7 +132,7 @@ class ArchivingScan:
             else:
                 archive.delete(tenant_id, ref, memory.id)
                 self.report.conflicts += 1
-        drop_from_index(self.ctx.service.index, tenant_id, archived)
+        indexing.delete(self.ctx.service.index, tenant_id, archived)
         self.report.archived += len(archived)
         state.pending = None
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from rearview.clock import to_iso
 from rearview.errors import InvalidInputError
 from rearview.models import Memory, MemoryStatus
+from rearview.service import indexing
 from rearview.service.archival import ARCHIVABLE_STATUSES
-from rearview.service.history import drop_from_index
 from rearview.service.lifecycle.archiving import commit_stub
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import ExpiryReport
@@ -28,7 +28,7 @@ def archive_expired(ctx: JobContext, old_image: Memory) -> ExpiryReport:
     current = store.get(tenant_id, memory_id)
     if current is not None:
         return _already(ctx, report, current)
-    drop_from_index(ctx.service.index, tenant_id, [memory_id])
+    indexing.delete(ctx.service.index, tenant_id, [memory_id])
     if old_image.status not in ARCHIVABLE_STATUSES:
         return report.model_copy(update={"reason": f"status {old_image.status.value}: nothing to keep"})
     now = ctx.now()
@@ -51,6 +51,6 @@ def _already(ctx: JobContext, report: ExpiryReport, current: Memory) -> ExpiryRe
     if current.status is not MemoryStatus.ARCHIVED:
         reason = f"memory is {current.status.value} again (v{current.version})"
         return report.model_copy(update={"reason": reason})
-    drop_from_index(ctx.service.index, report.tenant_id, [report.memory_id])
+    indexing.delete(ctx.service.index, report.tenant_id, [report.memory_id])
     update = {"action": "already_archived", "archive_ref": current.archive_ref, "reason": "stub exists"}
     return report.model_copy(update=update)
