@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,11 @@ def test_long_texts_that_differ_only_at_the_end_are_not_merged() -> None:
 def test_long_texts_with_the_same_words_still_merge() -> None:
     assert len(_LONG.split()) > LONG_TEXT_TOKENS
     assert information_difference(_LONG, _LONG.replace(".", ";").replace(" the ", "  the\n")) is None
+
+
+def test_any_text_is_compared_without_error() -> None:
+    alphabet = "aA1.,-_:/@#'\"`~%三十月点周不没张第 \n"
+    rng = random.Random(7)
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 200)))
+        information_difference(text, text[::-1])
