@@ -13,6 +13,8 @@ _TRAILING_PUNCT = re.compile(r"[\s.!?。！？]+$")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+# C0 controls except tab, newline and carriage return; DEL; C1 controls.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 STOPWORDS = frozenset(
     """
@@ -61,3 +63,12 @@ def estimate_tokens(text: str) -> int:
     """Rough LLM token count (~4 characters per token; CJK ~1 per character)."""
     cjk = sum(1 for ch in text if "\u3040" <= ch <= "\ud7af")
     return math.ceil((len(text) - cjk) / 4) + cjk
+
+
+def disallowed_control_characters(text: str) -> list[tuple[int, str]]:
+    """Every NUL and other control character in `text` as (offset, "U+XXXX"), in order; [] if none.
+
+    Tab, newline and carriage return are allowed; every other C0 control, DEL and every C1 control is
+    not: the C embedder stops reading at NUL, so text after one would be stored but never embedded.
+    """
+    return [(match.start(), f"U+{ord(match.group()):04X}") for match in _CONTROL.finditer(text)]

