@@ -206,6 +206,10 @@ class WriteResult(BaseModel):
     superseded_ids: list[str] = Field(default_factory=list)
     idempotent_replay: bool = False
     indexed: bool = True
+    related_id: str | None = None
+    """A near duplicate this write was not merged into, because a merge would have lost a fact."""
+    not_merged_because: str | None = None
+    """Which fact differs from `related_id`, e.g. `version differs: 3.11 -> 3.12`."""
 
 
 class UpdateRequest(BaseModel):

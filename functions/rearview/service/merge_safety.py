@@ -133,9 +133,7 @@ _RELATIVE_DAYS = {
     "noon": "noon",
     "midnight": "midnight",
     "weekend": "weekend",
-    "weekends": "weekend",
     "weekday": "weekday",
-    "weekdays": "weekday",
     "今天": "today",
     "今日": "today",
     "今晚": "tonight",
@@ -369,8 +367,9 @@ def _word(match: re.Match[str]) -> _Fact:
     day = folded.removesuffix("s") if folded.endswith("days") else folded
     if day in _WEEKDAYS and (word[0].isupper() or len(day) > 3):
         return InformationKind.DATE, f"weekday:{_WEEKDAYS[day]}"
-    if folded in _RELATIVE_DAYS:
-        return InformationKind.DATE, f"day:{_RELATIVE_DAYS[folded]}"
+    part = folded.removesuffix("s") if folded.removesuffix("s") in _RELATIVE_DAYS else folded  # "mornings"
+    if part in _RELATIVE_DAYS:
+        return InformationKind.DATE, f"day:{_RELATIVE_DAYS[part]}"
     return _name_or_word(word, folded.removesuffix("'s"), match)
 
 

@@ -33,6 +33,7 @@ from rearview.service import indexing, validation
 from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
 from rearview.service.history import change_event
+from rearview.service.merge_safety import information_difference
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,14 @@ class Supersede:
 
 @dataclass(frozen=True, slots=True)
 class Create:
-    """Create a new memory; nothing else changes."""
+    """Create a new memory; nothing else changes.
+
+    `differs_from` is a near duplicate the write was NOT merged into because a merge would lose
+    a fact (`merge_safety`): the new memory is linked to it (history note, `WriteResult`).
+    """
+
+    differs_from: Memory | None = None
+    difference: str | None = None
 
 
 WriteDecision = Merge | Supersede | Create
@@ -174,7 +182,10 @@ class Writer:
         """What the write means; reads only. `target` is the caller's (checked) `supersedes` memory.
 
         In order: an exact or near duplicate in the scope is merged into, unless the language
-        model judges that the write contradicts it (then it is superseded); else `target`, if
+        model judges that the write contradicts it (then it is superseded) or the two texts differ
+        in a fact a merge would drop (a number, date, version, identifier, name or negation: then
+        a new memory is created and linked to it; only the writer's `supersedes` or a judged
+        contradiction may retire a memory, never a heuristic); else `target`, if
         any, is superseded; else the most similar active memory the model judges contradicted is
         superseded; else a new memory is created. Contradictions are judged only for writes that
         name no `supersedes` and are not consolidations (`derived_from`): a summary never
@@ -183,11 +194,14 @@ class Writer:
         req = draft.req
         judge = target is None and not req.derived_from
         duplicate = self._find_duplicate(tenant_id, draft, exclude=req.supersedes)
+        if duplicate is not None and duplicate.similarity < 1.0:
+            reason = self._contradiction(req.content, duplicate.memory) if judge else None
+            if reason is not None:  # similar wording, opposite meaning: supersede instead of merging
+                return Supersede(duplicate.memory, reason)
+            difference = information_difference(duplicate.memory.content, req.content)
+            if difference is not None:  # a merge would drop a fact: keep both, linked
+                return Supersede(target) if target else Create(duplicate.memory, difference.describe())
         if duplicate is not None:
-            if judge and duplicate.similarity < 1.0:
-                reason = self._contradiction(req.content, duplicate.memory)
-                if reason is not None:  # similar wording, opposite meaning: supersede instead of merging
-                    return Supersede(duplicate.memory, reason)
             return Merge(duplicate.memory, duplicate.similarity, retires=target)
         if target is not None:
             return Supersede(target)
@@ -275,8 +289,12 @@ class Writer:
         req, now = draft.req, draft.now
         memory = self._new_memory(tenant_id, draft)
         changes = _Changes()
+        linked = decision if isinstance(decision, Create) and decision.differs_from else Create()
+        related_id = linked.differs_from.id if linked.differs_from else None
+        note = f"not merged into {related_id}: {linked.difference}" if related_id else None
         changes.put(
-            StoreWrite(memory, change_event(memory, HistoryAction.CREATED, None, now), None), draft.vector
+            StoreWrite(memory, change_event(memory, HistoryAction.CREATED, None, now, note=note), None),
+            draft.vector,
         )
         if isinstance(decision, Supersede):
             changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
@@ -291,7 +309,12 @@ class Writer:
         indexed = draft.vector is not None and indexing.upsert(self.index, changes.index_docs)
         action = WriteAction.SUPERSEDED if changes.superseded_ids else WriteAction.CREATED
         return WriteResult(
-            action=action, memory=memory.view(), superseded_ids=changes.superseded_ids, indexed=indexed
+            action=action,
+            memory=memory.view(),
+            superseded_ids=changes.superseded_ids,
+            indexed=indexed,
+            related_id=related_id,
+            not_merged_because=linked.difference,
         )
 
     def _merge(self, tenant_id: str, draft: Draft, decision: Merge) -> WriteResult:
