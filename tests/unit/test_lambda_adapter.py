@@ -26,7 +26,7 @@ from rearview.api.lambda_auth import (
     parse_key_map,
     tenant_from_claims,
 )
-from rearview.errors import InvalidInputError
+from rearview.errors import ConfigurationError
 from rearview.settings import hash_key
 from tests.events import load_event, rpc_body
 
@@ -294,7 +294,7 @@ def test_key_map_accepts_only_hashed_keys() -> None:
         (json.dumps({DIGEST_A: ""}), "entry 1 must map"),
         (json.dumps({DIGEST_A: 7}), "entry 1 must map"),
     ]:
-        with pytest.raises(InvalidInputError, match=problem) as info:
+        with pytest.raises(ConfigurationError, match=problem) as info:
             parse_key_map(raw, "src")
         assert "key-a" not in str(info.value)  # errors never echo a key
 
@@ -376,7 +376,7 @@ def test_keys_from_ssm_and_secrets_manager(fake_aws: None) -> None:
 
 def test_an_unreadable_key_map_fails_init_with_a_clear_error(fake_aws: None) -> None:
     with pytest.raises(
-        InvalidInputError, match=r"REARVIEW_API_KEYS_PARAMETER.*/missing cannot be read \(ParameterNotFound\)"
+        ConfigurationError, match=r"REARVIEW_API_KEYS_PARAMETER.*/missing cannot be read \(ParameterNotFound\)"
     ):
         build_resolver(LambdaAuthSettings(api_keys_parameter="/missing"), region="us-east-1")
 
