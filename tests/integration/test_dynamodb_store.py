@@ -36,8 +36,8 @@ from rearview.models import (
     Visibility,
 )
 from rearview.ports import StoreWrite, Touch
+from rearview.testing import RecordingSleep
 from rearview.text import content_hash
-from tests.doubles import Sleeps
 from tests.factories import T0, created, make_memory, minutes
 
 pytest.register_assert_rewrite("tests.fixtures.aws")  # it is also a plugin (below): rewrite it first
@@ -68,13 +68,13 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
+def sleeps() -> RecordingSleep:
+    return RecordingSleep()
 
 
 @pytest.fixture
 def store(
-    dynamodb_client: Any, dynamodb_table: str, clock: ManualClock, sleeps: Sleeps
+    dynamodb_client: Any, dynamodb_table: str, clock: ManualClock, sleeps: RecordingSleep
 ) -> DynamoDBMemoryStore:
     return DynamoDBMemoryStore(
         dynamodb_table, dynamodb_client, clock=clock, retry=RetryPolicy(max_attempts=4, sleep=sleeps)
@@ -496,7 +496,7 @@ def test_throttled_transaction_retries_then_lands(store: DynamoDBMemoryStore, dy
 
 
 def test_throttling_past_the_bound_is_a_store_error_and_nothing_is_written(
-    store: DynamoDBMemoryStore, dynamodb_client: Any, sleeps: Sleeps
+    store: DynamoDBMemoryStore, dynamodb_client: Any, sleeps: RecordingSleep
 ):
     m = make_memory()
     store.commit([created(m)])
@@ -515,7 +515,9 @@ def test_throttling_past_the_bound_is_a_store_error_and_nothing_is_written(
 
 
 @pytest.fixture
-def stubbed(aws_credentials: None, clock: ManualClock, sleeps: Sleeps) -> tuple[DynamoDBMemoryStore, Stubber]:
+def stubbed(
+    aws_credentials: None, clock: ManualClock, sleeps: RecordingSleep
+) -> tuple[DynamoDBMemoryStore, Stubber]:
     client = boto3.client("dynamodb", region_name=REGION)
     stubber = Stubber(client)
     store = DynamoDBMemoryStore("tbl", client, clock=clock, retry=RetryPolicy(max_attempts=3, sleep=sleeps))
@@ -540,7 +542,7 @@ def test_stubber_transaction_conflict_is_retried_with_the_same_token(stubbed):
     assert recorder.operations == ["TransactWriteItems"] * 3 and len(tokens) == 1
 
 
-def test_stubber_throttling_gives_store_error_after_the_bound(stubbed, sleeps: Sleeps):
+def test_stubber_throttling_gives_store_error_after_the_bound(stubbed, sleeps: RecordingSleep):
     store, stubber = stubbed
     for _ in range(3):
         stubber.add_client_error(
@@ -565,7 +567,7 @@ def test_stubber_condition_failure_is_a_conflict_not_retried(stubbed):
     assert (info.value.memory_id, info.value.actual) == (m.id, 5)
 
 
-def test_stubber_unprocessed_batch_keys_are_retried(stubbed, sleeps: Sleeps):
+def test_stubber_unprocessed_batch_keys_are_retried(stubbed, sleeps: RecordingSleep):
     store, stubber = stubbed
     a, b = make_memory("a"), make_memory("b")
     item_a, item_b = memory_to_item(a), memory_to_item(b)

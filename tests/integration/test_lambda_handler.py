@@ -13,7 +13,7 @@ import io
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +23,9 @@ from handlers import jobs, mcp, stream
 from handlers.mcp import McpRuntime
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex
 from rearview.errors import ArchiveError
-from rearview.models import HistoryEvent, Memory
 from rearview.ports import IndexDocument
 from rearview.service.memory_service import MemoryService
+from rearview.testing import Fault, FlakyArchive
 from tests.events import (
     EVENTS_DIR,
     TENANT_B_KEY,
@@ -331,13 +331,6 @@ def test_handler_entry_point_is_warm_after_the_first_call(
 # ----------------------------------------------------------------------------- stream and jobs
 
 
-class FailingArchive(InMemoryArchive):
-    """An archive that is down: the stream consumer must report the record, not lose it."""
-
-    def put(self, tenant_id: str, items: Sequence[tuple[Memory, Sequence[HistoryEvent]]]) -> str:
-        raise ArchiveError("S3 unavailable")
-
-
 def _service(index: InMemoryMemoryIndex, archive: InMemoryArchive) -> MemoryService:
     from rearview.backends.memory import InMemoryMemoryStore
     from rearview.embedders.hashing import HashingEmbedder
@@ -366,7 +359,8 @@ def test_stream_archives_ttl_expired_memories_and_drops_them_from_the_index() ->
 
 def test_stream_reports_the_first_failing_record() -> None:
     event = load_event("stream/ttl-remove")
-    service = _service(InMemoryMemoryIndex(256), FailingArchive())
+    down = FlakyArchive(Fault(down=True, error=ArchiveError))  # S3 is down: the record is reported, not lost
+    service = _service(InMemoryMemoryIndex(256), down)
     first = event["Records"][0]["dynamodb"]["SequenceNumber"]
     assert stream.process(event, lambda: service) == {"batchItemFailures": [{"itemIdentifier": first}]}
 

@@ -376,7 +376,8 @@ def test_keys_from_ssm_and_secrets_manager(fake_aws: None) -> None:
 
 def test_an_unreadable_key_map_fails_init_with_a_clear_error(fake_aws: None) -> None:
     with pytest.raises(
-        ConfigurationError, match=r"REARVIEW_API_KEYS_PARAMETER.*/missing cannot be read \(ParameterNotFound\)"
+        ConfigurationError,
+        match=r"REARVIEW_API_KEYS_PARAMETER.*/missing cannot be read \(ParameterNotFound\)",
     ):
         build_resolver(LambdaAuthSettings(api_keys_parameter="/missing"), region="us-east-1")
 
