@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto import mock_aws
 from starlette.types import Message, Receive, Scope, Send
 
 from handlers._asgi import AsgiBridge, HttpRequest, HttpResponse, LifespanError, UnsupportedEventError
@@ -348,38 +347,6 @@ def test_blank_sources_are_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = LambdaAuthSettings()
     assert settings.api_keys_json is None
     assert settings.api_keys_parameter is None
-
-
-@pytest.fixture
-def fake_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        yield
-
-
-def test_keys_from_ssm_and_secrets_manager(fake_aws: None) -> None:
-    import boto3
-
-    key_map = json.dumps({DIGEST_A: "tenant-a"})
-    boto3.client("ssm").put_parameter(Name="/rearview/api-keys", Value=key_map, Type="SecureString")
-    boto3.client("secretsmanager").create_secret(Name="rearview-keys", SecretString=key_map)
-    for settings in (
-        LambdaAuthSettings(api_keys_parameter="/rearview/api-keys"),
-        LambdaAuthSettings(api_keys_secret="rearview-keys"),
-    ):
-        resolver = build_resolver(settings, region="us-east-1")
-        assert resolver.tenant_for("key-a") == "tenant-a"
-        assert resolver.tenant_for("key-b") is None
-
-
-def test_an_unreadable_key_map_fails_init_with_a_clear_error(fake_aws: None) -> None:
-    with pytest.raises(
-        ConfigurationError,
-        match=r"REARVIEW_API_KEYS_PARAMETER.*/missing cannot be read \(ParameterNotFound\)",
-    ):
-        build_resolver(LambdaAuthSettings(api_keys_parameter="/missing"), region="us-east-1")
 
 
 def test_claims_resolver_sees_only_the_gateway_tenant() -> None:
