@@ -47,12 +47,9 @@ _IntrinsicLoader.add_multi_constructor("!", _intrinsic)
 
 
 @cache
-def _template_text() -> str:
-    return TEMPLATE.read_text(encoding="utf-8")
-
-
 def template() -> dict[str, Any]:
-    data = yaml.load(_template_text(), Loader=_IntrinsicLoader)  # SafeLoader subclass: data only
+    """The parsed template, once per session (tests only read it: never mutate what this returns)."""
+    data = yaml.load(TEMPLATE.read_text(encoding="utf-8"), Loader=_IntrinsicLoader)  # SafeLoader: data only
     assert isinstance(data, dict)
     return data
 
