@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["McpHandlerSettings", "McpRuntime", "handler", "runtime"]
 
-logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "rearview")
+logger = Logger()  # service name: POWERTOOLS_SERVICE_NAME (template.yaml sets it)
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Rearview")
 
 SERVED_HOST = "0.0.0.0"  # noqa: S104 - never loopback in Lambda: auth, not DNS-rebinding checks, guards it

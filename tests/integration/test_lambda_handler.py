@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from handlers import jobs, mcp, stream
+from handlers._service import lambda_service
 from handlers.mcp import McpRuntime
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex
 from rearview.errors import ArchiveError
@@ -373,22 +374,22 @@ def test_stream_skips_application_deletes_and_non_memory_items() -> None:
 
 
 def test_stream_handler_entry_point(lambda_env: None) -> None:
-    stream._service.cache_clear()
+    lambda_service.cache_clear()
     try:
         result = stream.handler(load_event("stream/ttl-remove"), FakeLambdaContext(function_name="stream"))
     finally:
-        stream._service.cache_clear()
+        lambda_service.cache_clear()
     assert result == {"batchItemFailures": []}
 
 
 @pytest.mark.parametrize("name", ["jobs/decay", "jobs/archive", "jobs/reconcile"])
 def test_jobs_handler_runs_the_scheduler_payloads(lambda_env: None, name: str) -> None:
     event = load_event(name)
-    jobs._service.cache_clear()
+    lambda_service.cache_clear()
     try:
         result = jobs.handler(event, FakeLambdaContext(function_name="jobs", remaining_ms=900_000))
     finally:
-        jobs._service.cache_clear()
+        lambda_service.cache_clear()
     assert result["job"] == event["job"]
     assert result["tenant"] == event.get("tenant")
     assert result["status"] == "complete"

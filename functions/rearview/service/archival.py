@@ -18,7 +18,7 @@ metadata are kept whole. `memory_restore` brings the full record back from the a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel
@@ -87,8 +87,3 @@ def archive_refs(memory: Memory | None, history: Sequence[HistoryEvent]) -> list
     refs: list[str] = [memory.archive_ref] if memory is not None and memory.archive_ref else []
     refs += [str(e.after["archive_ref"]) for e in history if e.after and e.after.get("archive_ref")]
     return list(dict.fromkeys(refs))
-
-
-def unique_ids(memories: Iterable[Memory]) -> list[str]:
-    """Ids in first-seen order."""
-    return list(dict.fromkeys(m.id for m in memories))
