@@ -87,9 +87,13 @@ def varied_memories(n: int = 40, *, tenant_id: str = "t1") -> list[Memory]:
 def created(memory: Memory) -> StoreWrite:
     """An insert of `memory` with its `created` event."""
     event = HistoryEvent(
-        id=new_id(memory.created_at), tenant_id=memory.tenant_id, memory_id=memory.id,
-        action=HistoryAction.CREATED, at=memory.created_at, after={"content": memory.content},
-    )  # fmt: skip
+        id=new_id(memory.created_at),
+        tenant_id=memory.tenant_id,
+        memory_id=memory.id,
+        action=HistoryAction.CREATED,
+        at=memory.created_at,
+        after={"content": memory.content},
+    )
     return StoreWrite(memory, event, None)
 
 

@@ -64,10 +64,33 @@ TYPES = [
 ]
 IMPORTANCE = [(1, 20), (2, 20), (3, 30), (4, 20), (5, 10)]
 WORDS = [
-    "deploy", "cache", "schema", "token", "invoice", "latency", "retry", "backup", "region", "quota",
-    "alert", "branch", "review", "migration", "index", "vector", "tenant", "budget", "laptop", "printer",
-    "meeting", "lunch", "editor", "keyboard", "python", "rust",
-]  # fmt: skip
+    "deploy",
+    "cache",
+    "schema",
+    "token",
+    "invoice",
+    "latency",
+    "retry",
+    "backup",
+    "region",
+    "quota",
+    "alert",
+    "branch",
+    "review",
+    "migration",
+    "index",
+    "vector",
+    "tenant",
+    "budget",
+    "laptop",
+    "printer",
+    "meeting",
+    "lunch",
+    "editor",
+    "keyboard",
+    "python",
+    "rust",
+]
 
 
 @dataclass
@@ -199,13 +222,24 @@ def synthetic(i: int, rng: random.Random) -> Memory:
     session = f"s{i % 50}" if memory_type is MemoryType.WORKING else None
     recalls = rng.randint(1, 10) if recalled else 0
     return Memory(
-        id=new_id(written), tenant_id=TENANT, type=memory_type, content=content, agent_id="default",
-        session_id=session, importance=importance, strength=1.0 + 0.1 * recalls, access_count=recalls,
-        created_at=written, updated_at=written, event_time=written, last_accessed_at=last_access,
+        id=new_id(written),
+        tenant_id=TENANT,
+        type=memory_type,
+        content=content,
+        agent_id="default",
+        session_id=session,
+        importance=importance,
+        strength=1.0 + 0.1 * recalls,
+        access_count=recalls,
+        created_at=written,
+        updated_at=written,
+        event_time=written,
+        last_accessed_at=last_access,
         expires_at=DEFAULT_RETENTION.expires_at(memory_type, importance, None, written),
-        content_hash=content_hash(content), embedding_model=f"hashing:{DIMENSION}",
+        content_hash=content_hash(content),
+        embedding_model=f"hashing:{DIMENSION}",
         scope_key=scope_key(memory_type, Visibility.SHARED, "default", session),
-    )  # fmt: skip
+    )
 
 
 def seed(backend: Backend, n: int, rng: random.Random) -> list[str]:
@@ -221,9 +255,13 @@ def seed(backend: Backend, n: int, rng: random.Random) -> list[str]:
 
 def created_event(memory: Memory) -> HistoryEvent:
     return HistoryEvent(
-        id=new_id(memory.created_at), tenant_id=memory.tenant_id, memory_id=memory.id,
-        action=HistoryAction.CREATED, at=memory.created_at, after={"content": memory.content},
-    )  # fmt: skip
+        id=new_id(memory.created_at),
+        tenant_id=memory.tenant_id,
+        memory_id=memory.id,
+        action=HistoryAction.CREATED,
+        at=memory.created_at,
+        after={"content": memory.content},
+    )
 
 
 # --------------------------------------------------------------------------------- count

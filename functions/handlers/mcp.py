@@ -86,9 +86,12 @@ class McpRuntime:
             service.index.ensure_schema()
         resolver = build_resolver(auth, settings.region)
         app = create_app(
-            service, resolver, host=SERVED_HOST, public_url=settings.public_url,
+            service,
+            resolver,
+            host=SERVED_HOST,
+            public_url=settings.public_url,
             authorization_server=settings.jwt_issuer or None,
-        )  # fmt: skip
+        )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:

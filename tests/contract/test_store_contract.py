@@ -117,9 +117,14 @@ def test_history_is_appended_in_order(store: MemoryStore) -> None:
     store.commit([created(m)])
     m2 = m.model_copy(update={"content": "User prefers coffee", "version": 2, "updated_at": T0 + minutes(1)})
     event = HistoryEvent(
-        id="01ZZZZZZZZZZZZZZZZZZZZZZZZ", tenant_id="t1", memory_id=m.id, action=HistoryAction.UPDATED,
-        at=T0 + minutes(1), before={"content": m.content}, after={"content": m2.content},
-    )  # fmt: skip
+        id="01ZZZZZZZZZZZZZZZZZZZZZZZZ",
+        tenant_id="t1",
+        memory_id=m.id,
+        action=HistoryAction.UPDATED,
+        at=T0 + minutes(1),
+        before={"content": m.content},
+        after={"content": m2.content},
+    )
     store.commit([StoreWrite(m2, event, 1)])
     history = store.history("t1", m.id)
     assert [e.action for e in history] == [HistoryAction.CREATED, HistoryAction.UPDATED]

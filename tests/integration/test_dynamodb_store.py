@@ -99,9 +99,12 @@ def memory_items(client: Any, table: str) -> list[dict[str, Any]]:
 
 def event(memory: Memory, action: HistoryAction, minute: int) -> HistoryEvent:
     return HistoryEvent(
-        id=f"01EVENT{minute:019d}", tenant_id=memory.tenant_id, memory_id=memory.id, action=action,
+        id=f"01EVENT{minute:019d}",
+        tenant_id=memory.tenant_id,
+        memory_id=memory.id,
+        action=action,
         at=T0 + minutes(minute),
-    )  # fmt: skip
+    )
 
 
 def revised(memory: Memory, minute: int, **changes: Any) -> Memory:
@@ -120,8 +123,11 @@ def test_moto_table_is_built_from_template_with_ttl_stream_and_pitr(
     table = dynamodb_client.describe_table(TableName=dynamodb_table)["Table"]
     assert dynamodb_table == "rearview-test-memories"  # from !Sub "${AWS::StackName}-memories"
     assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {
-        "gsi1_tenant_updated", "gsi2_session_updated", "gsi3_type_status_updated", "gsi4_status_created",
-    }  # fmt: skip
+        "gsi1_tenant_updated",
+        "gsi2_session_updated",
+        "gsi3_type_status_updated",
+        "gsi4_status_created",
+    }
     assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     ttl = dynamodb_client.describe_time_to_live(TableName=dynamodb_table)["TimeToLiveDescription"]
     assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", "expires_at")
@@ -149,10 +155,11 @@ def test_ensure_schema_creates_the_table_once_and_checks_indexes(dynamodb_client
     ttl = dynamodb_client.describe_time_to_live(TableName="fresh")["TimeToLiveDescription"]
     assert ttl["AttributeName"] == "expires_at"
     dynamodb_client.create_table(
-        TableName="bare", BillingMode="PAY_PER_REQUEST",
+        TableName="bare",
+        BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-    )  # fmt: skip
+    )
     with pytest.raises(StoreError, match="lacks indexes"):
         DynamoDBMemoryStore("bare", dynamodb_client).ensure_schema()
 
@@ -186,10 +193,15 @@ def test_item_round_trip_keeps_every_field_exactly():
     m = m.model_copy(
         update={
             "metadata": {"k": "v", "n": 2, "f": 1.0, "tiny": 1e-7, "b": False},
-            "entities": ["Bob"], "derived_from": ["x"], "superseded_by": "y", "idempotency_key": "k#1",
-            "archive_ref": "archive/tenant=t1/x.jsonl.gz", "confidence": 0.123456789, "strength": 1.7,
+            "entities": ["Bob"],
+            "derived_from": ["x"],
+            "superseded_by": "y",
+            "idempotency_key": "k#1",
+            "archive_ref": "archive/tenant=t1/x.jsonl.gz",
+            "confidence": 0.123456789,
+            "strength": 1.7,
         }
-    )  # fmt: skip
+    )
     item = memory_to_item(m)
     back = memory_from_item(item)
     assert back == m and is_memory_item(item)
@@ -501,9 +513,12 @@ def test_throttling_past_the_bound_is_a_store_error_and_nothing_is_written(
     m = make_memory()
     store.commit([created(m)])
     faults = FaultInjector(
-        dynamodb_client, "TransactWriteItems", "TransactionCanceledException", times=10,
+        dynamodb_client,
+        "TransactWriteItems",
+        "TransactionCanceledException",
+        times=10,
         extra={"CancellationReasons": [{"Code": "ThrottlingError"}, {"Code": "None"}, {"Code": "None"}]},
-    )  # fmt: skip
+    )
     with pytest.raises(StoreError, match="TransactionCanceledException"):
         store.commit([StoreWrite(revised(m, 1, content="new"), event(m, HistoryAction.UPDATED, 1), 1)])
     assert faults.injected == 4 and len(sleeps.delays) == 3  # max_attempts=4, no sleep after the last
@@ -527,9 +542,10 @@ def stubbed(
 def test_stubber_transaction_conflict_is_retried_with_the_same_token(stubbed):
     store, stubber = stubbed
     stubber.add_client_error(
-        "transact_write_items", service_error_code="TransactionCanceledException",
+        "transact_write_items",
+        service_error_code="TransactionCanceledException",
         modeled_fields={"CancellationReasons": [{"Code": "TransactionConflict"}]},
-    )  # fmt: skip
+    )
     stubber.add_client_error(
         "transact_write_items", service_error_code="ThrottlingException", http_status_code=400
     )
@@ -556,11 +572,16 @@ def test_stubber_throttling_gives_store_error_after_the_bound(stubbed, sleeps: R
 def test_stubber_condition_failure_is_a_conflict_not_retried(stubbed):
     store, stubber = stubbed
     stubber.add_client_error(
-        "transact_write_items", service_error_code="TransactionCanceledException",
-        modeled_fields={"CancellationReasons": [
-            {"Code": "ConditionalCheckFailed", "Item": {"version": {"N": "5"}}}, {"Code": "None"}, {"Code": "None"},
-        ]},
-    )  # fmt: skip
+        "transact_write_items",
+        service_error_code="TransactionCanceledException",
+        modeled_fields={
+            "CancellationReasons": [
+                {"Code": "ConditionalCheckFailed", "Item": {"version": {"N": "5"}}},
+                {"Code": "None"},
+                {"Code": "None"},
+            ]
+        },
+    )
     m = make_memory()
     with stubber, pytest.raises(ConflictError) as info:
         store.commit([created(m)])

@@ -62,9 +62,13 @@ def converse_params(system: str, max_tokens: int) -> dict[str, Any]:
 def service_with(model: BedrockConverseModel | Any, **config: Any) -> MemoryService:
     clock = ManualClock(T0)
     return MemoryService(
-        InMemoryMemoryStore(clock), InMemoryMemoryIndex(256), HashingEmbedder(256), clock,
-        ServiceConfig(**config), consolidator=Consolidator(model),
-    )  # fmt: skip
+        InMemoryMemoryStore(clock),
+        InMemoryMemoryIndex(256),
+        HashingEmbedder(256),
+        clock,
+        ServiceConfig(**config),
+        consolidator=Consolidator(model),
+    )
 
 
 # ------------------------------------------------------------------------------ the adapter

@@ -77,10 +77,15 @@ def test_non_http_v2_events_are_refused(event: dict[str, Any]) -> None:
 def test_response_renders_headers_cookies_and_text() -> None:
     response = HttpResponse(
         200,
-        [("content-type", "application/json"), ("set-cookie", "a=1"), ("vary", "a"), ("vary", "b"),
-         ("set-cookie", "b=2")],
+        [
+            ("content-type", "application/json"),
+            ("set-cookie", "a=1"),
+            ("vary", "a"),
+            ("vary", "b"),
+            ("set-cookie", "b=2"),
+        ],
         bytearray(b'{"ok": true}'),
-    )  # fmt: skip
+    )
     result = response.to_proxy_result()
     assert result == {
         "statusCode": 200,

@@ -489,9 +489,12 @@ def test_settings_tenant_overrides_reach_the_service(tmp_path: Path) -> None:
         '[lifecycle.tenants.acme]\nretention_days = { "3" = 10, "5" = "forever" }\narchive_strength_threshold = 0.5\n'
     )
     settings = Settings.load(
-        data_dir=tmp_path / "data", config_file=config, embedder="hashing", retention_days={"1": 2},
+        data_dir=tmp_path / "data",
+        config_file=config,
+        embedder="hashing",
+        retention_days={"1": 2},
         lifecycle_interval_s=0,
-    )  # fmt: skip
+    )
     service = build_service(settings)
     assert service.config.policy("acme").retention.days_by_importance[3] == 10
     assert service.config.policy("acme").retention.days_by_importance[1] == 2  # the global setting

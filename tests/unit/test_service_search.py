@@ -45,8 +45,12 @@ def test_filters_apply_inside_the_query(service: MemoryService) -> None:
 
 def test_importance_breaks_ties_between_equally_relevant_memories(service: MemoryService) -> None:
     low = service.write("t1", WriteRequest(content="Project codename is Falcon", importance=1, tags=["x"]))
-    high = service.write("t1", WriteRequest(content="Project codename is Falcon!", importance=5, tags=["y"],
-                                            type=MemoryType.EPISODIC))  # fmt: skip
+    high = service.write(
+        "t1",
+        WriteRequest(
+            content="Project codename is Falcon!", importance=5, tags=["y"], type=MemoryType.EPISODIC
+        ),
+    )
     result = service.search("t1", SearchRequest(query="project codename Falcon"))
     assert [h.id for h in result.results][:2] == [high.memory.id, low.memory.id]
 
