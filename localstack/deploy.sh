@@ -31,22 +31,19 @@ done
 curl -fs "$endpoint/_localstack/health" >/dev/null \
   || { echo "deploy.sh: LocalStack is not answering at $endpoint (docker compose up first)" >&2; exit 1; }
 
-# 1. An API key for this stack (created once), stored hashed in SSM.
+# 1. An API key for this stack (created once), stored hashed in SSM by infra/put_api_key.py,
+#    and the bucket sam deploy uploads to.
 mkdir -p "$here/.rearview"
 chmod 700 "$here/.rearview"
 key_file="$here/.rearview/api-key"
 if [[ ! -s "$key_file" ]]; then
   (umask 077 && "$python" -c 'import secrets; print("rv_" + secrets.token_urlsafe(32))' >"$key_file")
 fi
-REARVIEW_KEY_FILE="$key_file" REARVIEW_TENANT="$tenant" REARVIEW_PARAMETER="$parameter" REARVIEW_BUCKET="$bucket" \
-  "$python" - <<'PY'
-import hashlib, json, os
+"$python" "$root/infra/put_api_key.py" --parameter "$parameter" --tenant "$tenant" --key - <"$key_file"
+REARVIEW_BUCKET="$bucket" "$python" - <<'PY'
+import os
 import boto3
 
-key = open(os.environ["REARVIEW_KEY_FILE"]).read().strip()
-digest = "sha256:" + hashlib.sha256(key.encode()).hexdigest()
-value = json.dumps({digest: os.environ["REARVIEW_TENANT"]})
-boto3.client("ssm").put_parameter(Name=os.environ["REARVIEW_PARAMETER"], Value=value, Type="SecureString", Overwrite=True)
 s3 = boto3.client("s3")
 if os.environ["REARVIEW_BUCKET"] not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
     s3.create_bucket(Bucket=os.environ["REARVIEW_BUCKET"])

@@ -56,12 +56,44 @@ def make_memory(
     )
 
 
+def varied_memories(n: int = 40, *, tenant_id: str = "t1") -> list[Memory]:
+    """`n` memories that spread over every filterable field, for "filters match the reference" tests.
+
+    Row `i` has type `i % 4`, agent `agent{i % 3}`, private when odd, session `s{i % 5}`, tag `x`
+    when `i % 2 == 0`, `y` when `i % 3 == 0`, `z` when `i % 4 == 0`, is superseded when
+    `i % 7 == 0`, scope `scope{i % 2}`; it was created at `T0 + i` minutes but happened at
+    `T0 + (100 - i)` minutes, so an event-time filter cannot pass by reading the creation time.
+    Every content holds the words "shared words" (for keyword search) and is unique.
+    """
+    return [
+        make_memory(
+            f"shared words memory {i}",
+            tenant_id=tenant_id,
+            memory_id=f"m{i:02d}",
+            type=list(MemoryType)[i % 4],
+            agent_id=f"agent{i % 3}",
+            visibility=Visibility.PRIVATE if i % 2 else Visibility.SHARED,
+            session_id=f"s{i % 5}",
+            tags=[t for t in ("x", "y", "z") if i % (2 + "xyz".index(t)) == 0],
+            status=MemoryStatus.SUPERSEDED if i % 7 == 0 else MemoryStatus.ACTIVE,
+            at=T0 + minutes(i),
+            event_time=T0 + minutes(100 - i),
+            scope_key=f"scope{i % 2}",
+        )
+        for i in range(n)
+    ]
+
+
 def created(memory: Memory) -> StoreWrite:
     """An insert of `memory` with its `created` event."""
     event = HistoryEvent(
-        id=new_id(memory.created_at), tenant_id=memory.tenant_id, memory_id=memory.id,
-        action=HistoryAction.CREATED, at=memory.created_at, after={"content": memory.content},
-    )  # fmt: skip
+        id=new_id(memory.created_at),
+        tenant_id=memory.tenant_id,
+        memory_id=memory.id,
+        action=HistoryAction.CREATED,
+        at=memory.created_at,
+        after={"content": memory.content},
+    )
     return StoreWrite(memory, event, None)
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Message, Scope
+
+from rearview.api.errors import error_body
 
 __all__ = ["AsgiBridge", "HttpRequest", "HttpResponse", "LifespanError", "UnsupportedEventError"]
 
@@ -161,8 +162,8 @@ class HttpResponse:
     @classmethod
     def error(cls, status: int, code: str, message: str) -> HttpResponse:
         """A JSON error response produced by the bridge itself (not by the app)."""
-        body = json.dumps({"error": code, "message": message}).encode()
-        return cls(status, [("content-type", "application/json")], bytearray(body), True, True)
+        body = bytearray(error_body(code, message))
+        return cls(status, [("content-type", "application/json")], body, started=True, complete=True)
 
 
 class AsgiBridge:

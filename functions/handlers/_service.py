@@ -1,18 +1,23 @@
 """The MemoryService a Lambda process uses: built once from `REARVIEW_*` settings, never per invoke.
 
+`lambda_service()` is that one instance (cached; the jobs and stream handlers call it), and
+`build_lambda_service()` builds one from given settings (the MCP runtime, which reads the
+settings itself and caches the whole runtime). Tests reset the cache with `lambda_service.cache_clear()`.
+
 AWS resources (table, bucket, collection) come from template.yaml, so the store's schema is never
 created here; the search index is the exception the MCP handler may create (`ensure_index`).
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rearview.service.memory_service import MemoryService
     from rearview.settings import Settings
 
-__all__ = ["build_lambda_service"]
+__all__ = ["build_lambda_service", "lambda_service"]
 
 
 def build_lambda_service(settings: Settings | None = None) -> MemoryService:
@@ -21,3 +26,9 @@ def build_lambda_service(settings: Settings | None = None) -> MemoryService:
     from rearview.settings import Settings
 
     return build_service(settings or Settings.load(), ensure_schema=False)
+
+
+@cache
+def lambda_service() -> MemoryService:
+    """The process's MemoryService, built from the environment on first use and reused after."""
+    return build_lambda_service()

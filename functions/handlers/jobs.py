@@ -15,14 +15,13 @@ Contract:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from handlers._service import lambda_service
 from rearview.service.job_names import JobName
 
 if TYPE_CHECKING:
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["InvalidJobEventError", "JobEvent", "handler", "run"]
 
-logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "rearview")
+logger = Logger()  # service name: POWERTOOLS_SERVICE_NAME (template.yaml sets it)
 
 
 class InvalidJobEventError(ValueError):
@@ -68,17 +67,10 @@ def run(
     }
 
 
-@cache
-def _service() -> MemoryService:
-    from handlers._service import build_lambda_service
-
-    return build_lambda_service()
-
-
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point (`handlers.jobs.handler`)."""
     logger.append_keys(job=event.get("job"), tenant=event.get("tenant"))
-    result = run(event, _service, context.get_remaining_time_in_millis())
+    result = run(event, lambda_service, context.get_remaining_time_in_millis())
     logger.info("job finished", extra={"status": result["status"]})
     return result

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["McpHandlerSettings", "McpRuntime", "handler", "runtime"]
 
-logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "rearview")
+logger = Logger()  # service name: POWERTOOLS_SERVICE_NAME (template.yaml sets it)
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Rearview")
 
 SERVED_HOST = "0.0.0.0"  # noqa: S104 - never loopback in Lambda: auth, not DNS-rebinding checks, guards it
@@ -86,9 +86,12 @@ class McpRuntime:
             service.index.ensure_schema()
         resolver = build_resolver(auth, settings.region)
         app = create_app(
-            service, resolver, host=SERVED_HOST, public_url=settings.public_url,
+            service,
+            resolver,
+            host=SERVED_HOST,
+            public_url=settings.public_url,
             authorization_server=settings.jwt_issuer or None,
-        )  # fmt: skip
+        )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:

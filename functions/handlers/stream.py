@@ -16,9 +16,7 @@ after the mapping's retries the batch goes to the stream dead-letter queue.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -28,6 +26,8 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
     DynamoDBStreamEvent,
 )
 
+from handlers._service import lambda_service
+
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["expired_memory", "handler", "is_ttl_removal", "process"]
 
-logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or "rearview")
+logger = Logger()  # service name: POWERTOOLS_SERVICE_NAME (template.yaml sets it)
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 
@@ -83,14 +83,7 @@ def process(event: Mapping[str, Any], service: Callable[[], MemoryService]) -> d
     return {"batchItemFailures": []}
 
 
-@cache
-def _service() -> MemoryService:
-    from handlers._service import build_lambda_service
-
-    return build_lambda_service()
-
-
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point (`handlers.stream.handler`)."""
-    return process(event, _service)
+    return process(event, lambda_service)

@@ -7,7 +7,7 @@ import re
 from datetime import timedelta
 
 from rearview.clock import Clock, SystemClock
-from rearview.errors import InvalidInputError
+from rearview.errors import ConfigurationError
 from rearview.ports import Archive, CheckpointStore, Embedder, MemoryIndex, MemoryStore
 from rearview.service.consolidation import Consolidator
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
@@ -57,7 +57,7 @@ def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
         return InMemoryMemoryIndex(dimension)
     if settings.index == "opensearch":
         if not settings.opensearch_endpoint:
-            raise InvalidInputError(
+            raise ConfigurationError(
                 "REARVIEW_OPENSEARCH_ENDPOINT", "is required when REARVIEW_INDEX=opensearch"
             )
         from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
@@ -88,7 +88,7 @@ def build_archive(settings: Settings, clock: Clock) -> Archive:
         return InMemoryArchive()
     if settings.archive == "s3":
         if not settings.archive_bucket:
-            raise InvalidInputError("REARVIEW_ARCHIVE_BUCKET", "is required when REARVIEW_ARCHIVE=s3")
+            raise ConfigurationError("REARVIEW_ARCHIVE_BUCKET", "is required when REARVIEW_ARCHIVE=s3")
         from rearview.backends.s3_archive import S3Archive
 
         return S3Archive(
@@ -107,7 +107,7 @@ def build_consolidator(settings: Settings) -> Consolidator:
     if settings.llm == "none":
         return Consolidator()
     if not settings.llm_model_id:
-        raise InvalidInputError("REARVIEW_LLM_MODEL_ID", "is required when REARVIEW_LLM=bedrock")
+        raise ConfigurationError("REARVIEW_LLM_MODEL_ID", "is required when REARVIEW_LLM=bedrock")
     from rearview.backends.bedrock_llm import BedrockConverseModel
 
     return Consolidator(BedrockConverseModel(settings.llm_model_id))

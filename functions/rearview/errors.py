@@ -2,6 +2,7 @@
 
     RearviewError
     ├── InvalidInputError      bad argument; names the field (and the allowed values)
+    ├── ConfigurationError     bad deploy-time setting (environment, config file, key map); names it
     ├── NotFoundError          no such memory for this tenant (absent, expired or purged)
     ├── ConflictError          optimistic-concurrency check failed (stale `expected_version`)
     ├── AuthenticationError    missing or unknown credentials
@@ -34,6 +35,19 @@ class InvalidInputError(RearviewError):
         self.allowed = [str(a) for a in allowed] if allowed is not None else None
         suffix = f" (allowed: {', '.join(self.allowed)})" if self.allowed else ""
         super().__init__(f"invalid `{field}`: {problem}{suffix}")
+
+
+class ConfigurationError(RearviewError):
+    """A deploy-time setting is missing or malformed; `setting` names it (an env var, a file, a key).
+
+    Raised while the process starts (building adapters, reading the key map or the config file),
+    never because of what a caller sent: it is the operator's to fix, not the client's.
+    """
+
+    def __init__(self, setting: str, problem: str) -> None:
+        self.setting = setting
+        self.problem = problem
+        super().__init__(f"invalid `{setting}`: {problem}")
 
 
 class NotFoundError(RearviewError):

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rearview.errors import InvalidInputError
+from rearview.errors import ConfigurationError
 
 StoreKind = Literal["sqlite", "dynamodb", "memory"]
 IndexKind = Literal["sqlite", "opensearch", "memory"]
@@ -124,7 +124,7 @@ class Settings(BaseSettings):
         path = self.config_file or self.data_dir / "config.toml"
         if not path.exists():
             if self.config_file is not None:
-                raise InvalidInputError("config_file", f"{path} does not exist")
+                raise ConfigurationError("config_file", f"{path} does not exist")
             return {}
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -134,11 +134,11 @@ class Settings(BaseSettings):
         section = self._config_data().get("lifecycle", {})
         tenants = section.get("tenants", {}) if isinstance(section, dict) else None
         if not isinstance(tenants, dict):
-            raise InvalidInputError("lifecycle.tenants", "must be a table of tenant tables")
+            raise ConfigurationError("lifecycle.tenants", "must be a table of tenant tables")
         try:
             return {str(t): TenantLifecycle.model_validate(v) for t, v in tenants.items()}
         except ValidationError as exc:
-            raise InvalidInputError("lifecycle.tenants", str(exc).replace("\n", " ")) from exc
+            raise ConfigurationError("lifecycle.tenants", str(exc).replace("\n", " ")) from exc
 
     def api_keys(self) -> dict[str, str]:
         """Hashed key -> tenant, from `config_file` (default `<data_dir>/config.toml` if present)."""
@@ -146,5 +146,5 @@ class Settings(BaseSettings):
         data = self._config_data()
         keys = data.get("api_keys", {})
         if not isinstance(keys, dict) or not all(isinstance(v, str) and v for v in keys.values()):
-            raise InvalidInputError("api_keys", f"{path}: [api_keys] must map keys to non-empty tenant ids")
+            raise ConfigurationError("api_keys", f"{path}: [api_keys] must map keys to non-empty tenant ids")
         return {k if k.startswith("sha256:") else hash_key(k): v for k, v in keys.items()}

@@ -71,9 +71,16 @@ def _opensearch_index(
 
     url = request.getfixturevalue("opensearch_url")
     config = OpenSearchConfig(
-        endpoint=url, dimension=DIMENSION, mode="local", engine="lucene", shards=1, replicas=0,
-        refresh="true", alias=f"rv-c-{uuid4().hex[:10]}", assigned_ids=assigned_ids or None,
-    )  # fmt: skip
+        endpoint=url,
+        dimension=DIMENSION,
+        mode="local",
+        engine="lucene",
+        shards=1,
+        replicas=0,
+        refresh="true",
+        alias=f"rv-c-{uuid4().hex[:10]}",
+        assigned_ids=assigned_ids or None,
+    )
     index = OpenSearchMemoryIndex(config)
     request.addfinalizer(lambda: index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404]))
     return index

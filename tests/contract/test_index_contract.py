@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from rearview.errors import InvalidInputError
-from rearview.models import MemoryFilter, MemoryStatus, MemoryType, Visibility
+from rearview.models import MemoryFilter, MemoryStatus, MemoryType
 from rearview.ports import IndexDocument, IndexQuery, MemoryIndex
 from tests.contract.conftest import DIMENSION
-from tests.factories import T0, make_memory, minutes, unit_vector
+from tests.factories import T0, make_memory, minutes, unit_vector, varied_memories
 
 
 def _q(tenant: str = "t1", **kw: object) -> IndexQuery:
@@ -68,27 +68,13 @@ def test_small_scope_in_a_large_index_still_gets_limit_results(index: MemoryInde
 
 
 def test_filters_match_the_reference_semantics_in_both_channels(index: MemoryIndex) -> None:
-    rows = [
-        make_memory(
-            f"shared words memory {i}",
-            memory_id=f"m{i:02d}",
-            type=list(MemoryType)[i % 4],
-            agent_id=f"agent{i % 3}",
-            visibility=Visibility.PRIVATE if i % 2 else Visibility.SHARED,
-            session_id=f"s{i % 5}",
-            tags=[t for t in ("x", "y") if i % (2 + "xy".index(t)) == 0],
-            status=MemoryStatus.SUPERSEDED if i % 7 == 0 else MemoryStatus.ACTIVE,
-            event_time=T0 + minutes(i),
-            scope_key=f"scope{i % 2}",
-        )
-        for i in range(40)
-    ]
+    rows = varied_memories()
     index.upsert([IndexDocument(m, unit_vector(i)) for i, m in enumerate(rows)])
     filters = [
         MemoryFilter(agent_id="agent1"),
         MemoryFilter(session_id="s2", types=(MemoryType.EPISODIC, MemoryType.SEMANTIC)),
         MemoryFilter(tags=("x", "y")),
-        MemoryFilter(time_from=T0 + minutes(10), time_to=T0 + minutes(20)),
+        MemoryFilter(time_from=T0 + minutes(70), time_to=T0 + minutes(80)),
         MemoryFilter(statuses=(MemoryStatus.SUPERSEDED,)),
         MemoryFilter(scope_key="scope1"),
     ]

@@ -6,9 +6,9 @@ import pytest
 
 from rearview.clock import ManualClock
 from rearview.errors import ConflictError
-from rearview.models import HistoryAction, HistoryEvent, MemoryFilter, MemoryStatus, MemoryType, Visibility
+from rearview.models import HistoryAction, HistoryEvent, MemoryFilter, MemoryStatus, MemoryType
 from rearview.ports import MemoryStore, StoreWrite, Touch
-from tests.factories import T0, created, make_memory, minutes
+from tests.factories import T0, created, make_memory, minutes, varied_memories
 
 
 def test_commit_then_get_round_trips_every_field(store: MemoryStore) -> None:
@@ -94,22 +94,7 @@ def test_list_pages_newest_first_without_gaps_or_repeats(store: MemoryStore) -> 
 
 
 def test_list_applies_every_filter_like_the_reference(store: MemoryStore) -> None:
-    rows = []
-    for i in range(40):
-        rows.append(
-            make_memory(
-                f"memory {i}",
-                type=list(MemoryType)[i % 4],
-                agent_id=f"agent{i % 3}",
-                visibility=Visibility.PRIVATE if i % 2 else Visibility.SHARED,
-                session_id=f"s{i % 5}",
-                tags=[t for t in ("x", "y", "z") if i % (2 + "xyz".index(t)) == 0],
-                status=MemoryStatus.SUPERSEDED if i % 7 == 0 else MemoryStatus.ACTIVE,
-                at=T0 + minutes(i),
-                event_time=T0 + minutes(100 - i),
-                scope_key=f"scope{i % 2}",
-            )
-        )
+    rows = varied_memories()
     # A commit is one transaction: keep it within DynamoDB's 100 actions.
     for start in range(0, len(rows), 20):
         store.commit([created(m) for m in rows[start : start + 20]])
@@ -132,9 +117,14 @@ def test_history_is_appended_in_order(store: MemoryStore) -> None:
     store.commit([created(m)])
     m2 = m.model_copy(update={"content": "User prefers coffee", "version": 2, "updated_at": T0 + minutes(1)})
     event = HistoryEvent(
-        id="01ZZZZZZZZZZZZZZZZZZZZZZZZ", tenant_id="t1", memory_id=m.id, action=HistoryAction.UPDATED,
-        at=T0 + minutes(1), before={"content": m.content}, after={"content": m2.content},
-    )  # fmt: skip
+        id="01ZZZZZZZZZZZZZZZZZZZZZZZZ",
+        tenant_id="t1",
+        memory_id=m.id,
+        action=HistoryAction.UPDATED,
+        at=T0 + minutes(1),
+        before={"content": m.content},
+        after={"content": m2.content},
+    )
     store.commit([StoreWrite(m2, event, 1)])
     history = store.history("t1", m.id)
     assert [e.action for e in history] == [HistoryAction.CREATED, HistoryAction.UPDATED]

@@ -18,9 +18,16 @@ from tests.e2e.server import running_server
 
 MODES = ["legacy", "2026-07-28"]
 TOOLS = {
-    "memory_write", "memory_search", "memory_get", "memory_update",
-    "memory_forget", "memory_history", "memory_stats", "memory_summarize", "memory_restore",
-}  # fmt: skip
+    "memory_write",
+    "memory_search",
+    "memory_get",
+    "memory_update",
+    "memory_forget",
+    "memory_history",
+    "memory_stats",
+    "memory_summarize",
+    "memory_restore",
+}
 
 
 @pytest.fixture

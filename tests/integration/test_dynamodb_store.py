@@ -36,8 +36,8 @@ from rearview.models import (
     Visibility,
 )
 from rearview.ports import StoreWrite, Touch
+from rearview.testing import RecordingSleep
 from rearview.text import content_hash
-from tests.doubles import Sleeps
 from tests.factories import T0, created, make_memory, minutes
 
 pytest.register_assert_rewrite("tests.fixtures.aws")  # it is also a plugin (below): rewrite it first
@@ -68,13 +68,13 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
+def sleeps() -> RecordingSleep:
+    return RecordingSleep()
 
 
 @pytest.fixture
 def store(
-    dynamodb_client: Any, dynamodb_table: str, clock: ManualClock, sleeps: Sleeps
+    dynamodb_client: Any, dynamodb_table: str, clock: ManualClock, sleeps: RecordingSleep
 ) -> DynamoDBMemoryStore:
     return DynamoDBMemoryStore(
         dynamodb_table, dynamodb_client, clock=clock, retry=RetryPolicy(max_attempts=4, sleep=sleeps)
@@ -99,9 +99,12 @@ def memory_items(client: Any, table: str) -> list[dict[str, Any]]:
 
 def event(memory: Memory, action: HistoryAction, minute: int) -> HistoryEvent:
     return HistoryEvent(
-        id=f"01EVENT{minute:019d}", tenant_id=memory.tenant_id, memory_id=memory.id, action=action,
+        id=f"01EVENT{minute:019d}",
+        tenant_id=memory.tenant_id,
+        memory_id=memory.id,
+        action=action,
         at=T0 + minutes(minute),
-    )  # fmt: skip
+    )
 
 
 def revised(memory: Memory, minute: int, **changes: Any) -> Memory:
@@ -120,8 +123,11 @@ def test_moto_table_is_built_from_template_with_ttl_stream_and_pitr(
     table = dynamodb_client.describe_table(TableName=dynamodb_table)["Table"]
     assert dynamodb_table == "rearview-test-memories"  # from !Sub "${AWS::StackName}-memories"
     assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {
-        "gsi1_tenant_updated", "gsi2_session_updated", "gsi3_type_status_updated", "gsi4_status_created",
-    }  # fmt: skip
+        "gsi1_tenant_updated",
+        "gsi2_session_updated",
+        "gsi3_type_status_updated",
+        "gsi4_status_created",
+    }
     assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     ttl = dynamodb_client.describe_time_to_live(TableName=dynamodb_table)["TimeToLiveDescription"]
     assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", "expires_at")
@@ -149,10 +155,11 @@ def test_ensure_schema_creates_the_table_once_and_checks_indexes(dynamodb_client
     ttl = dynamodb_client.describe_time_to_live(TableName="fresh")["TimeToLiveDescription"]
     assert ttl["AttributeName"] == "expires_at"
     dynamodb_client.create_table(
-        TableName="bare", BillingMode="PAY_PER_REQUEST",
+        TableName="bare",
+        BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-    )  # fmt: skip
+    )
     with pytest.raises(StoreError, match="lacks indexes"):
         DynamoDBMemoryStore("bare", dynamodb_client).ensure_schema()
 
@@ -186,10 +193,15 @@ def test_item_round_trip_keeps_every_field_exactly():
     m = m.model_copy(
         update={
             "metadata": {"k": "v", "n": 2, "f": 1.0, "tiny": 1e-7, "b": False},
-            "entities": ["Bob"], "derived_from": ["x"], "superseded_by": "y", "idempotency_key": "k#1",
-            "archive_ref": "archive/tenant=t1/x.jsonl.gz", "confidence": 0.123456789, "strength": 1.7,
+            "entities": ["Bob"],
+            "derived_from": ["x"],
+            "superseded_by": "y",
+            "idempotency_key": "k#1",
+            "archive_ref": "archive/tenant=t1/x.jsonl.gz",
+            "confidence": 0.123456789,
+            "strength": 1.7,
         }
-    )  # fmt: skip
+    )
     item = memory_to_item(m)
     back = memory_from_item(item)
     assert back == m and is_memory_item(item)
@@ -496,14 +508,17 @@ def test_throttled_transaction_retries_then_lands(store: DynamoDBMemoryStore, dy
 
 
 def test_throttling_past_the_bound_is_a_store_error_and_nothing_is_written(
-    store: DynamoDBMemoryStore, dynamodb_client: Any, sleeps: Sleeps
+    store: DynamoDBMemoryStore, dynamodb_client: Any, sleeps: RecordingSleep
 ):
     m = make_memory()
     store.commit([created(m)])
     faults = FaultInjector(
-        dynamodb_client, "TransactWriteItems", "TransactionCanceledException", times=10,
+        dynamodb_client,
+        "TransactWriteItems",
+        "TransactionCanceledException",
+        times=10,
         extra={"CancellationReasons": [{"Code": "ThrottlingError"}, {"Code": "None"}, {"Code": "None"}]},
-    )  # fmt: skip
+    )
     with pytest.raises(StoreError, match="TransactionCanceledException"):
         store.commit([StoreWrite(revised(m, 1, content="new"), event(m, HistoryAction.UPDATED, 1), 1)])
     assert faults.injected == 4 and len(sleeps.delays) == 3  # max_attempts=4, no sleep after the last
@@ -515,7 +530,9 @@ def test_throttling_past_the_bound_is_a_store_error_and_nothing_is_written(
 
 
 @pytest.fixture
-def stubbed(aws_credentials: None, clock: ManualClock, sleeps: Sleeps) -> tuple[DynamoDBMemoryStore, Stubber]:
+def stubbed(
+    aws_credentials: None, clock: ManualClock, sleeps: RecordingSleep
+) -> tuple[DynamoDBMemoryStore, Stubber]:
     client = boto3.client("dynamodb", region_name=REGION)
     stubber = Stubber(client)
     store = DynamoDBMemoryStore("tbl", client, clock=clock, retry=RetryPolicy(max_attempts=3, sleep=sleeps))
@@ -525,9 +542,10 @@ def stubbed(aws_credentials: None, clock: ManualClock, sleeps: Sleeps) -> tuple[
 def test_stubber_transaction_conflict_is_retried_with_the_same_token(stubbed):
     store, stubber = stubbed
     stubber.add_client_error(
-        "transact_write_items", service_error_code="TransactionCanceledException",
+        "transact_write_items",
+        service_error_code="TransactionCanceledException",
         modeled_fields={"CancellationReasons": [{"Code": "TransactionConflict"}]},
-    )  # fmt: skip
+    )
     stubber.add_client_error(
         "transact_write_items", service_error_code="ThrottlingException", http_status_code=400
     )
@@ -540,7 +558,7 @@ def test_stubber_transaction_conflict_is_retried_with_the_same_token(stubbed):
     assert recorder.operations == ["TransactWriteItems"] * 3 and len(tokens) == 1
 
 
-def test_stubber_throttling_gives_store_error_after_the_bound(stubbed, sleeps: Sleeps):
+def test_stubber_throttling_gives_store_error_after_the_bound(stubbed, sleeps: RecordingSleep):
     store, stubber = stubbed
     for _ in range(3):
         stubber.add_client_error(
@@ -554,18 +572,23 @@ def test_stubber_throttling_gives_store_error_after_the_bound(stubbed, sleeps: S
 def test_stubber_condition_failure_is_a_conflict_not_retried(stubbed):
     store, stubber = stubbed
     stubber.add_client_error(
-        "transact_write_items", service_error_code="TransactionCanceledException",
-        modeled_fields={"CancellationReasons": [
-            {"Code": "ConditionalCheckFailed", "Item": {"version": {"N": "5"}}}, {"Code": "None"}, {"Code": "None"},
-        ]},
-    )  # fmt: skip
+        "transact_write_items",
+        service_error_code="TransactionCanceledException",
+        modeled_fields={
+            "CancellationReasons": [
+                {"Code": "ConditionalCheckFailed", "Item": {"version": {"N": "5"}}},
+                {"Code": "None"},
+                {"Code": "None"},
+            ]
+        },
+    )
     m = make_memory()
     with stubber, pytest.raises(ConflictError) as info:
         store.commit([created(m)])
     assert (info.value.memory_id, info.value.actual) == (m.id, 5)
 
 
-def test_stubber_unprocessed_batch_keys_are_retried(stubbed, sleeps: Sleeps):
+def test_stubber_unprocessed_batch_keys_are_retried(stubbed, sleeps: RecordingSleep):
     store, stubber = stubbed
     a, b = make_memory("a"), make_memory("b")
     item_a, item_b = memory_to_item(a), memory_to_item(b)

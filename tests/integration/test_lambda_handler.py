@@ -13,19 +13,20 @@ import io
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from handlers import jobs, mcp, stream
+from handlers._service import lambda_service
 from handlers.mcp import McpRuntime
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex
 from rearview.errors import ArchiveError
-from rearview.models import HistoryEvent, Memory
 from rearview.ports import IndexDocument
 from rearview.service.memory_service import MemoryService
+from rearview.testing import Fault, FlakyArchive
 from tests.events import (
     EVENTS_DIR,
     TENANT_B_KEY,
@@ -331,13 +332,6 @@ def test_handler_entry_point_is_warm_after_the_first_call(
 # ----------------------------------------------------------------------------- stream and jobs
 
 
-class FailingArchive(InMemoryArchive):
-    """An archive that is down: the stream consumer must report the record, not lose it."""
-
-    def put(self, tenant_id: str, items: Sequence[tuple[Memory, Sequence[HistoryEvent]]]) -> str:
-        raise ArchiveError("S3 unavailable")
-
-
 def _service(index: InMemoryMemoryIndex, archive: InMemoryArchive) -> MemoryService:
     from rearview.backends.memory import InMemoryMemoryStore
     from rearview.embedders.hashing import HashingEmbedder
@@ -366,7 +360,8 @@ def test_stream_archives_ttl_expired_memories_and_drops_them_from_the_index() ->
 
 def test_stream_reports_the_first_failing_record() -> None:
     event = load_event("stream/ttl-remove")
-    service = _service(InMemoryMemoryIndex(256), FailingArchive())
+    down = FlakyArchive(Fault(down=True, error=ArchiveError))  # S3 is down: the record is reported, not lost
+    service = _service(InMemoryMemoryIndex(256), down)
     first = event["Records"][0]["dynamodb"]["SequenceNumber"]
     assert stream.process(event, lambda: service) == {"batchItemFailures": [{"itemIdentifier": first}]}
 
@@ -379,22 +374,22 @@ def test_stream_skips_application_deletes_and_non_memory_items() -> None:
 
 
 def test_stream_handler_entry_point(lambda_env: None) -> None:
-    stream._service.cache_clear()
+    lambda_service.cache_clear()
     try:
         result = stream.handler(load_event("stream/ttl-remove"), FakeLambdaContext(function_name="stream"))
     finally:
-        stream._service.cache_clear()
+        lambda_service.cache_clear()
     assert result == {"batchItemFailures": []}
 
 
 @pytest.mark.parametrize("name", ["jobs/decay", "jobs/archive", "jobs/reconcile"])
 def test_jobs_handler_runs_the_scheduler_payloads(lambda_env: None, name: str) -> None:
     event = load_event(name)
-    jobs._service.cache_clear()
+    lambda_service.cache_clear()
     try:
         result = jobs.handler(event, FakeLambdaContext(function_name="jobs", remaining_ms=900_000))
     finally:
-        jobs._service.cache_clear()
+        lambda_service.cache_clear()
     assert result["job"] == event["job"]
     assert result["tenant"] == event.get("tenant")
     assert result["status"] == "complete"

@@ -44,9 +44,12 @@ def service(
     dynamodb_client: Any, dynamodb_table: str, s3_client: Any, s3_bucket: str, clock: ManualClock
 ) -> MemoryService:
     return MemoryService(
-        DynamoDBMemoryStore(dynamodb_table, dynamodb_client, clock=clock), InMemoryMemoryIndex(256),
-        HashingEmbedder(256), clock, archive=S3Archive(s3_bucket, client=s3_client, clock=clock),
-    )  # fmt: skip
+        DynamoDBMemoryStore(dynamodb_table, dynamodb_client, clock=clock),
+        InMemoryMemoryIndex(256),
+        HashingEmbedder(256),
+        clock,
+        archive=S3Archive(s3_bucket, client=s3_client, clock=clock),
+    )
 
 
 def ttl_removal(item: dict[str, Any], key: dict[str, Any]) -> dict[str, Any]:
@@ -58,16 +61,23 @@ def ttl_removal(item: dict[str, Any], key: dict[str, Any]) -> dict[str, Any]:
     return {
         "Records": [
             {
-                "eventID": "1", "eventName": "REMOVE", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
+                "eventID": "1",
+                "eventName": "REMOVE",
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
                 "awsRegion": REGION,
                 "dynamodb": {
-                    "ApproximateCreationDateTime": 1767312000, "Keys": key, "OldImage": item,
-                    "SequenceNumber": "100000000000000000001", "SizeBytes": 512, "StreamViewType": "NEW_AND_OLD_IMAGES",
+                    "ApproximateCreationDateTime": 1767312000,
+                    "Keys": key,
+                    "OldImage": item,
+                    "SequenceNumber": "100000000000000000001",
+                    "SizeBytes": 512,
+                    "StreamViewType": "NEW_AND_OLD_IMAGES",
                 },
                 "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
             }
         ]
-    }  # fmt: skip
+    }
 
 
 def test_a_ttl_remove_record_archives_to_s3_once_and_restores(

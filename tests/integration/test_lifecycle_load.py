@@ -1,8 +1,9 @@
 """Load: N memories through decay + archive; the hot store plus the archive always hold exactly N.
 
-The scenario and the audit live in `benchmarks/lifecycle_load.py` (which also prints the time per
-1,000 memories): after every round, active memories + archived memories == written, every stub
-points at an archive object holding its memory, and no memory is in the archive twice.
+The scenario and the audit live in `tests/lifecycle_load_scenario.py` (which
+`benchmarks/lifecycle_load.py` times): after every round, active memories + archived memories ==
+written, every stub points at an archive object holding its memory, and no memory is in the
+archive twice.
 
 - `sqlite`: the embedded backend (SQLite store + index, directory archive), 10,000 memories.
 - `dynamodb`: the DynamoDB store and the S3 archive on moto (table and bucket from
@@ -17,7 +18,8 @@ import os
 from pathlib import Path
 
 import pytest
-from benchmarks.lifecycle_load import ROUNDS, run
+
+from tests.lifecycle_load_scenario import ROUNDS, run
 
 pytestmark = pytest.mark.slow
 

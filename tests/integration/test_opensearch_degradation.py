@@ -21,9 +21,15 @@ def test_engine_stopped_mid_test_degrades_search_and_keeps_writes(
     disposable_opensearch_node: OpenSearchNode,
 ) -> None:
     config = OpenSearchConfig(
-        endpoint=disposable_opensearch_node.url, dimension=64, mode="local", engine="lucene", replicas=0,
-        refresh="true", alias="rv-degrade", timeout_s=1.0,
-    )  # fmt: skip
+        endpoint=disposable_opensearch_node.url,
+        dimension=64,
+        mode="local",
+        engine="lucene",
+        replicas=0,
+        refresh="true",
+        alias="rv-degrade",
+        timeout_s=1.0,
+    )
     index = OpenSearchMemoryIndex(config)
     index.ensure_schema()
     clock = ManualClock(T0)

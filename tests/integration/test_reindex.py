@@ -52,9 +52,14 @@ def test_reindex_into_a_new_version_switches_the_alias_with_same_results(opensea
 
     clock = ManualClock(T0)
     config = OpenSearchConfig(
-        endpoint=opensearch_url, dimension=64, mode="local", engine="lucene", replicas=0, refresh="true",
+        endpoint=opensearch_url,
+        dimension=64,
+        mode="local",
+        engine="lucene",
+        replicas=0,
+        refresh="true",
         alias=f"rv-reindex-{uuid4().hex[:8]}",
-    )  # fmt: skip
+    )
     index = OpenSearchMemoryIndex(config)
     index.ensure_schema()
     service = MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(64), clock)

@@ -56,12 +56,17 @@ def rich_memory(content: str, **kwargs: Any) -> Memory:
 def history_of(memory: Memory, *actions: HistoryAction) -> list[HistoryEvent]:
     return [
         HistoryEvent(
-            id=new_id(T0 + minutes(i)), tenant_id=memory.tenant_id, memory_id=memory.id, action=action,
-            at=T0 + minutes(i), before={"content": "old"} if i else None, after={"content": memory.content},
+            id=new_id(T0 + minutes(i)),
+            tenant_id=memory.tenant_id,
+            memory_id=memory.id,
+            action=action,
+            at=T0 + minutes(i),
+            before={"content": "old"} if i else None,
+            after={"content": memory.content},
             note="why: 理由",
         )
         for i, action in enumerate(actions)
-    ]  # fmt: skip
+    ]
 
 
 def test_bucket_is_configured_from_the_template(s3_client: Any, s3_bucket: str):

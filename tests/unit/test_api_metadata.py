@@ -11,9 +11,12 @@ from rearview.service.memory_service import MemoryService
 
 async def test_jwt_deployments_advertise_their_authorization_server(service: MemoryService) -> None:
     app = create_app(
-        service, ApiKeyResolver({}, None), host="0.0.0.0", public_url="https://mem.example.com",
+        service,
+        ApiKeyResolver({}, None),
+        host="0.0.0.0",
+        public_url="https://mem.example.com",
         authorization_server="https://auth.example.com/",
-    )  # fmt: skip
+    )
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://testserver") as http:
         denied = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert denied.status_code == 401

@@ -23,7 +23,7 @@ from botocore.stub import Stubber
 from rearview.embedders.bedrock import BedrockTitanEmbedder
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.retry import RetryPolicy
-from tests.doubles import Sleeps
+from rearview.testing import RecordingSleep
 
 REGION = "us-east-1"
 MODEL = "amazon.titan-embed-text-v2:0"
@@ -54,11 +54,11 @@ def client() -> Any:
 
 
 @pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
+def sleeps() -> RecordingSleep:
+    return RecordingSleep()
 
 
-def make(client: Any, sleeps: Sleeps, **kwargs: Any) -> BedrockTitanEmbedder:
+def make(client: Any, sleeps: RecordingSleep, **kwargs: Any) -> BedrockTitanEmbedder:
     kwargs.setdefault("dimension", 256)
     return BedrockTitanEmbedder(client=client, retry=RetryPolicy(max_attempts=4, sleep=sleeps), **kwargs)
 
@@ -122,7 +122,7 @@ def test_constructor_does_no_io_and_the_lazy_client_leaves_retries_to_us(monkeyp
 # --------------------------------------------------------------------------- Stubber
 
 
-def test_query_sends_titan_v2_body_and_returns_unit_float32(client: Any, sleeps: Sleeps):
+def test_query_sends_titan_v2_body_and_returns_unit_float32(client: Any, sleeps: RecordingSleep):
     stubber = Stubber(client)
     stubber.add_response(
         "invoke_model", titan_response(titan_vector("tea?", 1024)), expected_request("tea?", 1024)
@@ -134,7 +134,7 @@ def test_query_sends_titan_v2_body_and_returns_unit_float32(client: Any, sleeps:
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
 
 
-def test_vectors_are_renormalized(client: Any, sleeps: Sleeps):
+def test_vectors_are_renormalized(client: Any, sleeps: RecordingSleep):
     stubber = Stubber(client)
     stubber.add_response("invoke_model", titan_response([2.0] * 256))
     with stubber:
@@ -142,7 +142,7 @@ def test_vectors_are_renormalized(client: Any, sleeps: Sleeps):
     assert np.allclose(vector, 1 / 16) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
 
 
-def test_throttling_and_model_not_ready_are_retried(client: Any, sleeps: Sleeps):
+def test_throttling_and_model_not_ready_are_retried(client: Any, sleeps: RecordingSleep):
     stubber = Stubber(client)
     stubber.add_client_error("invoke_model", "ThrottlingException", http_status_code=429)
     stubber.add_client_error("invoke_model", "ModelNotReadyException", http_status_code=429)
@@ -155,7 +155,7 @@ def test_throttling_and_model_not_ready_are_retried(client: Any, sleeps: Sleeps)
     assert all(0 <= d <= cap for d, cap in zip(sleeps.delays, (0.05, 0.1, 0.2), strict=True))  # full jitter
 
 
-def test_throttling_past_the_bound_is_an_embedder_error(client: Any, sleeps: Sleeps):
+def test_throttling_past_the_bound_is_an_embedder_error(client: Any, sleeps: RecordingSleep):
     stubber = Stubber(client)
     for _ in range(4):
         stubber.add_client_error("invoke_model", "ThrottlingException", http_status_code=429)
@@ -164,7 +164,7 @@ def test_throttling_past_the_bound_is_an_embedder_error(client: Any, sleeps: Sle
     assert len(sleeps.delays) == 3
 
 
-def test_non_retryable_errors_fail_at_once(client: Any, sleeps: Sleeps):
+def test_non_retryable_errors_fail_at_once(client: Any, sleeps: RecordingSleep):
     stubber = Stubber(client)
     stubber.add_client_error("invoke_model", "AccessDeniedException", "no model access", http_status_code=403)
     with stubber, pytest.raises(EmbedderError, match=r"AccessDeniedException.*no model access"):
@@ -172,14 +172,14 @@ def test_non_retryable_errors_fail_at_once(client: Any, sleeps: Sleeps):
     assert sleeps.delays == []
 
 
-def test_a_vector_of_the_wrong_dimension_is_an_error(client: Any, sleeps: Sleeps):
+def test_a_vector_of_the_wrong_dimension_is_an_error(client: Any, sleeps: RecordingSleep):
     stubber = Stubber(client)
     stubber.add_response("invoke_model", titan_response(titan_vector("q", 1024)))
     with stubber, pytest.raises(EmbedderError, match=r"1024-d vector.*256 dimensions"):
         make(client, sleeps).embed_query("q")
 
 
-def test_cache_hit_avoids_a_second_call_and_returns_a_private_copy(client: Any, sleeps: Sleeps):
+def test_cache_hit_avoids_a_second_call_and_returns_a_private_copy(client: Any, sleeps: RecordingSleep):
     stubber = Stubber(client)
     stubber.add_response("invoke_model", titan_response(titan_vector("q", 256)))  # exactly one response
     embedder = make(client, sleeps)
@@ -191,7 +191,7 @@ def test_cache_hit_avoids_a_second_call_and_returns_a_private_copy(client: Any, 
     assert np.allclose(second, titan_vector("q", 256), atol=1e-6)
 
 
-def test_cache_is_lru_bounded(client: Any, sleeps: Sleeps):
+def test_cache_is_lru_bounded(client: Any, sleeps: RecordingSleep):
     titan = FakeTitan(client)
     embedder = make(client, sleeps, cache_size=2)
     for text in ("a", "b", "a", "c", "a", "b"):
@@ -202,7 +202,9 @@ def test_cache_is_lru_bounded(client: Any, sleeps: Sleeps):
 # --------------------------------------------------------------------------- batches
 
 
-def test_documents_embed_concurrently_in_order_and_once_per_distinct_text(client: Any, sleeps: Sleeps):
+def test_documents_embed_concurrently_in_order_and_once_per_distinct_text(
+    client: Any, sleeps: RecordingSleep
+):
     titan = FakeTitan(client, delay=0.05)
     texts = [f"memory {i % 12}" for i in range(20)]
     matrix = make(client, sleeps, max_workers=4).embed_documents(texts)
@@ -213,13 +215,13 @@ def test_documents_embed_concurrently_in_order_and_once_per_distinct_text(client
     assert 2 <= titan.max_in_flight <= 4
 
 
-def test_one_failing_document_fails_the_batch(client: Any, sleeps: Sleeps):
+def test_one_failing_document_fails_the_batch(client: Any, sleeps: RecordingSleep):
     FakeTitan(client, fail_on="bad")
     with pytest.raises(EmbedderError, match="ValidationException"):
         make(client, sleeps).embed_documents(["good", "bad", "fine"])
 
 
-def test_bad_text_is_refused_before_any_call(client: Any, sleeps: Sleeps):
+def test_bad_text_is_refused_before_any_call(client: Any, sleeps: RecordingSleep):
     titan = FakeTitan(client)
     embedder = make(client, sleeps)
     for text in ("", "   ", "x" * 50_001):

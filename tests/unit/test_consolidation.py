@@ -24,7 +24,7 @@ from rearview.models import HistoryAction, MemoryStatus, MemoryType, WriteAction
 from rearview.retry import RetryPolicy
 from rearview.service.consolidation import CONTRADICTION_SYSTEM, SUMMARY_SYSTEM, Consolidator
 from rearview.service.memory_service import MemoryService, ServiceConfig
-from tests.doubles import Sleeps
+from rearview.testing import RecordingSleep, ScriptedModel
 from tests.factories import T0
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "bedrock"
@@ -62,9 +62,13 @@ def converse_params(system: str, max_tokens: int) -> dict[str, Any]:
 def service_with(model: BedrockConverseModel | Any, **config: Any) -> MemoryService:
     clock = ManualClock(T0)
     return MemoryService(
-        InMemoryMemoryStore(clock), InMemoryMemoryIndex(256), HashingEmbedder(256), clock,
-        ServiceConfig(**config), consolidator=Consolidator(model),
-    )  # fmt: skip
+        InMemoryMemoryStore(clock),
+        InMemoryMemoryIndex(256),
+        HashingEmbedder(256),
+        clock,
+        ServiceConfig(**config),
+        consolidator=Consolidator(model),
+    )
 
 
 # ------------------------------------------------------------------------------ the adapter
@@ -80,7 +84,7 @@ def test_converse_answer_is_the_joined_text(client: Any, stub: Any) -> None:
 def test_throttling_is_retried_with_backoff(client: Any, stub: Any) -> None:
     stub.add_client_error("converse", service_error_code="ThrottlingException", http_status_code=429)
     stub.add_response("converse", recorded("converse_summary"), converse_params("sys", 50))
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     model = BedrockConverseModel(MODEL, client, retry=RetryPolicy(max_attempts=3, sleep=sleeps))
     assert model.complete("sys", "prompt", 50)
     assert len(sleeps.delays) == 1
@@ -90,7 +94,7 @@ def test_throttling_is_retried_with_backoff(client: Any, stub: Any) -> None:
 def test_other_errors_fail_at_once(client: Any, stub: Any, code: str) -> None:
     stub.add_client_error("converse", service_error_code=code, service_message="nope", http_status_code=400)
     with pytest.raises(LanguageModelError, match=code):
-        BedrockConverseModel(MODEL, client, retry=RetryPolicy(sleep=Sleeps())).complete("s", "p", 10)
+        BedrockConverseModel(MODEL, client, retry=RetryPolicy(sleep=RecordingSleep())).complete("s", "p", 10)
 
 
 def test_an_answer_without_text_is_an_error(client: Any, stub: Any) -> None:
@@ -165,25 +169,6 @@ def test_no_contradiction_leaves_both(client: Any, stub: Any) -> None:
     new = service.write("t1", WriteRequest(content="User's preferred editor is Vim with plugins"))
     assert new.action is WriteAction.CREATED
     assert service.get("t1", old.id).status is MemoryStatus.ACTIVE
-
-
-class ScriptedModel:
-    """A `LanguageModel` that answers from a list (or raises)."""
-
-    def __init__(self, *answers: str | Exception) -> None:
-        self.answers = list(answers)
-        self.prompts: list[str] = []
-
-    @property
-    def model_id(self) -> str:
-        return "scripted"
-
-    def complete(self, system: str, prompt: str, max_tokens: int) -> str:
-        self.prompts.append(prompt)
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
 
 
 @pytest.mark.parametrize("answer", ["I think so.", '{"contradicts": "yes"}', BackendError("down")])

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto import mock_aws
 from starlette.types import Message, Receive, Scope, Send
 
 from handlers._asgi import AsgiBridge, HttpRequest, HttpResponse, LifespanError, UnsupportedEventError
@@ -26,7 +25,7 @@ from rearview.api.lambda_auth import (
     parse_key_map,
     tenant_from_claims,
 )
-from rearview.errors import InvalidInputError
+from rearview.errors import ConfigurationError
 from rearview.settings import hash_key
 from tests.events import load_event, rpc_body
 
@@ -78,10 +77,15 @@ def test_non_http_v2_events_are_refused(event: dict[str, Any]) -> None:
 def test_response_renders_headers_cookies_and_text() -> None:
     response = HttpResponse(
         200,
-        [("content-type", "application/json"), ("set-cookie", "a=1"), ("vary", "a"), ("vary", "b"),
-         ("set-cookie", "b=2")],
+        [
+            ("content-type", "application/json"),
+            ("set-cookie", "a=1"),
+            ("vary", "a"),
+            ("vary", "b"),
+            ("set-cookie", "b=2"),
+        ],
         bytearray(b'{"ok": true}'),
-    )  # fmt: skip
+    )
     result = response.to_proxy_result()
     assert result == {
         "statusCode": 200,
@@ -294,7 +298,7 @@ def test_key_map_accepts_only_hashed_keys() -> None:
         (json.dumps({DIGEST_A: ""}), "entry 1 must map"),
         (json.dumps({DIGEST_A: 7}), "entry 1 must map"),
     ]:
-        with pytest.raises(InvalidInputError, match=problem) as info:
+        with pytest.raises(ConfigurationError, match=problem) as info:
             parse_key_map(raw, "src")
         assert "key-a" not in str(info.value)  # errors never echo a key
 
@@ -348,37 +352,6 @@ def test_blank_sources_are_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = LambdaAuthSettings()
     assert settings.api_keys_json is None
     assert settings.api_keys_parameter is None
-
-
-@pytest.fixture
-def fake_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        yield
-
-
-def test_keys_from_ssm_and_secrets_manager(fake_aws: None) -> None:
-    import boto3
-
-    key_map = json.dumps({DIGEST_A: "tenant-a"})
-    boto3.client("ssm").put_parameter(Name="/rearview/api-keys", Value=key_map, Type="SecureString")
-    boto3.client("secretsmanager").create_secret(Name="rearview-keys", SecretString=key_map)
-    for settings in (
-        LambdaAuthSettings(api_keys_parameter="/rearview/api-keys"),
-        LambdaAuthSettings(api_keys_secret="rearview-keys"),
-    ):
-        resolver = build_resolver(settings, region="us-east-1")
-        assert resolver.tenant_for("key-a") == "tenant-a"
-        assert resolver.tenant_for("key-b") is None
-
-
-def test_an_unreadable_key_map_fails_init_with_a_clear_error(fake_aws: None) -> None:
-    with pytest.raises(
-        InvalidInputError, match=r"REARVIEW_API_KEYS_PARAMETER.*/missing cannot be read \(ParameterNotFound\)"
-    ):
-        build_resolver(LambdaAuthSettings(api_keys_parameter="/missing"), region="us-east-1")
 
 
 def test_claims_resolver_sees_only_the_gateway_tenant() -> None:

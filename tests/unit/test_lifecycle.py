@@ -14,12 +14,10 @@ from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMem
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.errors import IndexUnavailableError, InvalidInputError, NotFoundError
+from rearview.errors import ConfigurationError, IndexUnavailableError, InvalidInputError, NotFoundError
 from rearview.models import (
     ForgetRequest,
     HistoryAction,
-    HistoryEvent,
-    Memory,
     MemoryFilter,
     MemoryStatus,
     SearchRequest,
@@ -41,13 +39,17 @@ from rearview.service.lifecycle import (
 )
 from rearview.service.lifecycle_policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.testing import (
+    Fault,
+    FlakyArchive,
+    FlakyCheckpointStore,
+    FlakyMemoryIndex,
+    FlakyMemoryStore,
+    InjectedError,
+)
 from tests.factories import T0
 
 DAY = timedelta(days=1)
-
-
-class Injected(RuntimeError):
-    """The failure a flaky wrapper raises."""
 
 
 NO_MERGE = ServiceConfig(near_duplicate_threshold=1.01)
@@ -281,66 +283,6 @@ def test_forget_by_filter_includes_archived_memories(service: MemoryService, clo
 # ------------------------------------------------------------- interrupted and resumed jobs
 
 
-class FlakyStore(InMemoryMemoryStore):
-    """Fails the `fail_on`-th commit (once)."""
-
-    def __init__(self, clock: ManualClock, fail_on: int) -> None:
-        super().__init__(clock)
-        self.calls = 0
-        self.fail_on = fail_on
-
-    def commit(self, writes: Sequence[StoreWrite]) -> None:
-        self.calls += 1
-        if self.calls == self.fail_on:
-            raise Injected(f"commit #{self.calls}")
-        super().commit(writes)
-
-
-class FlakyArchive(InMemoryArchive):
-    """Fails the `fail_on`-th put (once)."""
-
-    def __init__(self, fail_on: int) -> None:
-        super().__init__()
-        self.calls = 0
-        self.fail_on = fail_on
-
-    def put(self, tenant_id: str, items: Sequence[tuple[Memory, Sequence[HistoryEvent]]]) -> str:
-        self.calls += 1
-        if self.calls == self.fail_on:
-            raise Injected(f"put #{self.calls}")
-        return super().put(tenant_id, items)
-
-
-class FlakyIndex(InMemoryMemoryIndex):
-    """Fails the `fail_on`-th delete (once), with an error the service does not expect."""
-
-    def __init__(self, fail_on: int) -> None:
-        super().__init__(256)
-        self.calls = 0
-        self.fail_on = fail_on
-
-    def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
-        self.calls += 1
-        if self.calls == self.fail_on:
-            raise Injected(f"index delete #{self.calls}")
-        super().delete(tenant_id, memory_ids)
-
-
-class FlakyCheckpoints(InMemoryCheckpointStore):
-    """Fails the `fail_on`-th save (once)."""
-
-    def __init__(self, fail_on: int) -> None:
-        super().__init__()
-        self.calls = 0
-        self.fail_on = fail_on
-
-    def save(self, tenant_id: str, job: str, state: str) -> None:
-        self.calls += 1
-        if self.calls == self.fail_on:
-            raise Injected(f"checkpoint save #{self.calls}")
-        super().save(tenant_id, job, state)
-
-
 N_MEMORIES = 40
 
 
@@ -360,10 +302,13 @@ N_MEMORIES = 40
 def test_an_interrupted_job_resumes_with_nothing_archived_twice_or_lost(
     clock: ManualClock, where: str, fail_on: int
 ) -> None:
-    store = FlakyStore(clock, fail_on) if where == "store" else InMemoryMemoryStore(clock)
-    archive = FlakyArchive(fail_on) if where == "archive" else InMemoryArchive()
-    index = FlakyIndex(fail_on) if where == "index" else InMemoryMemoryIndex(256)
-    checkpoints = FlakyCheckpoints(fail_on) if where == "checkpoints" else InMemoryCheckpointStore()
+    def fault(backend: str) -> Fault:
+        return Fault(on_call=fail_on) if where == backend else Fault()
+
+    store = FlakyMemoryStore(fault("store"), clock)
+    archive = FlakyArchive(fault("archive"))
+    index = FlakyMemoryIndex(fault("index"), 256)
+    checkpoints = FlakyCheckpointStore(fault("checkpoints"))
     service = build(clock, store=store, archive=archive, index=index)
     ids = [
         write(service, f"Transient fact number {i} about topic {i * 7}", importance=1)
@@ -373,7 +318,7 @@ def test_an_interrupted_job_resumes_with_nothing_archived_twice_or_lost(
     clock.advance(days=6, hours=12)
     lifecycle = jobs(service, checkpoints, page=7)
 
-    with pytest.raises(Injected):
+    with pytest.raises(InjectedError):
         lifecycle.apply_retention("t1")
     report = lifecycle.apply_retention("t1")
 
@@ -518,15 +463,8 @@ def test_ttl_expiry_of_a_deleted_memory_is_not_archived(service: MemoryService, 
 def test_reconcile_drops_orphans_and_restores_missing_documents(
     service: MemoryService, clock: ManualClock
 ) -> None:
-    class DownOnDelete(InMemoryMemoryIndex):
-        down = True
-
-        def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
-            if self.down:
-                raise IndexUnavailableError("index down")
-            super().delete(tenant_id, memory_ids)
-
-    index = DownOnDelete(256)
+    outage = Fault(down=True, error=IndexUnavailableError)
+    index = FlakyMemoryIndex(outage, 256)
     service = build(clock, index=index)
     gone = write(service, "Archived while the index was down", importance=1)
     kept = write(service, "Kept and searchable", importance=4)
@@ -534,7 +472,7 @@ def test_reconcile_drops_orphans_and_restores_missing_documents(
     assert jobs(service).apply_retention("t1").archived == 1
     assert index.count("t1") == 2  # the archived memory's document is an orphan now
     InMemoryMemoryIndex.delete(index, "t1", [kept])  # and a searchable memory lost its document
-    index.down = False
+    outage.down = False
 
     report = jobs(service).reconcile("t1")
     assert report.complete and report.orphans_removed == 1
@@ -581,9 +519,12 @@ def test_settings_tenant_overrides_reach_the_service(tmp_path: Path) -> None:
         '[lifecycle.tenants.acme]\nretention_days = { "3" = 10, "5" = "forever" }\narchive_strength_threshold = 0.5\n'
     )
     settings = Settings.load(
-        data_dir=tmp_path / "data", config_file=config, embedder="hashing", retention_days={"1": 2},
+        data_dir=tmp_path / "data",
+        config_file=config,
+        embedder="hashing",
+        retention_days={"1": 2},
         lifecycle_interval_s=0,
-    )  # fmt: skip
+    )
     service = build_service(settings)
     assert service.config.policy("acme").retention.days_by_importance[3] == 10
     assert service.config.policy("acme").retention.days_by_importance[1] == 2  # the global setting
@@ -595,7 +536,7 @@ def test_settings_tenant_overrides_reach_the_service(tmp_path: Path) -> None:
     assert (tmp_path / "data" / "lifecycle.sqlite3").exists()
 
     config.write_text("[lifecycle.tenants.acme]\nunknown = 1\n")
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(ConfigurationError):
         settings.tenant_lifecycle()
 
 

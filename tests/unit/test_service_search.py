@@ -2,45 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from rearview.clock import ManualClock
-from rearview.errors import EmbedderError, IndexUnavailableError, InvalidInputError
+from rearview.errors import InvalidInputError
 from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
-from rearview.ports import ChannelHits, IndexDocument, IndexQuery, MemoryIndex, Vector
+from rearview.ports import MemoryIndex
 from rearview.service.memory_service import MemoryService
 from rearview.service.rendering import CONFLICT_RULE
-
-
-class UnavailableIndex:
-    """An index whose engine is down: every call raises IndexUnavailableError."""
-
-    def ensure_schema(self) -> None: ...
-
-    def upsert(self, docs: Sequence[IndexDocument]) -> None:
-        raise IndexUnavailableError("connection refused")
-
-    def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
-        raise IndexUnavailableError("connection refused")
-
-    def search(self, query: IndexQuery) -> ChannelHits:
-        raise IndexUnavailableError("connection refused")
-
-    def count(self, tenant_id: str) -> int:
-        raise IndexUnavailableError("connection refused")
-
-
-class BrokenEmbedder:
-    model_id = "broken:8"
-    dimension = 8
-
-    def embed_documents(self, texts: Sequence[str]) -> Vector:
-        raise EmbedderError("model crashed")
-
-    def embed_query(self, text: str) -> Vector:
-        raise EmbedderError("model crashed")
+from rearview.testing import BrokenEmbedder, UnavailableIndex
 
 
 def _seed(service: MemoryService) -> dict[str, str]:
@@ -75,8 +45,12 @@ def test_filters_apply_inside_the_query(service: MemoryService) -> None:
 
 def test_importance_breaks_ties_between_equally_relevant_memories(service: MemoryService) -> None:
     low = service.write("t1", WriteRequest(content="Project codename is Falcon", importance=1, tags=["x"]))
-    high = service.write("t1", WriteRequest(content="Project codename is Falcon!", importance=5, tags=["y"],
-                                            type=MemoryType.EPISODIC))  # fmt: skip
+    high = service.write(
+        "t1",
+        WriteRequest(
+            content="Project codename is Falcon!", importance=5, tags=["y"], type=MemoryType.EPISODIC
+        ),
+    )
     result = service.search("t1", SearchRequest(query="project codename Falcon"))
     assert [h.id for h in result.results][:2] == [high.memory.id, low.memory.id]
 

@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rearview import __version__
 from rearview.api import tools
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth, base_url
+from rearview.api.errors import error_body
 from rearview.service.memory_service import MemoryService
 
 MCP_PATH = "/mcp"
@@ -44,7 +45,7 @@ class MethodGuard:
             and scope["method"] in ("GET", "DELETE")
         ):
             response = Response(
-                '{"error": "method_not_allowed", "message": "stateless server: POST JSON-RPC to /mcp"}',
+                error_body("method_not_allowed", "stateless server: POST JSON-RPC to /mcp"),
                 status_code=405,
                 headers={"Allow": "POST"},
                 media_type="application/json",

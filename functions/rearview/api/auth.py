@@ -10,11 +10,11 @@ points at the protected-resource metadata (MCP authorization spec).
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Mapping
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from rearview.api.errors import error_body
 from rearview.settings import hash_key
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -77,7 +77,7 @@ class TenantAuth:
 
     async def _unauthorized(self, scope: Scope, send: Send, headers: Mapping[str, str]) -> None:
         metadata = self.metadata_url or f"{base_url(scope, headers)}{METADATA_PATH}"
-        body = json.dumps({"error": "unauthorized", "message": "missing or invalid API key"}).encode()
+        body = error_body("unauthorized", "missing or invalid API key")
         await send(
             {
                 "type": "http.response.start",

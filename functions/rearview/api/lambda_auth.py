@@ -34,7 +34,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rearview.api.auth import ApiKeyResolver
-from rearview.errors import InvalidInputError
+from rearview.errors import ConfigurationError
 
 __all__ = [
     "AuthMode",
@@ -90,17 +90,17 @@ def parse_key_map(raw: str, source: str) -> dict[str, str]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise InvalidInputError(source, f"is not valid JSON ({exc.msg})") from exc
+        raise ConfigurationError(source, f"is not valid JSON ({exc.msg})") from exc
     if not isinstance(data, dict):
-        raise InvalidInputError(source, 'must be a JSON object {"sha256:<hex>": "<tenant>"}')
+        raise ConfigurationError(source, 'must be a JSON object {"sha256:<hex>": "<tenant>"}')
     keys: dict[str, str] = {}
     for position, (digest, tenant) in enumerate(data.items(), start=1):
         if not _is_digest(digest):
-            raise InvalidInputError(
+            raise ConfigurationError(
                 source, f"entry {position} is not a sha256:<64 hex> digest (store hashed keys only)"
             )
         if not isinstance(tenant, str) or not tenant.strip() or len(tenant) > MAX_TENANT_LENGTH:
-            raise InvalidInputError(source, f"entry {position} must map to a non-empty tenant id")
+            raise ConfigurationError(source, f"entry {position} must map to a non-empty tenant id")
         keys[digest.lower()] = tenant
     return keys
 
@@ -211,7 +211,7 @@ def authenticated_tenant(tenant: str | None) -> Iterator[None]:
 def build_resolver(settings: LambdaAuthSettings, region: str | None = None) -> ApiKeyResolver:
     """The resolver for the configured mode; in apikey mode this fetches the key map (network I/O).
 
-    Raises InvalidInputError when the key map cannot be read or is malformed (the function's init
+    Raises ConfigurationError when the key map cannot be read or is malformed (the function's init
     then fails loudly, and its error alarm fires). No configured source is not an error: the
     resolver then refuses every key, and a warning says why.
     """
@@ -265,6 +265,6 @@ def _read_errors(setting: str, name: str) -> Iterator[None]:
         yield
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "error")
-        raise InvalidInputError(setting, f"{name} cannot be read ({code})") from exc
+        raise ConfigurationError(setting, f"{name} cannot be read ({code})") from exc
     except BotoCoreError as exc:
-        raise InvalidInputError(setting, f"{name} cannot be read ({type(exc).__name__})") from exc
+        raise ConfigurationError(setting, f"{name} cannot be read ({type(exc).__name__})") from exc

@@ -55,12 +55,28 @@ class _DocRow:
 
     @classmethod
     def of(cls, m: Memory) -> _DocRow:
-        return cls(m.agent_id, m.visibility.value, m.session_id, m.type.value, m.status.value, m.scope_key,
-                   m.event_time.timestamp(), frozenset(m.tags))  # fmt: skip
+        return cls(
+            m.agent_id,
+            m.visibility.value,
+            m.session_id,
+            m.type.value,
+            m.status.value,
+            m.scope_key,
+            m.event_time.timestamp(),
+            frozenset(m.tags),
+        )
 
     def sql_values(self) -> tuple[object, ...]:
-        return (self.agent_id, self.visibility, self.session_id, self.type, self.status, self.scope_key,
-                self.event_time, json.dumps(sorted(self.tags)))  # fmt: skip
+        return (
+            self.agent_id,
+            self.visibility,
+            self.session_id,
+            self.type,
+            self.status,
+            self.scope_key,
+            self.event_time,
+            json.dumps(sorted(self.tags)),
+        )
 
 
 _CODED_COLUMNS = ("agent_id", "visibility", "session_id", "type", "status", "scope_key")

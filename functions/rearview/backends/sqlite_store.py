@@ -51,10 +51,24 @@ _COLUMNS = (
 
 def _row(m: Memory) -> tuple[object, ...]:
     return (
-        m.tenant_id, m.id, m.scope_key, m.content_hash, m.idempotency_key, m.agent_id, m.visibility.value,
-        m.session_id, m.type.value, m.status.value, json.dumps(m.tags), epoch(m.created_at),
-        epoch(m.updated_at), epoch(m.event_time), epoch(m.expires_at), m.version, m.model_dump_json(),
-    )  # fmt: skip
+        m.tenant_id,
+        m.id,
+        m.scope_key,
+        m.content_hash,
+        m.idempotency_key,
+        m.agent_id,
+        m.visibility.value,
+        m.session_id,
+        m.type.value,
+        m.status.value,
+        json.dumps(m.tags),
+        epoch(m.created_at),
+        epoch(m.updated_at),
+        epoch(m.event_time),
+        epoch(m.expires_at),
+        m.version,
+        m.model_dump_json(),
+    )
 
 
 class SQLiteMemoryStore:

@@ -1,0 +1,336 @@
+"""The lifecycle load scenario: N memories through decay + archive, audited after every round.
+
+One tenant is bulk-loaded with N synthetic memories (store.commit + index.upsert in batches, as
+`rearview import` would): types, importance 1-5 and ages drawn so that none has expired yet, a
+third of them recalled lately (higher anchored strength, recent last access). Then, at the same
+instant, `decay` and `archive` (retention, 36 h lookahead) run once (the timed round), once more
+(nothing left to do: the idempotent re-run), and once a day later. After every round the count
+of memories still in the hot store (active) plus the memories held by the archive must equal N,
+every archived stub must point at an archive object holding its memory, and no memory may be in
+the archive twice.
+
+`sqlite` is the embedded backend (SQLite store + SQLite index + directory archive); `dynamodb`
+runs the DynamoDB store and the S3 archive on moto (in-process mocks), with the table and bucket
+built from template.yaml. Used by `tests/integration/test_lifecycle_load.py` (the assertions)
+and `benchmarks/lifecycle_load.py` (the timings); it lives under tests/ so no test imports a
+benchmark.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from rearview.backends.local_archive import DirectoryArchive
+from rearview.backends.memory import InMemoryMemoryIndex
+from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
+from rearview.backends.sqlite_checkpoints import SQLiteCheckpointStore
+from rearview.backends.sqlite_index import SQLiteMemoryIndex
+from rearview.backends.sqlite_store import SQLiteMemoryStore
+from rearview.clock import ManualClock
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.ids import new_id
+from rearview.models import (
+    HistoryAction,
+    HistoryEvent,
+    Memory,
+    MemoryFilter,
+    MemoryStatus,
+    MemoryType,
+    Visibility,
+)
+from rearview.ports import Archive, CheckpointStore, IndexDocument, MemoryIndex, MemoryStore, StoreWrite
+from rearview.service.lifecycle import JobReport, LifecycleConfig, LifecycleService
+from rearview.service.lifecycle_policy import DEFAULT_RETENTION
+from rearview.service.memory_service import MemoryService, scope_key
+from rearview.text import content_hash
+
+TENANT = "load"
+NOW = datetime.fromisoformat("2026-06-01T00:00:00+00:00")
+DIMENSION = 64
+TYPES = [
+    (MemoryType.SEMANTIC, 50),
+    (MemoryType.EPISODIC, 30),
+    (MemoryType.PROCEDURAL, 15),
+    (MemoryType.WORKING, 5),
+]
+IMPORTANCE = [(1, 20), (2, 20), (3, 30), (4, 20), (5, 10)]
+WORDS = [
+    "deploy",
+    "cache",
+    "schema",
+    "token",
+    "invoice",
+    "latency",
+    "retry",
+    "backup",
+    "region",
+    "quota",
+    "alert",
+    "branch",
+    "review",
+    "migration",
+    "index",
+    "vector",
+    "tenant",
+    "budget",
+    "laptop",
+    "printer",
+    "meeting",
+    "lunch",
+    "editor",
+    "keyboard",
+    "python",
+    "rust",
+]
+
+
+@dataclass
+class Backend:
+    """Everything a run needs, plus how to read an archive object's raw bytes (for exact counting)."""
+
+    store: MemoryStore
+    index: MemoryIndex
+    archive: Archive
+    checkpoints: CheckpointStore
+    read_object: Callable[[str], bytes]
+    commit_batch: int
+
+
+@dataclass
+class Round:
+    label: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    archived: dict[str, int] = field(default_factory=dict)
+    renewed: int = 0
+    hot: int = 0
+    in_archive: int = 0
+
+
+# ------------------------------------------------------------------------------ backends
+
+
+@contextmanager
+def sqlite_backend(workdir: Path) -> Iterator[Backend]:
+    clock = ManualClock(NOW)
+    archive = DirectoryArchive(workdir / "archive", clock=clock)
+    yield Backend(
+        SQLiteMemoryStore(workdir / "memories.sqlite3", clock),
+        SQLiteMemoryIndex(workdir / "index.sqlite3", DIMENSION),
+        archive,
+        SQLiteCheckpointStore(workdir / "lifecycle.sqlite3"),
+        lambda ref: (archive.root / ref).read_bytes(),
+        commit_batch=200,
+    )
+
+
+@contextmanager
+def moto_without_transaction_backups() -> Iterator[None]:
+    """moto deep-copies the whole table before every TransactWriteItems (to roll back a failed one):
+    quadratic in the table size. For a load run, where no transaction fails (checked: every job
+    reports no conflict), the copy is skipped: a failed transaction would not be rolled back."""
+    import copy as copy_module
+
+    from moto.dynamodb import models as dynamodb_models
+    from moto.dynamodb.models.table import Table
+
+    class _NoTableCopy:
+        @staticmethod
+        def deepcopy(obj: object, memo: dict[int, object] | None = None) -> object:
+            return obj if isinstance(obj, Table) else copy_module.deepcopy(obj, memo)
+
+    dynamodb_models.copy = _NoTableCopy  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        dynamodb_models.copy = copy_module  # type: ignore[assignment]
+
+
+@contextmanager
+def dynamodb_backend(workdir: Path) -> Iterator[Backend]:
+    """DynamoDB store + S3 archive on moto, built from template.yaml (needs the dev extras)."""
+    import boto3
+    from moto import mock_aws
+
+    from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+    from rearview.backends.s3_archive import S3Archive
+    from tests.fixtures.aws import REGION, create_table_kwargs, resource_properties
+
+    with fake_aws_credentials(REGION), mock_aws(), moto_without_transaction_backups():
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        kwargs = create_table_kwargs(resource_properties("MemoryTable"))
+        dynamodb.create_table(**kwargs)
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket="rearview-load")
+        clock = ManualClock(NOW)
+        yield Backend(
+            DynamoDBMemoryStore(kwargs["TableName"], dynamodb, clock=clock),
+            InMemoryMemoryIndex(DIMENSION),
+            S3Archive("rearview-load", client=s3, clock=clock),
+            InMemoryCheckpointStore(),
+            lambda ref: s3.get_object(Bucket="rearview-load", Key=ref)["Body"].read(),
+            commit_batch=20,
+        )
+
+
+@contextmanager
+def fake_aws_credentials(region: str) -> Iterator[None]:
+    """Fake credentials for moto, the environment restored afterwards (nothing can reach AWS)."""
+    import os
+
+    fake = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+    }
+    fake["AWS_DEFAULT_REGION"] = region
+    saved = {name: os.environ.get(name) for name in fake}
+    os.environ.update(fake)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+BACKENDS = {"sqlite": sqlite_backend, "dynamodb": dynamodb_backend}
+
+
+# ---------------------------------------------------------------------------------- seed
+
+
+def synthetic(i: int, rng: random.Random) -> Memory:
+    """Memory number i: alive at NOW (written within its retention), a third recalled lately."""
+    memory_type = rng.choices([t for t, _ in TYPES], [w for _, w in TYPES])[0]
+    importance = rng.choices([i for i, _ in IMPORTANCE], [w for _, w in IMPORTANCE])[0]
+    days = DEFAULT_RETENTION.days_for(memory_type, importance)
+    written = NOW - timedelta(days=rng.uniform(0, min(150.0, (days or 150.0) * 0.999)))
+    recalled = rng.random() < 0.33
+    last_access = max(written, NOW - timedelta(days=rng.uniform(0, 10))) if recalled else written
+    content = f"{' '.join(rng.sample(WORDS, 6))} (note {i})"
+    session = f"s{i % 50}" if memory_type is MemoryType.WORKING else None
+    recalls = rng.randint(1, 10) if recalled else 0
+    return Memory(
+        id=new_id(written),
+        tenant_id=TENANT,
+        type=memory_type,
+        content=content,
+        agent_id="default",
+        session_id=session,
+        importance=importance,
+        strength=1.0 + 0.1 * recalls,
+        access_count=recalls,
+        created_at=written,
+        updated_at=written,
+        event_time=written,
+        last_accessed_at=last_access,
+        expires_at=DEFAULT_RETENTION.expires_at(memory_type, importance, None, written),
+        content_hash=content_hash(content),
+        embedding_model=f"hashing:{DIMENSION}",
+        scope_key=scope_key(memory_type, Visibility.SHARED, "default", session),
+    )
+
+
+def seed(backend: Backend, n: int, rng: random.Random) -> list[str]:
+    embedder = HashingEmbedder(DIMENSION)
+    memories = [synthetic(i, rng) for i in range(n)]
+    for start in range(0, n, backend.commit_batch):
+        chunk = memories[start : start + backend.commit_batch]
+        backend.store.commit([StoreWrite(m, created_event(m), None) for m in chunk])
+        vectors = embedder.embed_documents([m.content for m in chunk])
+        backend.index.upsert([IndexDocument(m, vectors[j]) for j, m in enumerate(chunk)])
+    return [m.id for m in memories]
+
+
+def created_event(memory: Memory) -> HistoryEvent:
+    return HistoryEvent(
+        id=new_id(memory.created_at),
+        tenant_id=memory.tenant_id,
+        memory_id=memory.id,
+        action=HistoryAction.CREATED,
+        at=memory.created_at,
+        after={"content": memory.content},
+    )
+
+
+# --------------------------------------------------------------------------------- count
+
+
+def listed(store: MemoryStore, status: MemoryStatus) -> list[Memory]:
+    out: list[Memory] = []
+    cursor: str | None = None
+    while True:
+        page = store.list(TENANT, MemoryFilter(statuses=(status,)), cursor=cursor, limit=500)
+        out += page.items
+        cursor = page.cursor
+        if cursor is None:
+            return out
+
+
+def audit(backend: Backend, written: list[str]) -> tuple[int, int]:
+    """(hot, in archive); raises AssertionError unless hot + archive == written, exactly once each."""
+    hot = {m.id for m in listed(backend.store, MemoryStatus.ACTIVE)}
+    stubs = {m.id: m.archive_ref for m in listed(backend.store, MemoryStatus.ARCHIVED)}
+    held: Counter[str] = Counter()
+    for ref in backend.archive.iter_refs(TENANT):
+        for line in gzip.decompress(backend.read_object(ref)).decode().splitlines():
+            held[json.loads(line)["memory"]["id"]] += 1
+    twice = [memory_id for memory_id, copies in held.items() if copies > 1]
+    assert not twice, f"{len(twice)} memories archived twice, e.g. {twice[:3]}"
+    assert hot.isdisjoint(held), "a memory is both hot and archived"
+    assert set(stubs) == set(held), "archive and stubs disagree"
+    for memory_id, ref in list(stubs.items())[:: max(1, len(stubs) // 50)]:  # the port agrees too
+        assert ref is not None and backend.archive.get(TENANT, ref, memory_id)[0].id == memory_id
+    assert len(hot) + len(held) == len(written) and hot | set(held) == set(written), "memories lost"
+    return len(hot), len(held)
+
+
+# ----------------------------------------------------------------------------------- run
+
+
+ROUNDS = (("first", timedelta(0)), ("re-run", timedelta(0)), ("a day later", timedelta(days=1)))
+
+
+def run(backend_name: str, n: int, page_size: int, workdir: Path, rounds: int = len(ROUNDS)) -> list[Round]:
+    rng = random.Random(7)
+    with BACKENDS[backend_name](workdir) as backend:
+        backend.store.ensure_schema()
+        backend.index.ensure_schema()
+        backend.checkpoints.ensure_schema()
+        clock = ManualClock(NOW)
+        service = MemoryService(
+            backend.store, backend.index, HashingEmbedder(DIMENSION), clock, archive=backend.archive
+        )
+        lifecycle = LifecycleService(service, backend.checkpoints, LifecycleConfig(page_size=page_size))
+        started = time.perf_counter()
+        written = seed(backend, n, rng)
+        results = [Round("seed", seconds={"seed": time.perf_counter() - started})]
+        results[0].hot, results[0].in_archive = audit(backend, written)
+        for label, advance in ROUNDS[:rounds]:
+            clock.advance(seconds=advance.total_seconds())
+            results.append(one_round(label, lifecycle))
+            results[-1].hot, results[-1].in_archive = audit(backend, written)
+        return results
+
+
+def one_round(label: str, lifecycle: LifecycleService) -> Round:
+    result = Round(label)
+    for job in ("decay", "archive"):
+        started = time.perf_counter()
+        report: JobReport = lifecycle.run(job, TENANT)  # type: ignore[arg-type]
+        result.seconds[job] = time.perf_counter() - started
+        result.archived[job] = report.archived
+        result.renewed += getattr(report, "renewed", 0)
+        assert report.complete and report.conflicts == 0
+    return result
