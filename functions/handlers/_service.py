@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rearview.ports import CheckpointStore
     from rearview.service.memory_service import MemoryService
     from rearview.settings import Settings
 
-__all__ = ["build_lambda_service"]
+__all__ = ["build_lambda_checkpoints", "build_lambda_service"]
 
 
 def build_lambda_service(settings: Settings | None = None) -> MemoryService:
@@ -21,3 +22,11 @@ def build_lambda_service(settings: Settings | None = None) -> MemoryService:
     from rearview.settings import Settings
 
     return build_service(settings or Settings.load(), ensure_schema=False)
+
+
+def build_lambda_checkpoints(settings: Settings | None = None) -> CheckpointStore:
+    """Where the scheduled jobs keep their progress across invocations (the table, on AWS)."""
+    from rearview.bootstrap import build_checkpoints
+    from rearview.settings import Settings
+
+    return build_checkpoints(settings or Settings.load())
