@@ -346,7 +346,7 @@ def stream_event() -> dict[str, Any]:
     """A DynamoDB Streams batch: a TTL-expired memory, a TTL-expired lookup item, a user delete."""
     from datetime import UTC, datetime
 
-    from rearview.backends.dynamodb_store import memory_to_item
+    from rearview.backends.dynamodb.codec import memory_to_item
     from rearview.clock import ManualClock
     from rearview.models import WriteRequest
 

@@ -160,7 +160,7 @@ def dynamodb_backend(workdir: Path) -> Iterator[Backend]:
     import boto3
     from moto import mock_aws
 
-    from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+    from rearview.backends.dynamodb import DynamoDBMemoryStore
     from rearview.backends.s3_archive import S3Archive
     from tests.fixtures.aws import REGION, create_table_kwargs, resource_properties
 

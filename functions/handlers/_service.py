@@ -14,10 +14,11 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rearview.ports import CheckpointStore
     from rearview.service.memory_service import MemoryService
     from rearview.settings import Settings
 
-__all__ = ["build_lambda_service", "lambda_service"]
+__all__ = ["build_lambda_service", "lambda_checkpoints", "lambda_service"]
 
 
 def build_lambda_service(settings: Settings | None = None) -> MemoryService:
@@ -32,3 +33,12 @@ def build_lambda_service(settings: Settings | None = None) -> MemoryService:
 def lambda_service() -> MemoryService:
     """The process's MemoryService, built from the environment on first use and reused after."""
     return build_lambda_service()
+
+
+@cache
+def lambda_checkpoints() -> CheckpointStore:
+    """Where the scheduled jobs keep their progress across invocations (the table, on AWS)."""
+    from rearview.bootstrap import build_checkpoints
+    from rearview.settings import Settings
+
+    return build_checkpoints(Settings.load())

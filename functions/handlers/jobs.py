@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from handlers._service import lambda_service
+from handlers._service import lambda_checkpoints, lambda_service
 from rearview.service.job_names import JobName
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+    from rearview.ports import CheckpointStore
     from rearview.service.memory_service import MemoryService
 
 __all__ = ["InvalidJobEventError", "JobEvent", "handler", "run"]
@@ -48,9 +49,15 @@ class JobEvent(BaseModel):
 
 
 def run(
-    event: Mapping[str, Any], service: Callable[[], MemoryService], remaining_ms: int | None = None
+    event: Mapping[str, Any],
+    service: Callable[[], MemoryService],
+    remaining_ms: int | None = None,
+    checkpoints: Callable[[], CheckpointStore] | None = None,
 ) -> dict[str, Any]:
-    """Validate the event and run its job; `service` is called only once the event is valid."""
+    """Validate the event and run its job; `service` and `checkpoints` are called only once it is valid.
+
+    Without `checkpoints` progress is kept in memory (it survives warm invocations only).
+    """
     try:
         job = JobEvent.model_validate(event)
     except ValidationError as exc:
@@ -58,7 +65,8 @@ def run(
     from rearview.service.lifecycle import Deadline, run_job
 
     budget = Deadline.from_remaining_ms(remaining_ms) if remaining_ms is not None else None
-    outcome = run_job(service(), job.job, job.tenant, budget=budget)
+    store = checkpoints() if checkpoints is not None else None
+    outcome = run_job(service(), job.job, job.tenant, budget=budget, checkpoints=store)
     return {
         "job": job.job,
         "tenant": job.tenant,
@@ -71,6 +79,6 @@ def run(
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point (`handlers.jobs.handler`)."""
     logger.append_keys(job=event.get("job"), tenant=event.get("tenant"))
-    result = run(event, lambda_service, context.get_remaining_time_in_millis())
+    result = run(event, lambda_service, context.get_remaining_time_in_millis(), lambda_checkpoints)
     logger.info("job finished", extra={"status": result["status"]})
     return result

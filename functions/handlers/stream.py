@@ -53,7 +53,7 @@ def is_ttl_removal(record: DynamoDBRecord) -> bool:
 
 def expired_memory(record: DynamoDBRecord) -> Memory | None:
     """The memory in the record's old image, or None when the item is not a memory."""
-    from rearview.backends.dynamodb_store import is_memory_item, memory_from_item
+    from rearview.backends.dynamodb.codec import is_memory_item, memory_from_item
 
     stream = record.dynamodb
     image = stream.raw_event.get("OldImage") if stream is not None else None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from datetime import timedelta
 
@@ -14,8 +13,6 @@ from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.lifecycle_policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.settings import Settings, TenantLifecycle
-
-log = logging.getLogger(__name__)
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -40,7 +37,7 @@ def build_store(settings: Settings, clock: Clock) -> MemoryStore:
 
         return InMemoryMemoryStore(clock)
     if settings.store == "dynamodb":
-        from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+        from rearview.backends.dynamodb import DynamoDBMemoryStore
 
         return DynamoDBMemoryStore(settings.table_name, clock=clock)
     from rearview.backends.sqlite_store import SQLiteMemoryStore
@@ -169,15 +166,15 @@ def build_service(
 
 
 def build_checkpoints(settings: Settings) -> CheckpointStore:
-    """Where lifecycle jobs keep their progress: next to the embedded store, or in memory."""
+    """Where lifecycle jobs keep their progress: beside the store (SQLite, DynamoDB) or in memory."""
     if settings.store == "sqlite":
         from rearview.backends.sqlite_checkpoints import SQLiteCheckpointStore
 
         return SQLiteCheckpointStore(settings.data_dir / "lifecycle.sqlite3")
     if settings.store == "dynamodb":
-        # No DynamoDB checkpoint adapter yet: a run that meets its deadline restarts its scan next
-        # time (still correct, since every job is idempotent), it just cannot resume mid-tenant.
-        log.warning("lifecycle checkpoints are kept in memory: jobs restart their scans on a new process")
+        from rearview.backends.dynamodb import DynamoDBCheckpointStore
+
+        return DynamoDBCheckpointStore(settings.table_name)
     from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 
     return InMemoryCheckpointStore()

@@ -1,4 +1,4 @@
-"""Backends under contract: every store and index adapter runs the same tests.
+"""Backends under contract: every store, checkpoint store and index adapter runs the same tests.
 
 A backend joins by adding a factory here. Factories that need an engine (moto, OpenSearch)
 get it from the fixtures in `tests/fixtures/`.
@@ -13,10 +13,12 @@ from uuid import uuid4
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
+from rearview.backends.sqlite_checkpoints import SQLiteCheckpointStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.clock import ManualClock
-from rearview.ports import MemoryIndex, MemoryStore
+from rearview.ports import CheckpointStore, MemoryIndex, MemoryStore
 from tests.factories import T0
 
 DIMENSION = 32
@@ -36,7 +38,7 @@ def _sqlite_store(clock: ManualClock, tmp_path: Path, request: pytest.FixtureReq
 
 
 def _dynamodb_store(clock: ManualClock, tmp_path: Path, request: pytest.FixtureRequest) -> MemoryStore:
-    from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+    from rearview.backends.dynamodb import DynamoDBMemoryStore
 
     table = request.getfixturevalue("dynamodb_table")  # moto, built from template.yaml's MemoryTable
     return DynamoDBMemoryStore(table, request.getfixturevalue("dynamodb_client"), clock=clock)
@@ -54,6 +56,27 @@ def store(request: pytest.FixtureRequest, clock: ManualClock, tmp_path: Path) ->
     s = STORES[request.param](clock, tmp_path, request)
     s.ensure_schema()
     yield s
+
+
+def _dynamodb_checkpoints(tmp_path: Path, request: pytest.FixtureRequest) -> CheckpointStore:
+    from rearview.backends.dynamodb import DynamoDBCheckpointStore
+
+    table = request.getfixturevalue("dynamodb_table")  # moto, built from template.yaml's MemoryTable
+    return DynamoDBCheckpointStore(table, request.getfixturevalue("dynamodb_client"))
+
+
+CHECKPOINTS: dict[str, Callable[[Path, pytest.FixtureRequest], CheckpointStore]] = {
+    "memory": lambda tmp_path, request: InMemoryCheckpointStore(),
+    "sqlite": lambda tmp_path, request: SQLiteCheckpointStore(tmp_path / "lifecycle.sqlite3"),
+    "dynamodb": _dynamodb_checkpoints,
+}
+
+
+@pytest.fixture(params=sorted(CHECKPOINTS))
+def checkpoints(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CheckpointStore]:
+    c = CHECKPOINTS[request.param](tmp_path, request)
+    c.ensure_schema()
+    yield c
 
 
 def _memory_index(tmp_path: Path, request: pytest.FixtureRequest) -> MemoryIndex:

@@ -15,7 +15,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from rearview.backends.dynamodb_store import (
+from rearview.backends.dynamodb import (
     MAX_TRANSACTION_ITEMS,
     DynamoDBMemoryStore,
     RetryPolicy,
@@ -123,11 +123,8 @@ def test_moto_table_is_built_from_template_with_ttl_stream_and_pitr(
     table = dynamodb_client.describe_table(TableName=dynamodb_table)["Table"]
     assert dynamodb_table == "rearview-test-memories"  # from !Sub "${AWS::StackName}-memories"
     assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {
-        "gsi1_tenant_updated",
-        "gsi2_session_updated",
-        "gsi3_type_status_updated",
-        "gsi4_status_created",
-    }
+        "gsi1_tenant_updated", "gsi2_session_updated", "gsi3_type_status_updated",
+    }  # fmt: skip
     assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     ttl = dynamodb_client.describe_time_to_live(TableName=dynamodb_table)["TimeToLiveDescription"]
     assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", "expires_at")
@@ -166,9 +163,9 @@ def test_ensure_schema_creates_the_table_once_and_checks_indexes(dynamodb_client
 
 def test_constructor_does_no_io_and_module_import_does_not_load_boto3(aws_credentials: None):
     store = DynamoDBMemoryStore("never-touched")
-    assert store._client_value is None  # nothing created, nothing sent
+    assert not store._table._client.built  # nothing created, nothing sent
     code = (
-        "import sys; import rearview.backends.dynamodb_store, rearview.backends.s3_archive, "
+        "import sys; import rearview.backends.dynamodb, rearview.backends.s3_archive, "
         "rearview.embedders.bedrock; print('boto3' in sys.modules, 'botocore' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -176,7 +173,7 @@ def test_constructor_does_no_io_and_module_import_does_not_load_boto3(aws_creden
 
 
 def test_lazily_created_client_uses_standard_retries(aws_credentials: None):
-    client = DynamoDBMemoryStore("t")._client
+    client = DynamoDBMemoryStore("t")._table.client
     assert client.meta.config.retries["mode"] == "standard"
 
 
@@ -248,7 +245,6 @@ def test_request_paths_issue_no_scan(store: DynamoDBMemoryStore, dynamodb_client
         page = store.list("t1", flt, limit=3)
         if page.cursor:
             store.list("t1", flt, cursor=page.cursor, limit=3)
-    store.page_by_created("t1", limit=5)
     store.history("t1", first.id)
     store.touch("t1", [Touch(first.id, 1.2, clock.now(), 1)])
     store.stats("t1")
@@ -277,7 +273,6 @@ def test_expired_item_still_stored_reads_as_absent(store: DynamoDBMemoryStore, d
     assert store.find_by_idempotency_key("t1", "idem") is None
     assert [x.id for x in store.list("t1", MemoryFilter()).items] == [keep.id]
     assert [x.id for x in store.list("t1", MemoryFilter(statuses=tuple(MemoryStatus))).items] == [keep.id]
-    assert [x.id for x in store.page_by_created("t1").items] == [keep.id]
     assert store.stats("t1").total == 1
 
 
@@ -386,17 +381,6 @@ def test_list_rejects_a_forged_cursor_and_bad_limit(store: DynamoDBMemoryStore):
     with pytest.raises(InvalidInputError):
         store.list("t1", MemoryFilter(), limit=0)
     assert store.list("t1", MemoryFilter(statuses=())).items == []
-
-
-def test_page_by_created_is_oldest_first_and_stable_under_updates(store: DynamoDBMemoryStore):
-    rows = [make_memory(f"m{i}", at=T0 + minutes(i)) for i in range(7)]
-    store.commit([created(m) for m in rows])
-    page = store.page_by_created("t1", limit=3)
-    assert [m.id for m in page.items] == [m.id for m in rows[:3]]
-    # An update of a memory not yet visited does not move it out of the job's way.
-    store.commit([StoreWrite(revised(rows[5], 60, strength=0.5), None, 1)])
-    rest = store.page_by_created("t1", cursor=page.cursor, limit=10)
-    assert [m.id for m in rest.items] == [m.id for m in rows[3:]] and rest.cursor is None
 
 
 # --------------------------------------------------------------------------- lookups & purge
@@ -550,7 +534,7 @@ def test_stubber_transaction_conflict_is_retried_with_the_same_token(stubbed):
         "transact_write_items", service_error_code="ThrottlingException", http_status_code=400
     )
     stubber.add_response("transact_write_items", {}, {"TransactItems": ANY, "ClientRequestToken": ANY})
-    recorder = OperationRecorder(store._client)
+    recorder = OperationRecorder(store._table.client)
     with stubber:
         store.commit([created(make_memory())])
         stubber.assert_no_pending_responses()
@@ -586,6 +570,17 @@ def test_stubber_condition_failure_is_a_conflict_not_retried(stubbed):
     with stubber, pytest.raises(ConflictError) as info:
         store.commit([created(m)])
     assert (info.value.memory_id, info.value.actual) == (m.id, 5)
+
+
+def test_stubber_failed_condition_owned_by_no_write_is_a_store_error_not_a_conflict(stubbed):
+    store, stubber = stubbed
+    reasons = [{"Code": "None"}] * 8 + [{"Code": "ConditionalCheckFailed"}]  # past the plan's actions
+    stubber.add_client_error(
+        "transact_write_items", service_error_code="TransactionCanceledException",
+        modeled_fields={"CancellationReasons": reasons},
+    )  # fmt: skip
+    with stubber, pytest.raises(StoreError, match="no write owns"):
+        store.commit([created(make_memory())])
 
 
 def test_stubber_unprocessed_batch_keys_are_retried(stubbed, sleeps: RecordingSleep):

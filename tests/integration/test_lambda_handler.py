@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from handlers import jobs, mcp, stream
-from handlers._service import lambda_service
+from handlers._service import lambda_checkpoints, lambda_service
 from handlers.mcp import McpRuntime
+from rearview.backends.dynamodb import DynamoDBCheckpointStore
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex
 from rearview.errors import ArchiveError
 from rearview.ports import IndexDocument
@@ -386,14 +387,32 @@ def test_stream_handler_entry_point(lambda_env: None) -> None:
 def test_jobs_handler_runs_the_scheduler_payloads(lambda_env: None, name: str) -> None:
     event = load_event(name)
     lambda_service.cache_clear()
+    lambda_checkpoints.cache_clear()
     try:
         result = jobs.handler(event, FakeLambdaContext(function_name="jobs", remaining_ms=900_000))
     finally:
         lambda_service.cache_clear()
+        lambda_checkpoints.cache_clear()
     assert result["job"] == event["job"]
     assert result["tenant"] == event.get("tenant")
     assert result["status"] == "complete"
     assert result["result"]["job"] == event["job"]
+
+
+def test_jobs_handler_keeps_progress_in_the_table(
+    lambda_env: None, dynamodb_table: str, dynamodb_client: Any
+) -> None:
+    event = load_event("jobs/reconcile")
+    lambda_service.cache_clear()
+    lambda_checkpoints.cache_clear()
+    try:
+        jobs.handler(event, FakeLambdaContext(function_name="jobs", remaining_ms=900_000))
+    finally:
+        lambda_service.cache_clear()
+        lambda_checkpoints.cache_clear()
+    # A cold start reads what the last run saved, so a run cut short resumes instead of rescanning.
+    saved = DynamoDBCheckpointStore(dynamodb_table, dynamodb_client).load(event["tenant"], event["job"])
+    assert saved is not None and json.loads(saved)["completed_at"] is not None
 
 
 def test_jobs_handler_rejects_a_malformed_event() -> None:

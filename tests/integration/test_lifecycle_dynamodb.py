@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+from rearview.backends.dynamodb import DynamoDBMemoryStore
 from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.backends.s3_archive import S3Archive

@@ -30,7 +30,7 @@ def _moto_ready() -> str | None:
     try:
         import moto  # noqa: F401
 
-        from rearview.backends.dynamodb_store import DynamoDBMemoryStore  # noqa: F401
+        from rearview.backends.dynamodb import DynamoDBMemoryStore  # noqa: F401
         from rearview.backends.s3_archive import S3Archive  # noqa: F401
         from tests.fixtures.aws import resource_properties
 

@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+from rearview.backends.dynamodb import DynamoDBMemoryStore
 from rearview.backends.s3_archive import S3Archive
 from rearview.clock import ManualClock
 from rearview.errors import ArchiveError, InvalidInputError, NotFoundError
