@@ -29,6 +29,8 @@ __all__ = [
     "Embedder",
     "IndexDocument",
     "IndexQuery",
+    "IndexedVersions",
+    "MAX_VERSIONS_PAGE",
     "LanguageModel",
     "MAX_WRITES_PER_COMMIT",
     "MemoryIndex",
@@ -146,27 +148,67 @@ class ChannelHits:
     vector: list[tuple[str, float]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class IndexedVersions:
+    """One page of `MemoryIndex.versions`: (memory_id, version) pairs, memory id ascending.
+
+    `cursor` continues the listing after this page; None on the last page.
+    """
+
+    items: list[tuple[str, int]]
+    cursor: str | None = None
+
+
+MAX_VERSIONS_PAGE = 10_000
+"""The largest `limit` of one `MemoryIndex.versions` page."""
+
+
 class MemoryIndex(Protocol):
-    """Derived search structure (BM25 + k-NN); can always be rebuilt from the store."""
+    """Derived search structure (BM25 + k-NN); can always be rebuilt from the store.
+
+    Every document records the `version` of the memory it was written from, and writes are
+    conditional on it: a document never replaces one of a newer version (concurrent writers of
+    one memory may land in any order; the newest version wins).
+    """
 
     def ensure_schema(self) -> None:
         """Create the index if missing. Idempotent; never called from a constructor."""
 
     def upsert(self, docs: Sequence[IndexDocument]) -> None:
-        """Insert or replace documents by memory id.
+        """Insert or replace documents by memory id, unless the indexed one holds a newer version.
 
-        A document whose `vector` is None updates only the filterable fields (status, tags, ...)
-        of an existing document and keeps its vector; it is ignored if the document is absent.
+        A document whose memory version is lower than the indexed document's is skipped (not an
+        error); an equal version replaces it (re-embedding, reindex). A document whose `vector`
+        is None updates only the filterable fields (status, tags, ...) and the version of an
+        existing document and keeps its vector; it is ignored if the document is absent, newer,
+        or indexed with other content (`content_hash`): the text must arrive with its vector.
+        Engines that keep deletion versions (OpenSearch, `index.gc_deletes`) may refuse, for a
+        while, a memory deleted and written again without a new version.
         """
 
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
-        """Remove documents; unknown ids are ignored."""
+        """Remove documents; unknown ids are ignored.
+
+        Embedded indexes also erase the text from their files (segments, write-ahead log) before
+        returning, so a hard forget leaves no copy on disk; engines such as OpenSearch drop it
+        from disk when the segments holding it are merged.
+        """
 
     def search(self, query: IndexQuery) -> ChannelHits:
         """Run the requested channels; raises IndexUnavailableError when the engine cannot answer."""
 
     def count(self, tenant_id: str) -> int:
         """Number of documents for a tenant."""
+
+    def versions(self, tenant_id: str, cursor: str | None = None, limit: int = 1000) -> IndexedVersions:
+        """The tenant's documents as (memory_id, version), memory id ascending, one page at a time.
+
+        For reconcile: a memory whose indexed version is below the store's is stale. Each memory
+        id appears once (where an engine holds several copies, with the lowest version); a
+        document written before versions were indexed reports 0. `cursor` is None or the cursor
+        of the previous page (InvalidInputError otherwise); `limit` is 1..`MAX_VERSIONS_PAGE`
+        (InvalidInputError otherwise). Documents written between pages may be missed or seen.
+        """
 
 
 @runtime_checkable

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
 from rearview.errors import InvalidInputError
 from rearview.models import MemoryFilter, MemoryStatus, MemoryType
-from rearview.ports import IndexDocument, IndexQuery, MemoryIndex
+from rearview.ports import MAX_VERSIONS_PAGE, IndexDocument, IndexQuery, MemoryIndex
 from tests.contract.conftest import DIMENSION
 from tests.factories import T0, make_memory, minutes, unit_vector, varied_memories
 
@@ -139,5 +143,96 @@ def test_changes_after_a_search_are_seen_by_the_next_search(index: MemoryIndex) 
     assert [i for i, _ in by_tag.vector] == ["c"] and [i for i, _ in by_tag.keyword] == ["c"]
     by_session = index.search(_q(filter=MemoryFilter(session_id="s1"), vector=unit_vector(3)))
     assert [i for i, _ in by_session.vector] == ["c"]
-    index.upsert([IndexDocument(make_memory("alpha two again", memory_id="b"), unit_vector(2))])
+    # A memory comes back to the index with a new version (restore, update).
+    index.upsert([IndexDocument(make_memory("alpha two again", memory_id="b", version=2), unit_vector(2))])
     assert sorted(i for i, _ in index.search(_q(vector=unit_vector(2))).vector) == ["a", "b", "c"]
+
+
+def test_an_older_version_never_overwrites_a_newer_one(index: MemoryIndex) -> None:
+    """Concurrent updates land in any order: the index keeps the newest version's text and vector."""
+    newer = make_memory("fresh staging address", memory_id="m1", version=3)
+    index.upsert([IndexDocument(newer, unit_vector(3))])
+    index.upsert(
+        [IndexDocument(make_memory("stale staging address", memory_id="m1", version=2), unit_vector(2))]
+    )
+    stale_fields = newer.model_copy(update={"version": 2, "status": MemoryStatus.SUPERSEDED})
+    index.upsert([IndexDocument(stale_fields, None)])
+    assert index.search(_q(text="stale")).keyword == []
+    assert [i for i, _ in index.search(_q(text="fresh")).keyword] == ["m1"]
+    assert index.search(_q(vector=unit_vector(3))).vector[0][1] == pytest.approx(1.0, abs=1e-3)
+    assert index.versions("t1").items == [("m1", 3)]
+    # The same version again replaces the document (a reindex with another embedding).
+    index.upsert([IndexDocument(newer, unit_vector(4))])
+    assert index.search(_q(vector=unit_vector(4))).vector[0][1] == pytest.approx(1.0, abs=1e-3)
+    assert index.count("t1") == 1
+
+
+def test_concurrent_writers_of_one_memory_leave_the_newest_version(index: MemoryIndex) -> None:
+    """Issue 10, defect 5: 12 parallel updates; whatever order they land in, version 12 stays."""
+    if getattr(getattr(index, "config", None), "uses_assigned_ids", False):
+        pytest.skip(
+            "engine-assigned ids carry no external version: racing writers may leave copies"
+            " (`versions` reports the oldest, so reconcile rewrites them)"
+        )
+    versions = list(range(1, 13))
+    random.Random(7).shuffle(versions)
+    start = threading.Barrier(len(versions))
+
+    def write(version: int) -> None:
+        doc = IndexDocument(
+            make_memory(f"release v{version} notes", memory_id="m1", version=version), unit_vector(version)
+        )
+        start.wait()
+        index.upsert([doc])
+
+    with ThreadPoolExecutor(len(versions)) as pool:
+        list(pool.map(write, versions))
+    assert index.versions("t1").items == [("m1", 12)]
+    assert [i for i, _ in index.search(_q(text="v12")).keyword] == ["m1"]
+    assert all(index.search(_q(text=f"v{v}")).keyword == [] for v in range(1, 12))
+    assert index.search(_q(vector=unit_vector(12))).vector[0][1] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_partial_update_never_pairs_new_text_with_an_old_vector(index: MemoryIndex) -> None:
+    """A vector-less write newer than the indexed document but of other content waits for its text."""
+    index.upsert([IndexDocument(make_memory("old words", memory_id="m1"), unit_vector(1))])
+    rewritten = make_memory("new words", memory_id="m1", version=2)
+    index.upsert([IndexDocument(rewritten.model_copy(update={"version": 3, "tags": ["late"]}), None)])
+    assert index.versions("t1").items == [("m1", 1)]
+    assert index.search(_q(filter=MemoryFilter(tags=("late",)), text="words")).keyword == []
+    index.upsert([IndexDocument(rewritten, unit_vector(2))])
+    index.upsert([IndexDocument(rewritten.model_copy(update={"version": 3, "tags": ["late"]}), None)])
+    assert index.versions("t1").items == [("m1", 3)]
+    hits = index.search(_q(filter=MemoryFilter(tags=("late",)), text="new", vector=unit_vector(2)))
+    assert [i for i, _ in hits.keyword] == ["m1"]
+    assert hits.vector[0][1] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_versions_lists_every_document_once_by_memory_id_in_pages(index: MemoryIndex) -> None:
+    mine = {f"m{i:02d}": 1 + i % 4 for i in range(23)}
+    docs = [
+        IndexDocument(make_memory("alpha", memory_id=i, version=v), unit_vector(n))
+        for n, (i, v) in enumerate(mine.items())
+    ]
+    docs.append(IndexDocument(make_memory("alpha", tenant_id="t2", memory_id="other"), unit_vector(99)))
+    index.upsert(docs)
+    index.delete("t1", ["m05"])
+    del mine["m05"]
+    seen: list[tuple[str, int]] = []
+    page = index.versions("t1", limit=10)
+    pages = 1
+    while page.cursor is not None:
+        seen += page.items
+        page = index.versions("t1", cursor=page.cursor, limit=10)
+        pages += 1
+    seen += page.items
+    assert seen == sorted(mine.items()) and pages == 3
+    assert index.versions("t2").items == [("other", 1)]
+    assert index.versions("nobody").items == [] and index.versions("nobody").cursor is None
+    for bad in (0, MAX_VERSIONS_PAGE + 1):
+        with pytest.raises(InvalidInputError) as exc:
+            index.versions("t1", limit=bad)
+        assert exc.value.field == "limit"
+    with pytest.raises(InvalidInputError) as exc:
+        index.versions("t1", cursor="%%%")
+    assert exc.value.field == "cursor"

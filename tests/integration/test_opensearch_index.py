@@ -32,8 +32,10 @@ from rearview.backends.opensearch import (
     OpenSearchConfig,
     OpenSearchMemoryIndex,
     build_client,
+    index_body,
     signing_auth,
 )
+from rearview.backends.opensearch.mapping import VERSION_FIELDS
 from rearview.errors import IndexUnavailableError, InvalidInputError
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType, Visibility
 from rearview.ports import IndexDocument, IndexQuery
@@ -329,14 +331,14 @@ def test_upsert_replaces_and_vectorless_update_keeps_vector_and_text(make_index:
         1.0, abs=1e-5
     )
 
-    retired = memory("m1", "ignored content", status=MemoryStatus.SUPERSEDED, tags=["old"])
+    retired = memory("m1", "second words", status=MemoryStatus.SUPERSEDED, tags=["old"], version=2)
     index.upsert([IndexDocument(retired, None), IndexDocument(memory("absent"), None)])
     assert index.count("t1") == 1  # the absent one was not created
     assert index.search(IndexQuery("t1", MemoryFilter(), 5, text="second", vector=v2)).vector == []
     old = MemoryFilter(statuses=(MemoryStatus.SUPERSEDED,), tags=("old",))
     hits = index.search(IndexQuery("t1", old, 5, text="second", vector=v2))
     assert hits.vector == [("m1", pytest.approx(1.0, abs=1e-5))]
-    assert ids(hits.keyword) == ["m1"]  # the text was kept, not replaced by the update's content
+    assert ids(hits.keyword) == ["m1"]  # the text was kept with the vector
 
 
 @needs_engine
@@ -484,7 +486,7 @@ def test_assigned_ids_update_and_delete_by_memory_id_field(make_index: IndexFact
 
     index.upsert(
         [
-            IndexDocument(memory("m1", "ignored", status=MemoryStatus.ARCHIVED), None),
+            IndexDocument(memory("m1", "second words", status=MemoryStatus.ARCHIVED, version=2), None),
             IndexDocument(memory("absent"), None),
         ]
     )
@@ -627,4 +629,25 @@ def test_the_client_sends_signed_requests_and_serverless_sends_no_ids_or_refresh
         assert any("_search" in p for _, p, _, _ in seen)  # looked up the existing copies first
     else:
         assert "refresh=wait_for" in path
-        assert actions == [{"index": {"_index": "mem", "_id": "t1:m1"}}]
+        versioned = {"version": 1, "version_type": "external_gte"}  # the engine refuses stale writes
+        assert actions == [{"index": {"_index": "mem", "_id": "t1:m1", **versioned}}]
+
+
+@needs_engine
+def test_ensure_schema_adds_the_version_fields_to_an_index_created_before_them(
+    make_index: IndexFactory,
+) -> None:
+    index = make_index(index_version=2)
+    alias = index.config.alias
+    index.client.indices.delete(index=f"{alias}-v2")
+    body = index_body(index.config)
+    for name in VERSION_FIELDS:
+        del body["mappings"]["properties"][name]
+    index.client.indices.create(index=f"{alias}-v2", body=body)
+    index.client.indices.put_alias(index=f"{alias}-v2", name=alias)
+
+    index.ensure_schema()
+    props = index.client.indices.get_mapping(index=alias)[f"{alias}-v2"]["mappings"]["properties"]
+    assert {name: props[name] for name in VERSION_FIELDS} == VERSION_FIELDS
+    index.upsert([IndexDocument(memory("m1", version=4), unit(np.random.default_rng(1)))])
+    assert index.versions("t1").items == [("m1", 4)]

@@ -13,11 +13,12 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.bm25 import bm25_rank
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
-from rearview.ports import ChannelHits, IndexDocument, IndexQuery, StoreWrite, Touch, Vector
+from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, StoreWrite, Touch, Vector
 from rearview.text import tokens
 
 
@@ -137,7 +138,10 @@ class InMemoryMemoryStore:
 
 
 class InMemoryMemoryIndex:
-    """A brute-force `MemoryIndex`: BM25 over `text.tokens`, exact cosine over numpy vectors."""
+    """A brute-force `MemoryIndex`: BM25 over `text.tokens`, exact cosine over numpy vectors.
+
+    Version-conditional like every index: the indexed `Memory` carries its version.
+    """
 
     def __init__(self, dimension: int | None = None) -> None:
         self._dimension = dimension
@@ -151,10 +155,12 @@ class InMemoryMemoryIndex:
         with self._lock:
             for doc in docs:
                 key = (doc.memory.tenant_id, doc.memory.id)
+                indexed = self._docs.get(key)
+                if indexed is not None and indexed[0].version > doc.memory.version:
+                    continue  # a newer version is indexed: this write is stale
                 if doc.vector is None:
-                    if key in self._docs:
-                        _, vector, toks = self._docs[key]
-                        self._docs[key] = (doc.memory, vector, toks)
+                    if indexed is not None and indexed[0].content_hash == doc.memory.content_hash:
+                        self._docs[key] = (doc.memory, indexed[1], indexed[2])
                     continue
                 vector = check_vector(doc.vector, self._dimension)
                 self._docs[key] = (doc.memory, vector, tokens(doc.memory.content))
@@ -166,6 +172,18 @@ class InMemoryMemoryIndex:
 
     def count(self, tenant_id: str) -> int:
         return sum(1 for tenant, _ in self._docs if tenant == tenant_id)
+
+    def versions(self, tenant_id: str, cursor: str | None = None, limit: int = 1000) -> IndexedVersions:
+        check_limit(limit)
+        after = after_id(cursor)
+        with self._lock:
+            pairs = sorted(
+                (memory_id, m.version)
+                for (tenant, memory_id), (m, _, _) in self._docs.items()
+                if tenant == tenant_id and (after is None or memory_id > after)
+            )
+        page = pairs[:limit]
+        return IndexedVersions(page, cursor_after(page[-1][0]) if len(pairs) > limit else None)
 
     def search(self, query: IndexQuery) -> ChannelHits:
         candidates = [

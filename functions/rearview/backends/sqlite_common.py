@@ -14,12 +14,20 @@ from rearview.models import MemoryFilter
 
 
 class SQLiteDatabase:
-    """One SQLite file in WAL mode, shared by threads behind a lock. Opening is lazy (no I/O in __init__)."""
+    """One SQLite file in WAL mode. Opening is lazy (no I/O in __init__).
+
+    Writes (and reads that must see them atomically with a write) go through `conn`, shared by
+    threads behind `lock`. Long reads go through `reading()`: pooled connections of their own,
+    which WAL lets run beside the writer, so a slow query never holds `lock`.
+    Every connection has `secure_delete` on: deleted content is overwritten with zeros.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._conn: sqlite3.Connection | None = None
         self.lock = threading.RLock()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -27,12 +35,50 @@ class SQLiteDatabase:
         if self._conn is None:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            conn = self._connect()
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=5000")
             self._conn = conn
         return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute("PRAGMA secure_delete=ON")
+        return conn
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A read connection of this caller's own for the duration of the block (no shared lock).
+
+        It sees what was committed when its query started. An in-memory database has a single
+        connection, so there it is `conn` under `lock`.
+        """
+        if self.path == ":memory:":
+            with self.lock:
+                yield self.conn
+            return
+        _ = self.conn  # the writer opens the file first: it creates the folders and sets WAL mode
+        with self._readers_lock:
+            conn = self._readers.pop() if self._readers else None
+        if conn is None:
+            conn = self._connect()
+        try:
+            yield conn
+        finally:
+            with self._readers_lock:
+                self._readers.append(conn)
+
+    def truncate_wal(self) -> None:
+        """Copy the write-ahead log into the file and truncate it to zero bytes.
+
+        After a delete this removes the deleted content's older page images from the log.
+        Raises StoreError if readers kept it from completing within the busy timeout.
+        """
+        with self.lock:
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise StoreError(f"{self.path}: readers kept the write-ahead log from being truncated; retry")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -61,8 +107,11 @@ class SQLiteDatabase:
             conn.execute("INSERT OR REPLACE INTO schema_version VALUES (?, ?)", (name, len(migrations)))
 
     def close(self) -> None:
-        """Close the connection (reopened on next use)."""
-        with self.lock:
+        """Close the connections (reopened on next use); call it when no read is in progress."""
+        with self.lock, self._readers_lock:
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

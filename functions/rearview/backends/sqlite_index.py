@@ -7,11 +7,19 @@ memory (built lazily from the file, updated in place on writes) with the filter 
 boolean mask before ranking, so a small scope still gets its `limit` results.
 
 Text is indexed as `text.tokens` (casefolded words, CJK bigrams) with FTS5's porter stemmer.
+
+Writes are conditional on the memory's version (stored per document, checked in the write's
+transaction, and the matrix is updated only for the writes that applied). Keyword queries run on
+read connections of their own (WAL), so a slow query holds no lock that writes or other
+tenants' searches wait on. A delete erases the text from the file: `secure_delete` zeroes the
+freed pages, FTS5's `secure-delete` option (SQLite >= 3.42) or else an FTS5 `optimize` rewrites
+the segments without it, and the write-ahead log is truncated.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,8 +31,10 @@ import numpy.typing as npt
 
 from rearview.backends.memory import check_vector
 from rearview.backends.sqlite_common import SQLiteDatabase, filter_sql
+from rearview.backends.version_pages import after_id, check_limit, cursor_after
+from rearview.errors import IndexUnavailableError, StoreError
 from rearview.models import Memory, MemoryFilter, Visibility
-from rearview.ports import ChannelHits, IndexDocument, IndexQuery, Vector
+from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
 from rearview.text import query_tokens, tokens
 
 _MIGRATIONS = [
@@ -37,7 +47,15 @@ _MIGRATIONS = [
     );
     CREATE VIRTUAL TABLE docs_fts USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')
     """,
+    # Documents indexed before this migration have version 0 and an unknown content hash (NULL).
+    """
+    ALTER TABLE docs ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE docs ADD COLUMN content_hash TEXT
+    """,
 ]
+
+_FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
+"""FTS5 can remove a deleted row's terms from its segments in place (else: `optimize` after deletes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +209,9 @@ class SQLiteMemoryIndex:
 
     def ensure_schema(self) -> None:
         self._db.migrate("index", _MIGRATIONS)
+        if _FTS_SECURE_DELETE:
+            with self._lock, self._db.transaction() as conn:
+                conn.execute("INSERT INTO docs_fts (docs_fts, rank) VALUES ('secure-delete', 1)")
 
     def close(self) -> None:
         """Close the file and drop the in-memory matrices."""
@@ -204,37 +225,16 @@ class SQLiteMemoryIndex:
             for doc, vector in zip(docs, vectors, strict=True):
                 m = doc.memory
                 doc_row = _DocRow.of(m)
-                cols = doc_row.sql_values()
-                row = conn.execute(
-                    "SELECT rowid FROM docs WHERE tenant_id = ? AND memory_id = ?", (m.tenant_id, m.id)
-                ).fetchone()
-                if vector is None:
-                    if row is None:
-                        continue
-                    conn.execute(
-                        "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
-                        " scope_key=?, event_time=?, tags=? WHERE rowid = ?",
-                        (*cols, row[0]),
-                    )
-                else:
-                    if row is not None:
-                        conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
-                        conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (row[0],))
-                    cur = conn.execute(
-                        "INSERT INTO docs (tenant_id, memory_id, agent_id, visibility, session_id, type,"
-                        " status, scope_key, event_time, tags, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                        (m.tenant_id, m.id, *cols, vector.tobytes()),
-                    )
-                    conn.execute(
-                        "INSERT INTO docs_fts (rowid, body) VALUES (?, ?)",
-                        (cur.lastrowid, " ".join(tokens(m.content))),
-                    )
+                if not _write(conn, m, doc_row, vector):
+                    continue
                 cached = self._tenants.get(m.tenant_id)
                 if cached is not None:
                     cached.put(m.id, doc_row, vector)
 
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        """Remove the documents and erase their text from the file and its write-ahead log."""
         with self._lock, self._db.transaction() as conn:
+            deleted = False
             for memory_id in memory_ids:
                 row = conn.execute(
                     "SELECT rowid FROM docs WHERE tenant_id = ? AND memory_id = ?", (tenant_id, memory_id)
@@ -242,17 +242,35 @@ class SQLiteMemoryIndex:
                 if row is not None:
                     conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
                     conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (row[0],))
+                    deleted = True
                 cached = self._tenants.get(tenant_id)
                 if cached is not None:
                     cached.remove(memory_id)
+            if deleted and not _FTS_SECURE_DELETE:
+                # Deleted terms stay in the segments until merged; `optimize` merges them all.
+                conn.execute("INSERT INTO docs_fts (docs_fts) VALUES ('optimize')")
+        try:
+            self._db.truncate_wal()
+        except StoreError as exc:
+            raise IndexUnavailableError(str(exc)) from exc
 
     def count(self, tenant_id: str) -> int:
-        with self._db.lock:
+        with self._db.reading() as conn:
             return int(
-                self._db.conn.execute(
-                    "SELECT COUNT(*) FROM docs WHERE tenant_id = ?", (tenant_id,)
-                ).fetchone()[0]
+                conn.execute("SELECT COUNT(*) FROM docs WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
             )
+
+    def versions(self, tenant_id: str, cursor: str | None = None, limit: int = 1000) -> IndexedVersions:
+        check_limit(limit)
+        after = after_id(cursor)
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT memory_id, version FROM docs WHERE tenant_id = ? AND memory_id > ?"
+                " ORDER BY memory_id LIMIT ?",
+                (tenant_id, "" if after is None else after, limit + 1),
+            ).fetchall()
+        items = [(str(r[0]), int(r[1])) for r in rows[:limit]]
+        return IndexedVersions(items, cursor_after(items[-1][0]) if len(rows) > limit else None)
 
     def search(self, query: IndexQuery) -> ChannelHits:
         hits = ChannelHits()
@@ -273,8 +291,8 @@ class SQLiteMemoryIndex:
             f" WHERE docs_fts MATCH ? AND d.tenant_id = ? AND {where}"
             " ORDER BY bm25(docs_fts), d.memory_id LIMIT ?"
         )
-        with self._db.lock:
-            rows = self._db.conn.execute(sql, (match, query.tenant_id, *params, query.limit)).fetchall()
+        with self._db.reading() as conn:  # not the write lock: a long query must not stall writers
+            rows = conn.execute(sql, (match, query.tenant_id, *params, query.limit)).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
     def _vector(self, query: IndexQuery, vector: Vector) -> list[tuple[str, float]]:
@@ -294,8 +312,8 @@ class SQLiteMemoryIndex:
         tm = self._tenants.get(tenant_id)
         if tm is None:
             tm = _TenantMatrix(self._dimension)
-            with self._db.lock:
-                rows = self._db.conn.execute(
+            with self._db.reading() as conn:  # under self._lock: no write lands while the matrix loads
+                rows = conn.execute(
                     "SELECT memory_id, agent_id, visibility, session_id, type, status, scope_key, event_time,"
                     " tags, vector FROM docs WHERE tenant_id = ? ORDER BY rowid",
                     (tenant_id,),
@@ -305,3 +323,39 @@ class SQLiteMemoryIndex:
                 tm.put(r[0], doc, np.frombuffer(r[9], dtype=np.float32))
             self._tenants[tenant_id] = tm
         return tm
+
+
+def _write(conn: sqlite3.Connection, m: Memory, doc_row: _DocRow, vector: Vector | None) -> bool:
+    """Write one document unless the indexed one is newer (or, vector-less, absent or of other content).
+
+    Returns whether it was written.
+    """
+    row = conn.execute(
+        "SELECT rowid, version, content_hash FROM docs WHERE tenant_id = ? AND memory_id = ?",
+        (m.tenant_id, m.id),
+    ).fetchone()
+    if row is not None and row[1] > m.version:
+        return False  # a newer version is indexed: this write is stale
+    cols = (*doc_row.sql_values(), m.version, m.content_hash)
+    if vector is None:
+        # NULL: indexed before content hashes were kept, trusted as before.
+        if row is None or row[2] not in (None, m.content_hash):
+            return False
+        conn.execute(
+            "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
+            " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
+            (*cols, row[0]),
+        )
+        return True
+    if row is not None:
+        conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
+        conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (row[0],))
+    cur = conn.execute(
+        "INSERT INTO docs (tenant_id, memory_id, agent_id, visibility, session_id, type, status, scope_key,"
+        " event_time, tags, version, content_hash, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (m.tenant_id, m.id, *cols, vector.tobytes()),
+    )
+    conn.execute(
+        "INSERT INTO docs_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, " ".join(tokens(m.content)))
+    )
+    return True

@@ -182,9 +182,15 @@ class SQLiteMemoryStore:
                 )
 
     def purge(self, tenant_id: str, memory_id: str) -> None:
+        """Hard delete, leaving no copy in the file or its write-ahead log once it returns.
+
+        `secure_delete` zeroes the freed space; the log, which still holds the pages as they were
+        before, is then checkpointed and truncated (StoreError if readers keep it busy: repeat).
+        """
         with self._db.transaction() as conn:
             conn.execute("DELETE FROM memories WHERE tenant_id = ? AND id = ?", (tenant_id, memory_id))
             conn.execute("DELETE FROM history WHERE tenant_id = ? AND memory_id = ?", (tenant_id, memory_id))
+        self._db.truncate_wal()
 
     def stats(self, tenant_id: str) -> StoreStats:
         live = "tenant_id = ? AND (expires_at IS NULL OR expires_at > ?)"

@@ -3,14 +3,19 @@
 Two strategies, chosen once when the adapter is built (`OpenSearchConfig.uses_assigned_ids`):
 
 - `OwnIds` (managed domain, local node): `_id = "<tenant_id>:<memory_id>"`; upserts are bulk
-  `index`/`update` actions and deletes bulk `delete` actions by that id, without reading first.
+  `index` actions with the memory version as an external version (`external_gte`), so the engine
+  itself refuses a stale write (the adapter counts that conflict as skipped, not failed); a
+  vector-less upsert first reads its document by id (realtime `mget`) for the vector and text it
+  keeps. Deletes are bulk `delete` actions by id, without reading first.
 - `AssignedIds` (Serverless vector collections, which reject custom ids and have no refresh
   control): the memory id is only a field. An upsert looks up the existing documents of the
   batch by `(tenant_id, memory_id)`, then deletes them by their assigned `_id` and indexes the
-  new versions without an id, in the same `_bulk`. Reads lag writes by seconds there, so a
-  write that follows another write of the same memory too closely can leave a stale copy
-  behind; search keeps only the best hit per memory id, and the next upsert of that memory
-  removes every copy it can see.
+  new versions without an id, in the same `_bulk`; it skips the memory when a copy it sees holds
+  a newer version. Engine-assigned ids cannot carry external versions, and reads lag writes by
+  seconds there, so a write that follows another write of the same memory too closely can
+  leave a stale copy behind; search keeps only the best hit per memory id, `versions` reports
+  the lowest version of the copies (so reconcile rewrites it), and the next upsert of that
+  memory removes every copy it can see.
 """
 
 from __future__ import annotations
@@ -27,13 +32,16 @@ if TYPE_CHECKING:
     from rearview.models import Memory
     from rearview.ports import Vector
 
-__all__ = ["AssignedIds", "BulkOp", "DocumentIds", "OwnIds", "Search"]
+__all__ = ["AssignedIds", "BulkOp", "DocumentIds", "Fetch", "OwnIds", "Search"]
 
 BulkOp = tuple[Json, Json | None]
 """One bulk operation: the action line and its source line (None for a delete)."""
 
 Search = Callable[[str, Json], Mapping[str, Any]]
 """Runs a search body against an index and returns the response (engine errors already translated)."""
+
+Fetch = Callable[[str, Sequence[str]], Mapping[str, Any]]
+"""Reads documents by `_id` in realtime (an `mget` of `_source` fields) and returns the response."""
 
 _LOOKUP_CHUNK: Final = 1000  # memory ids per lookup query
 
@@ -45,7 +53,8 @@ class DocumentIds(Protocol):
         """Operations that write every memory of `batch` (distinct memories, vectors already checked).
 
         A None vector updates only the filterable fields of an existing document, keeping its
-        vector and text; an absent document stays absent.
+        vector and text; an absent document, or one of other content, is left alone. No
+        operation may replace a document of a newer version.
         """
         ...
 
@@ -55,13 +64,44 @@ class DocumentIds(Protocol):
 
 
 class OwnIds:
-    """`_id = "<tenant_id>:<memory_id>"`: every operation addresses its document directly."""
+    """`_id = "<tenant_id>:<memory_id>"`: every operation addresses its document directly.
+
+    `fetch` reads the documents that vector-less upserts keep the vector and text of.
+    """
+
+    def __init__(self, fetch: Fetch) -> None:
+        self._fetch = fetch
 
     def upsert_ops(self, index: str, batch: Sequence[tuple[Memory, Vector | None]]) -> list[BulkOp]:
-        return [_own_id_op(index, memory, vector) for memory, vector in batch]
+        partial = [_own_id(m.tenant_id, m.id) for m, vector in batch if vector is None]
+        existing = self._existing(index, partial) if partial else {}
+        ops: list[BulkOp] = []
+        for memory, vector in batch:
+            doc_id = _own_id(memory.tenant_id, memory.id)
+            if vector is not None:
+                source = document_source(memory, vector)
+            else:
+                found = existing.get(doc_id)
+                if found is None or not _may_write(memory, None, [found]):
+                    continue
+                source = _without_nulls(
+                    {**document_source(memory, None), "content": found.content, "vector": found.vector}
+                )
+            ops.append((_versioned_index(index, doc_id, memory.version), source))
+        return ops
 
     def delete_ops(self, index: str, tenant_id: str, memory_ids: Sequence[str]) -> list[BulkOp]:
         return [_delete_op(index, _own_id(tenant_id, mid)) for mid in memory_ids]
+
+    def _existing(self, index: str, doc_ids: Sequence[str]) -> dict[str, _Found]:
+        response = self._fetch(index, doc_ids)
+        docs = response.get("docs")
+        found: dict[str, _Found] = {}
+        for entry in docs if isinstance(docs, list) else []:
+            doc = as_mapping(entry)
+            if doc.get("found"):
+                found[str(doc.get("_id"))] = _Found.of(str(doc.get("_id")), as_mapping(doc.get("_source")))
+        return found
 
 
 class AssignedIds:
@@ -85,9 +125,9 @@ class AssignedIds:
         ops: list[BulkOp] = []
         for memory, vector in batch:
             old = existing.get((memory.tenant_id, memory.id), [])
+            if not _may_write(memory, vector, old):
+                continue
             if vector is None:
-                if not old:
-                    continue  # absent: a vector-less update is ignored
                 kept = next((f.vector for f in old if f.vector is not None), None)
                 source = {**document_source(memory, None), "content": old[0].content, "vector": kept}
             else:
@@ -110,25 +150,47 @@ class AssignedIds:
             response = self._search(index, lookup_body(tenant_id, chunk, with_vector=with_vector))
             for hit in hit_list(response):
                 src = as_mapping(hit.get("_source"))
-                vector = src.get("vector")
-                content = src.get("content")
-                found[str(src.get("memory_id"))].append(
-                    _Found(
-                        id=str(hit.get("_id")),
-                        vector=vector if isinstance(vector, list) else None,
-                        content=content if isinstance(content, str) else "",
-                    )
-                )
+                found[str(src.get("memory_id"))].append(_Found.of(str(hit.get("_id")), src))
         return found
 
 
 @dataclass(frozen=True, slots=True)
 class _Found:
-    """An existing document found by memory id."""
+    """An existing document: its `_id`, memory version, content hash, vector and text.
+
+    Version 0 and hash None: written before versions were indexed.
+    """
 
     id: str
+    version: int
+    content_hash: str | None
     vector: list[float] | None
     content: str
+
+    @classmethod
+    def of(cls, doc_id: str, src: Mapping[str, Any]) -> _Found:
+        version, digest = src.get("memory_version"), src.get("content_hash")
+        vector, content = src.get("vector"), src.get("content")
+        return cls(
+            id=doc_id,
+            version=version if isinstance(version, int) else 0,
+            content_hash=digest if isinstance(digest, str) else None,
+            vector=vector if isinstance(vector, list) else None,
+            content=content if isinstance(content, str) else "",
+        )
+
+
+def _may_write(memory: Memory, vector: Vector | None, existing: Sequence[_Found]) -> bool:
+    """Whether a write of `memory` may replace `existing` (its indexed copies).
+
+    Never over a newer version; a vector-less write only over a document of the same content
+    (a None hash: indexed before hashes were kept, trusted as before).
+    """
+    if any(found.version > memory.version for found in existing):
+        return False
+    if vector is not None:
+        return True
+    return bool(existing) and all(f.content_hash in (None, memory.content_hash) for f in existing)
 
 
 def _delete_op(index: str, doc_id: str) -> BulkOp:
@@ -140,11 +202,9 @@ def _own_id(tenant_id: str, memory_id: str) -> str:
     return f"{tenant_id}:{memory_id}"
 
 
-def _own_id_op(index: str, memory: Memory, vector: Vector | None) -> BulkOp:
-    doc_id = _own_id(memory.tenant_id, memory.id)
-    if vector is None:  # on an absent document: `document_missing_exception`, the documented no-op
-        return {"update": {"_index": index, "_id": doc_id}}, {"doc": document_source(memory, None)}
-    return {"index": {"_index": index, "_id": doc_id}}, document_source(memory, vector)
+def _versioned_index(index: str, doc_id: str, version: int) -> Json:
+    """A bulk `index` action the engine refuses (`version_conflict_engine_exception`) over a newer version."""
+    return {"index": {"_index": index, "_id": doc_id, "version": version, "version_type": "external_gte"}}
 
 
 def _without_nulls(source: Json) -> Json:

@@ -33,19 +33,23 @@ from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, R
 
 from rearview.backends.opensearch.config import OpenSearchConfig, Refresh, build_client
 from rearview.backends.opensearch.ids import AssignedIds, BulkOp, DocumentIds, OwnIds
-from rearview.backends.opensearch.mapping import Json, index_body
+from rearview.backends.opensearch.mapping import VERSION_FIELDS, Json, index_body
 from rearview.backends.opensearch.queries import (
+    LOOKUP_FIELDS,
     MAX_WINDOW,
     as_mapping,
     cosine,
     keyword_body,
     ranked,
     vector_body,
+    versions_body,
+    versions_page,
 )
+from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, InvalidInputError
 from rearview.lazy import Lazy
 from rearview.models import Memory
-from rearview.ports import ChannelHits, IndexDocument, IndexQuery, Vector
+from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
 
 __all__ = ["OpenSearchMemoryIndex"]
 
@@ -62,7 +66,9 @@ class OpenSearchMemoryIndex:
     def __init__(self, config: OpenSearchConfig, client: OpenSearch | None = None) -> None:
         self._config = config
         self._client = Lazy(lambda: build_client(config), client)
-        self._ids: DocumentIds = AssignedIds(self._lookup_search) if config.uses_assigned_ids else OwnIds()
+        self._ids: DocumentIds = (
+            AssignedIds(self._lookup_search) if config.uses_assigned_ids else OwnIds(self._fetch)
+        )
 
     @property
     def config(self) -> OpenSearchConfig:
@@ -80,10 +86,17 @@ class OpenSearchMemoryIndex:
         """Create `<alias>-v<index_version>` and point the alias at it, unless the alias exists.
 
         Idempotent and safe to race: an index created concurrently is reused. An alias that
-        already points elsewhere (e.g. after a reindex) is left alone.
+        already points elsewhere (e.g. after a reindex) is left alone, but gains the version
+        fields (`VERSION_FIELDS`) if it was created before them. Its documents still carry the
+        engine's own versions: rebuild it (`rearview reindex`) so writes compare memory versions.
         """
         with _engine_errors("ensure_schema"):
             if self._alias_targets():
+                self.client.indices.put_mapping(
+                    index=self._config.alias,
+                    body={"properties": VERSION_FIELDS},
+                    request_timeout=self._config.bulk_timeout_s,
+                )
                 return
             name = self.create_version(self._config.index_version)
             self.client.indices.put_alias(
@@ -151,9 +164,10 @@ class OpenSearchMemoryIndex:
     # -- MemoryIndex ------------------------------------------------------------------------
 
     def upsert(self, docs: Sequence[IndexDocument]) -> None:
-        """Insert or replace documents by memory id (through the alias).
+        """Insert or replace documents by memory id (through the alias), never over a newer version.
 
-        A document whose `vector` is None updates only the filterable fields of an existing
+        A stale write is refused by the engine (external versioning) and skipped without an
+        error. A document whose `vector` is None updates only the filterable fields of an existing
         document, keeping its vector and text; it is ignored if the document is absent. A zero
         vector (which the `cosinesimil` space rejects) is not indexed: that memory is found by
         the keyword channel only.
@@ -220,6 +234,22 @@ class OpenSearchMemoryIndex:
             raise IndexUnavailableError(f"OpenSearch count returned no total: {response!r:.300}")
         return total
 
+    def versions(self, tenant_id: str, cursor: str | None = None, limit: int = 1000) -> IndexedVersions:
+        """The tenant's (memory_id, indexed version) pairs, memory id ascending (a composite aggregation).
+
+        Where engine-assigned ids left several copies of a memory, its lowest version.
+        """
+        body = versions_body(tenant_id, after_id(cursor), check_limit(limit) + 1)
+        with _engine_errors("versions"):
+            response = as_mapping(
+                self.client.search(
+                    index=self._config.alias, body=body, request_timeout=self._config.bulk_timeout_s
+                )
+            )
+        pairs = versions_page(response)
+        items = pairs[:limit]
+        return IndexedVersions(items, cursor_after(items[-1][0]) if len(pairs) > limit else None)
+
     # -- vectors ----------------------------------------------------------------------------
 
     def _check_vector(self, vector: Vector) -> Vector:
@@ -251,14 +281,26 @@ class OpenSearchMemoryIndex:
                 self.client.search(index=index, body=body, request_timeout=self._config.bulk_timeout_s)
             )
 
+    def _fetch(self, index: str, doc_ids: Sequence[str]) -> Mapping[str, Any]:
+        """A realtime read by `_id` that is part of a write (`OwnIds`): bounded by `bulk_timeout_s`."""
+        body = {"docs": [{"_index": index, "_id": doc_id} for doc_id in doc_ids]}
+        with _engine_errors("read by id"):
+            return as_mapping(
+                self.client.mget(
+                    body=body,
+                    _source_includes=[*LOOKUP_FIELDS, "content", "vector"],
+                    request_timeout=self._config.bulk_timeout_s,
+                )
+            )
+
     def _bulk(self, ops: list[BulkOp], refresh: Refresh) -> None:
         """Send bulk operations in chunks of `bulk_chunk_docs`; raise on any item failure.
 
         `refresh` is sent except in serverless mode, where collections reject it.
 
-        Missing documents are not failures: a delete answers 404 `not_found` without an error,
-        and a vector-less `update` of an absent document (`document_missing_exception`) is the
-        documented no-op.
+        Missing documents are not failures (a delete answers 404 `not_found` without an error),
+        nor are stale writes: the engine refuses a write over a newer version with
+        `version_conflict_engine_exception`, which is the documented skip.
         """
         params: dict[str, str] = {}
         if self._config.mode != "serverless":
@@ -278,7 +320,7 @@ class OpenSearchMemoryIndex:
                     for item in response.get("items", [])
                     for result in as_mapping(item).values()
                     if (err := as_mapping(result).get("error"))
-                    and as_mapping(err).get("type") != "document_missing_exception"
+                    and as_mapping(err).get("type") != "version_conflict_engine_exception"
                 ]
                 if failures:
                     raise IndexUnavailableError(

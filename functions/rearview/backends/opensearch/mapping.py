@@ -16,6 +16,7 @@ __all__ = [
     "INDEX_ANALYZER",
     "KEYWORD_FIELDS",
     "QUERY_ANALYZER",
+    "VERSION_FIELDS",
     "Json",
     "document_source",
     "epoch_us",
@@ -33,6 +34,11 @@ KEYWORD_FIELDS: Final = (
     "memory_id", "tenant_id", "agent_id", "visibility", "session_id", "type", "tags", "status", "scope_key",
 )  # fmt: skip
 """The exact-match fields of the mapping: ids and everything a `MemoryFilter` can test."""
+
+VERSION_FIELDS: Final = {"memory_version": {"type": "long"}, "content_hash": {"type": "keyword"}}
+"""What a document knows of its memory's version: conditional writes and `versions` read them.
+
+Added to an index created before they existed by `ensure_schema` (mappings only grow)."""
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -75,6 +81,7 @@ def index_body(config: OpenSearchConfig) -> Json:
             "dynamic": "strict",
             "properties": {
                 **{name: keyword for name in KEYWORD_FIELDS},
+                **VERSION_FIELDS,
                 "content": {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": QUERY_ANALYZER},
                 "event_time": {"type": "date"},
                 "event_time_us": {"type": "long"},
@@ -109,6 +116,8 @@ def document_source(memory: Memory, vector: Vector | None) -> Json:
         "event_time": _utc(memory.event_time).isoformat(),
         "event_time_us": epoch_us(memory.event_time),
         "updated_at": _utc(memory.updated_at).isoformat(),
+        "memory_version": memory.version,
+        "content_hash": memory.content_hash,
     }
     if vector is not None:
         source["content"] = memory.content

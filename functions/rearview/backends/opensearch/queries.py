@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from rearview.ports import IndexQuery, Vector
 
 __all__ = [
+    "LOOKUP_FIELDS",
     "MAX_WINDOW",
     "as_mapping",
     "cosine",
@@ -30,9 +31,13 @@ __all__ = [
     "lookup_body",
     "ranked",
     "vector_body",
+    "versions_body",
+    "versions_page",
 ]
 
 MAX_WINDOW: Final = 10_000  # index.max_result_window and the k-NN `k` ceiling
+LOOKUP_FIELDS: Final = ["memory_id", "memory_version", "content_hash"]
+"""What a write reads of an existing document (plus `content` and `vector` when it must keep them)."""
 
 
 def filter_clauses(tenant_id: str, flt: MemoryFilter) -> list[Json]:
@@ -106,13 +111,38 @@ def lookup_body(tenant_id: str, memory_ids: Sequence[str], *, with_vector: bool)
     """Every document of the tenant's `memory_ids` (up to 4 copies each), with content and vector if asked."""
     return {
         "size": min(MAX_WINDOW, 4 * len(memory_ids)),
-        "_source": ["memory_id", "content", "vector"] if with_vector else ["memory_id"],
+        "_source": [*LOOKUP_FIELDS, "content", "vector"] if with_vector else LOOKUP_FIELDS,
         "query": {
             "bool": {
                 "filter": [{"term": {"tenant_id": tenant_id}}, {"terms": {"memory_id": list(memory_ids)}}]
             }
         },
     }
+
+
+def versions_body(tenant_id: str, after: str | None, size: int) -> Json:
+    """A composite aggregation: the tenant's memory ids in order, each with its lowest indexed version."""
+    composite: Json = {"size": size, "sources": [{"memory_id": {"terms": {"field": "memory_id"}}}]}
+    if after is not None:
+        composite["after"] = {"memory_id": after}
+    return {
+        "size": 0,
+        "track_total_hits": False,
+        "query": {"term": {"tenant_id": tenant_id}},
+        "aggs": {"ids": {"composite": composite, "aggs": {"version": {"min": {"field": "memory_version"}}}}},
+    }
+
+
+def versions_page(response: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(memory_id, version) of a `versions_body` answer, in order (0 where no version was indexed)."""
+    buckets = as_mapping(as_mapping(response.get("aggregations")).get("ids")).get("buckets")
+    out: list[tuple[str, int]] = []
+    for bucket in buckets if isinstance(buckets, list) else []:
+        mid = as_mapping(as_mapping(bucket).get("key")).get("memory_id")
+        version = as_mapping(as_mapping(bucket).get("version")).get("value")
+        if isinstance(mid, str):
+            out.append((mid, int(version) if isinstance(version, int | float) else 0))
+    return out
 
 
 def ranked(result: Mapping[str, Any], limit: int) -> list[tuple[str, float]]:
