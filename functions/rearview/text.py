@@ -61,3 +61,13 @@ def estimate_tokens(text: str) -> int:
     """Rough LLM token count (~4 characters per token; CJK ~1 per character)."""
     cjk = sum(1 for ch in text if "\u3040" <= ch <= "\ud7af")
     return math.ceil((len(text) - cjk) / 4) + cjk
+
+
+def disallowed_control_chars(text: str) -> list[int]:
+    """The distinct code points of `text` that no stored text may hold, in order of appearance.
+
+    C0 and C1 control characters other than tab, newline and carriage return (a NUL silently
+    ends the text for some embedders).
+    """
+    found = (ord(ch) for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r")
+    return list(dict.fromkeys(found))
