@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
 
 from rearview.api.app import build_mcp
@@ -169,3 +169,10 @@ async def test_the_guidelines_prompt_refuses_unknown_arguments(mcp: MCPServer[An
     assert (await mcp.get_prompt("memory_guidelines", None, _ctx())).messages
     with pytest.raises(MCPError, match=r"invalid_input: invalid `topic`: unknown argument"):
         await mcp.get_prompt("memory_guidelines", {"topic": "x"}, _ctx())
+
+
+async def test_the_profile_resource_refuses_an_oversized_agent_id(mcp: MCPServer[Any]) -> None:
+    with pytest.raises(
+        ResourceError, match=rf"invalid_input: invalid `agent_id`: .*limit is {MAX_AGENT_ID_CHARS}"
+    ):
+        await mcp.read_resource(f"memory://profile/{'a' * 5000}", _ctx())
