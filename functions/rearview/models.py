@@ -12,7 +12,15 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
 from rearview.text import disallowed_control_chars, query_tokens
 
@@ -158,7 +166,24 @@ Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS), _PlainText]
 Labels = Annotated[list[Label], Field(max_length=MAX_TAGS)]
 TimestampText = Annotated[str, Field(max_length=MAX_TIMESTAMP_CHARS)]
 MetadataKey = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS), _PlainText]
-MetadataScalar = Annotated[str, Field(max_length=MAX_METADATA_VALUE_CHARS), _PlainText] | int | float | bool
+
+
+def _one_metadata_problem(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """One message for a metadata value that fits no member of the union (pydantic gives one per member)."""
+    try:
+        return handler(value)
+    except ValidationError:
+        if not isinstance(value, str):
+            raise ValueError("must be a string, number or boolean") from None
+        if len(value) > MAX_METADATA_VALUE_CHARS:
+            raise ValueError(f"is {len(value)} characters; the limit is {MAX_METADATA_VALUE_CHARS}") from None
+        raise ValueError(control_chars_problem(value) or "is not a valid string") from None
+
+
+MetadataScalar = Annotated[
+    Annotated[str, Field(max_length=MAX_METADATA_VALUE_CHARS), _PlainText] | int | float | bool,
+    WrapValidator(_one_metadata_problem),
+]
 FlatMetadata = Annotated[
     dict[MetadataKey, MetadataScalar], Field(max_length=MAX_METADATA_KEYS), _refusing(metadata_bytes_problem)
 ]

@@ -19,6 +19,7 @@ from rearview.models import (
     MAX_LABEL_CHARS,
     MAX_METADATA_BYTES,
     MAX_METADATA_KEYS,
+    MAX_METADATA_VALUE_CHARS,
     MAX_QUERY_CHARS,
     MAX_QUERY_TERMS,
     MAX_SESSION_ID_CHARS,
@@ -176,3 +177,18 @@ async def test_the_profile_resource_refuses_an_oversized_agent_id(mcp: MCPServer
         ResourceError, match=rf"invalid_input: invalid `agent_id`: .*limit is {MAX_AGENT_ID_CHARS}"
     ):
         await mcp.read_resource(f"memory://profile/{'a' * 5000}", _ctx())
+
+
+async def test_many_problems_are_counted_not_all_spelled_out(mcp: MCPServer[Any]) -> None:
+    tags = ["t" * (MAX_LABEL_CHARS + 1)] * MAX_TAGS
+    message = await _refused(mcp, "memory_write", {"content": "x", "tags": tags})
+    assert "invalid `tags.0`" in message and f"and {MAX_TAGS - 5} more" in message
+    assert "invalid `tags.5`" not in message
+
+
+async def test_a_metadata_value_past_its_limit_is_one_clear_problem(mcp: MCPServer[Any]) -> None:
+    value = "v" * (MAX_METADATA_VALUE_CHARS + 1)
+    message = await _refused(mcp, "memory_write", {"content": "x", "metadata": {"k": value}})
+    assert message.endswith(
+        f"invalid `metadata.k`: is {len(value)} characters; the limit is {MAX_METADATA_VALUE_CHARS}"
+    )

@@ -27,6 +27,8 @@ from rearview.errors import InvalidInputError
 
 MAX_ECHOED_KEY_CHARS = 40
 """An unknown key is quoted back at most this long: the caller's text is not echoed in full."""
+MAX_REPORTED_PROBLEMS = 5
+"""Problems spelled out in one error (the rest are counted): 30 bad tags need not make 30 lines."""
 
 
 def unknown_argument(key: str, valid: Iterable[str]) -> InvalidInputError:
@@ -46,12 +48,14 @@ def invalid_arguments(exc: ValidationError, valid: Iterable[str]) -> InvalidInpu
     pydantic's own message, which states the limit ("at most 100 characters") and never the value.
     """
     names = list(valid)
-    errors = [_one_error(detail, names) for detail in exc.errors(include_url=False, include_input=False)]
+    details = exc.errors(include_url=False, include_input=False)
+    errors = [_one_error(detail, names) for detail in details[:MAX_REPORTED_PROBLEMS]]
     first = errors[0]
     if len(errors) == 1:
         return first
     rest = "; ".join(str(e) for e in errors[1:])
-    return InvalidInputError(first.field, f"{first.problem}; also {rest}", first.allowed)
+    more = f"; and {len(details) - len(errors)} more" if len(details) > len(errors) else ""
+    return InvalidInputError(first.field, f"{first.problem}; also {rest}{more}", first.allowed)
 
 
 def _one_error(detail: ErrorDetails, valid: Sequence[str]) -> InvalidInputError:
