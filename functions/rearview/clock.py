@@ -43,7 +43,11 @@ def to_iso(when: datetime) -> str:
 
 
 def parse_time(value: str | datetime, field: str = "time") -> datetime:
-    """Parse an ISO-8601 timestamp (a naive one is taken as UTC) into an aware UTC datetime."""
+    """Parse an ISO-8601 timestamp (a naive one is taken as UTC) into an aware UTC datetime.
+
+    Anything else, including a time that falls outside years 1..9999 in UTC, is an
+    `InvalidInputError` naming `field`.
+    """
     from rearview.errors import InvalidInputError
 
     if isinstance(value, datetime):
@@ -55,4 +59,7 @@ def parse_time(value: str | datetime, field: str = "time") -> datetime:
             raise InvalidInputError(field, f"not an ISO-8601 timestamp: {value!r}") from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:  # 0001-01-01T00:30+01:00 is in year 0 once in UTC
+        raise InvalidInputError(field, f"is outside years 1..9999 once converted to UTC: {value!r}") from exc

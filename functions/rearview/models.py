@@ -6,21 +6,58 @@ Limits are named constants; breaking one is an `InvalidInputError`, never a trun
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
+from rearview.text import disallowed_control_chars, query_tokens
+
+# ---------------------------------------------------------------------------------------------------
+# The limits: the one table every caller is held to. The MCP tools advertise them in their input
+# schemas and refuse what breaks them (`invalid_input` naming the field and the limit); the service
+# checks them again (`service/validation.py`) for the CLI, imports and jobs. Each is far below what
+# every backend accepts (SQLite's expression depth of 1000 and 32,766 variables, OpenSearch's 1,024
+# boolean clauses, DynamoDB's 4 KB filter expressions and 100-item batches), so no backend error
+# reaches a caller, and small enough that no single request can hold the index for long.
 MAX_CONTENT_CHARS = 4000
+"""`content` of a memory (one distilled statement)."""
+MAX_QUERY_CHARS = 1000
+"""`query` of a search."""
+MAX_QUERY_TERMS = 32
+"""Distinct search terms in a query (stopwords aside): each one is a posting list to merge."""
+MAX_ID_CHARS = 64
+"""A memory id (`memory_id`, `supersedes`, `ids` items)."""
+MAX_SESSION_ID_CHARS = 128
+MAX_AGENT_ID_CHARS = 128
+MAX_IDEMPOTENCY_KEY_CHARS = 128
 MAX_TAGS = 32
+"""Tags (and entities) on a memory, and tags in a filter."""
 MAX_LABEL_CHARS = 100
+"""One tag, entity or metadata key."""
 MAX_METADATA_KEYS = 32
 MAX_METADATA_VALUE_CHARS = 500
+MAX_METADATA_BYTES = 4096
+"""All of a memory's metadata, as compact UTF-8 JSON."""
+MAX_FILTER_IDS = 100
+"""`ids` given to `memory_forget` in one call."""
+MAX_TIMESTAMP_CHARS = 64
+"""An ISO-8601 timestamp argument (`event_time`, `time_from`, `time_to`)."""
 MAX_TOP_K = 50
 MAX_TTL_DAYS = 36_500
 MAX_FORGET_BATCH = 1000
-MAX_IDEMPOTENCY_KEY_CHARS = 128
+"""Memories one filtered `memory_forget` call forgets (`more` says when there are others)."""
 MIN_IMPORTANCE, MAX_IMPORTANCE = 1, 5
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.0, 1.0
 DEFAULT_AGENT = "default"
@@ -74,6 +111,85 @@ class WriteAction(StrEnum):
 MetadataValue = str | int | float | bool
 Importance = Annotated[int, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)]
 Confidence = Annotated[float, Field(ge=MIN_CONFIDENCE, le=MAX_CONFIDENCE)]
+
+
+def control_chars_problem(text: str) -> str | None:
+    """Why `text` cannot be stored (a control character other than tab, newline, return), or None."""
+    bad = disallowed_control_chars(text)
+    if not bad:
+        return None
+    shown = ", ".join(f"U+{c:04X}" for c in bad[:5])
+    return f"contains control characters ({shown}); only tab, newline and carriage return are allowed"
+
+
+def query_terms_problem(query: str) -> str | None:
+    """Why `query` has too many distinct terms (`MAX_QUERY_TERMS`), or None."""
+    terms = len(query_tokens(query))
+    return f"has {terms} distinct terms; the limit is {MAX_QUERY_TERMS}" if terms > MAX_QUERY_TERMS else None
+
+
+def metadata_bytes_problem(metadata: Mapping[str, object]) -> str | None:
+    """Why `metadata` is too large as compact UTF-8 JSON (`MAX_METADATA_BYTES`), or None."""
+    size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode())
+    return (
+        f"is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}" if size > MAX_METADATA_BYTES else None
+    )
+
+
+def _refusing(problem: Any) -> AfterValidator:
+    """A pydantic validator that fails with `problem(value)` when that is not None."""
+
+    def check(value: Any) -> Any:
+        reason = problem(value)
+        if reason is not None:
+            raise ValueError(reason)
+        return value
+
+    return AfterValidator(check)
+
+
+_PlainText = _refusing(control_chars_problem)
+
+# The limits as pydantic types, for the edge (the MCP tool parameters): their JSON schemas advertise
+# each limit, and a value beyond one fails validation naming the field and the limit. The service
+# does not rely on them: it checks the same limits itself (`service/validation.py`).
+ContentText = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), _PlainText]
+QueryText = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUERY_CHARS), _PlainText, _refusing(query_terms_problem)
+]
+MemoryId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+MemoryIds = Annotated[list[MemoryId], Field(max_length=MAX_FILTER_IDS)]
+SessionIdText = Annotated[str, Field(min_length=1, max_length=MAX_SESSION_ID_CHARS), _PlainText]
+AgentIdText = Annotated[str, Field(min_length=1, max_length=MAX_AGENT_ID_CHARS), _PlainText]
+IdempotencyKeyText = Annotated[str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS), _PlainText]
+Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS), _PlainText]
+Labels = Annotated[list[Label], Field(max_length=MAX_TAGS)]
+TimestampText = Annotated[str, Field(max_length=MAX_TIMESTAMP_CHARS)]
+MetadataKey = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS), _PlainText]
+
+
+def _one_metadata_problem(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """One message for a metadata value that fits no member of the union (pydantic gives one per member)."""
+    try:
+        return handler(value)
+    except ValidationError:
+        if not isinstance(value, str):
+            raise ValueError("must be a string, number or boolean") from None
+        if len(value) > MAX_METADATA_VALUE_CHARS:
+            raise ValueError(f"is {len(value)} characters; the limit is {MAX_METADATA_VALUE_CHARS}") from None
+        raise ValueError(control_chars_problem(value) or "is not a valid string") from None
+
+
+MetadataScalar = Annotated[
+    Annotated[str, Field(max_length=MAX_METADATA_VALUE_CHARS), _PlainText] | int | float | bool,
+    WrapValidator(_one_metadata_problem),
+]
+FlatMetadata = Annotated[
+    dict[MetadataKey, MetadataScalar], Field(max_length=MAX_METADATA_KEYS), _refusing(metadata_bytes_problem)
+]
+MemoryTypes = Annotated[list[MemoryType], Field(max_length=len(MemoryType))]
+TtlDays = Annotated[float, Field(gt=0, le=MAX_TTL_DAYS)]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
 
 
 class MemoryView(BaseModel):

@@ -14,7 +14,6 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
 # C0 controls except tab, newline and carriage return; DEL; C1 controls.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 STOPWORDS = frozenset(
     """
@@ -65,10 +64,11 @@ def estimate_tokens(text: str) -> int:
     return math.ceil((len(text) - cjk) / 4) + cjk
 
 
-def disallowed_control_characters(text: str) -> list[tuple[int, str]]:
-    """Every NUL and other control character in `text` as (offset, "U+XXXX"), in order; [] if none.
+def disallowed_control_chars(text: str) -> list[int]:
+    """The distinct code points of `text` that no stored text may hold, in order of appearance.
 
-    Tab, newline and carriage return are allowed; every other C0 control, DEL and every C1 control is
-    not: the C embedder stops reading at NUL, so text after one would be stored but never embedded.
+    C0 and C1 control characters other than tab, newline and carriage return (a NUL silently
+    ends the text for some embedders).
     """
-    return [(match.start(), f"U+{ord(match.group()):04X}") for match in _CONTROL.finditer(text)]
+    found = (ord(ch) for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r")
+    return list(dict.fromkeys(found))

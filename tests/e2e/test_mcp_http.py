@@ -13,6 +13,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.e2e.server import running_server
 
@@ -122,6 +123,25 @@ async def test_bad_input_is_a_clear_error_and_writes_nothing(url: str, mode: str
             text = await call_error(client, tool, args)
             assert field in text and message in text, text
         assert (await call(client, "memory_stats", {}))["total"] == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_unknown_arguments_are_refused_and_advertised_as_forbidden(url: str, mode: str) -> None:
+    async with connect(url, mode) as client:
+        listed = await client.list_tools()
+        assert all(t.input_schema.get("additionalProperties") is False for t in listed.tools)
+        await call(client, "memory_write", {"content": "Deploys go through CI", "session_id": "s1"})
+
+        text = await call_error(
+            client, "memory_forget", {"session_id": "s1", "type": "working", "hard": True}
+        )
+        assert "invalid_input: invalid `type`: unknown argument; did you mean `types`?" in text, text
+        text = await call_error(client, "memory_write", {"content": "my secret", "visiblity": "private"})
+        assert "invalid_input" in text and "did you mean `visibility`?" in text, text
+        assert (await call(client, "memory_stats", {}))["total"] == 1
+
+        with pytest.raises(MCPError, match="invalid_input: invalid `topic`: unknown argument"):
+            await client.get_prompt("memory_guidelines", {"topic": "x"})
 
 
 async def test_malformed_json_rpc_and_get_are_answered(url: str) -> None:

@@ -57,7 +57,9 @@ class MethodGuard:
 
 def build_mcp(service: MemoryService) -> MCPServer[Any]:
     """The MCP server with Rearview's tools, prompt and resource."""
-    mcp: MCPServer[Any] = MCPServer("rearview", instructions=INSTRUCTIONS, version=__version__)
+    mcp: MCPServer[Any] = MCPServer(
+        "rearview", instructions=INSTRUCTIONS, version=__version__, tools=tools.strict_tools(service)
+    )
     tools.register(mcp, service)
     return mcp
 

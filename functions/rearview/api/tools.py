@@ -14,9 +14,11 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from rearview.api.arguments import StrictPrompt, StrictTool
 from rearview.api.auth import TENANT_STATE_KEY
 from rearview.api.errors import tool_errors
 from rearview.clock import parse_time
@@ -25,24 +27,36 @@ from rearview.models import (
     DEFAULT_AGENT,
     MAX_CONFIDENCE,
     MAX_CONTENT_CHARS,
-    MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_IMPORTANCE,
+    MAX_QUERY_CHARS,
     MAX_TOP_K,
     MIN_CONFIDENCE,
     MIN_IMPORTANCE,
+    AgentIdText,
     Confidence,
+    ContentText,
+    FlatMetadata,
     ForgetRequest,
     ForgetResult,
     HistoryResult,
+    IdempotencyKeyText,
     Importance,
+    Labels,
     MemoryFilter,
+    MemoryId,
+    MemoryIds,
     MemoryStatus,
     MemoryType,
+    MemoryTypes,
     MemoryView,
-    MetadataValue,
+    QueryText,
     SearchRequest,
     SearchResult,
+    SessionIdText,
     Stats,
+    TimestampText,
+    TopK,
+    TtlDays,
     UpdateRequest,
     Visibility,
     WriteRequest,
@@ -54,22 +68,24 @@ from rearview.service.memory_service import MemoryService
 T = TypeVar("T")
 P = ParamSpec("P")
 
+# Argument types: the limits of `models.py` (advertised in the input schemas) plus what the model reads.
 AgentId = Annotated[
-    str, Field(description="Your agent's id; private memories are visible only to the agent that wrote them.")
+    AgentIdText,
+    Field(description="Your agent's id; private memories are visible only to the agent that wrote them."),
 ]
-SessionId = Annotated[str | None, Field(description="The current conversation/session id, if any.")]
+SessionId = Annotated[SessionIdText | None, Field(description="The current conversation/session id, if any.")]
 Tags = Annotated[
-    list[str], Field(description="Short labels for filtering, e.g. ['project:rearview', 'lang:python'].")
+    Labels, Field(description="Short labels for filtering, e.g. ['project:rearview', 'lang:python'].")
 ]
-Types = Annotated[
-    list[MemoryType] | None, Field(description="Only these memory types (default: all).")
-]  # fmt: skip
+Types = Annotated[MemoryTypes | None, Field(description="Only these memory types (default: all).")]
 TimeFrom = Annotated[
-    str | None, Field(description="ISO-8601 UTC; only memories whose event happened at/after this.")
+    TimestampText | None, Field(description="ISO-8601 UTC; only memories whose event happened at/after this.")
 ]
 TimeTo = Annotated[
-    str | None, Field(description="ISO-8601 UTC; only memories whose event happened at/before this.")
+    TimestampText | None,
+    Field(description="ISO-8601 UTC; only memories whose event happened at/before this."),
 ]
+MemoryIdArg = Annotated[MemoryId, Field(description="The memory's id.")]
 
 READ_ONLY = ToolAnnotations(
     readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
@@ -165,7 +181,7 @@ class MemoryTools:
         self,
         ctx: Context,
         content: Annotated[
-            str,
+            ContentText,
             Field(description=f"One distilled statement to remember (max {MAX_CONTENT_CHARS} characters)."),
         ],
         type: Annotated[
@@ -184,17 +200,17 @@ class MemoryTools:
         ] = 1.0,
         tags: Tags | None = None,
         entities: Annotated[
-            list[str] | None, Field(description="People, projects, tools this is about.")
+            Labels | None, Field(description="People, projects, tools this is about.")
         ] = None,
-        metadata: Annotated[dict[str, MetadataValue] | None, Field(description="Flat key -> scalar.")] = None,
-        event_time: Annotated[str | None, Field(description="ISO-8601 UTC time the thing happened.")] = None,
-        ttl_days: Annotated[float | None, Field(gt=0, description="Forget after this many days.")] = None,
+        metadata: Annotated[FlatMetadata | None, Field(description="Flat key -> scalar.")] = None,
+        event_time: Annotated[
+            TimestampText | None, Field(description="ISO-8601 UTC time the thing happened.")
+        ] = None,
+        ttl_days: Annotated[TtlDays | None, Field(description="Forget after this many days.")] = None,
         supersedes: Annotated[
-            str | None, Field(description="Id of an older memory this one corrects.")
+            MemoryId | None, Field(description="Id of an older memory this one corrects.")
         ] = None,
-        idempotency_key: Annotated[
-            str | None, Field(max_length=MAX_IDEMPOTENCY_KEY_CHARS, description="Retry-safe key.")
-        ] = None,
+        idempotency_key: Annotated[IdempotencyKeyText | None, Field(description="Retry-safe key.")] = None,
         agent_id: AgentId = DEFAULT_AGENT,
         session_id: SessionId = None,
         visibility: Annotated[Visibility, Field(description="shared (all agents) or private (only you).")] = (
@@ -215,13 +231,19 @@ class MemoryTools:
     async def memory_search(
         self,
         ctx: Context,
-        query: Annotated[str, Field(description="What you want to recall, in natural language or keywords.")],
-        top_k: Annotated[
-            int, Field(ge=1, le=MAX_TOP_K, description=f"How many memories (1..{MAX_TOP_K}).")
-        ] = 10,
+        query: Annotated[
+            QueryText,
+            Field(
+                description="What you want to recall, in natural language or keywords "
+                f"(max {MAX_QUERY_CHARS} characters)."
+            ),
+        ],
+        top_k: Annotated[TopK, Field(description=f"How many memories (1..{MAX_TOP_K}).")] = 10,
         types: Types = None,
-        tags: Annotated[list[str] | None, Field(description="Only memories carrying all these tags.")] = None,
-        session_id: Annotated[str | None, Field(description="Only memories from this session.")] = None,
+        tags: Annotated[Labels | None, Field(description="Only memories carrying all these tags.")] = None,
+        session_id: Annotated[
+            SessionIdText | None, Field(description="Only memories from this session.")
+        ] = None,
         time_from: TimeFrom = None,
         time_to: TimeTo = None,
         min_score: Annotated[float, Field(ge=0, description="Drop results scoring below this.")] = 0.0,
@@ -249,29 +271,25 @@ class MemoryTools:
         req = SearchRequest(query=query, filter=flt, top_k=top_k, min_score=min_score)
         return await _call(partial(self.service.search, tenant_of(ctx), req))
 
-    async def memory_get(
-        self, ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
-    ) -> MemoryView:
+    async def memory_get(self, ctx: Context, memory_id: MemoryIdArg) -> MemoryView:
         """Fetch one memory by id, with all its fields (any status)."""
         return await _call(partial(self.service.get, tenant_of(ctx), memory_id))
 
     async def memory_update(
         self,
         ctx: Context,
-        memory_id: Annotated[str, Field(description="The memory to change.")],
-        content: Annotated[str | None, Field(description="New content (re-embedded).")] = None,
-        tags: Annotated[list[str] | None, Field(description="Replacement tags.")] = None,
+        memory_id: Annotated[MemoryId, Field(description="The memory to change.")],
+        content: Annotated[ContentText | None, Field(description="New content (re-embedded).")] = None,
+        tags: Annotated[Labels | None, Field(description="Replacement tags.")] = None,
         importance: Annotated[
             Importance | None, Field(description=f"New importance {MIN_IMPORTANCE}..{MAX_IMPORTANCE}.")
         ] = None,
         confidence: Annotated[
             Confidence | None, Field(description=f"New confidence {MIN_CONFIDENCE:g}..{MAX_CONFIDENCE:g}.")
         ] = None,
-        metadata: Annotated[
-            dict[str, MetadataValue] | None, Field(description="Replacement metadata.")
-        ] = None,
-        event_time: Annotated[str | None, Field(description="New ISO-8601 UTC event time.")] = None,
-        ttl_days: Annotated[float | None, Field(gt=0, description="New lifetime from now, in days.")] = None,
+        metadata: Annotated[FlatMetadata | None, Field(description="Replacement metadata.")] = None,
+        event_time: Annotated[TimestampText | None, Field(description="New ISO-8601 UTC event time.")] = None,
+        ttl_days: Annotated[TtlDays | None, Field(description="New lifetime from now, in days.")] = None,
         expected_version: Annotated[
             int | None, Field(description="Fail if the memory's version differs.")
         ] = None,
@@ -289,12 +307,12 @@ class MemoryTools:
     async def memory_forget(
         self,
         ctx: Context,
-        ids: Annotated[list[str] | None, Field(description="Memory ids to forget.")] = None,
-        session_id: Annotated[str | None, Field(description="Forget this session's memories.")] = None,
-        types: Types = None,
-        tags: Annotated[
-            list[str] | None, Field(description="Forget memories carrying all these tags.")
+        ids: Annotated[MemoryIds | None, Field(description="Memory ids to forget.")] = None,
+        session_id: Annotated[
+            SessionIdText | None, Field(description="Forget this session's memories.")
         ] = None,
+        types: Types = None,
+        tags: Annotated[Labels | None, Field(description="Forget memories carrying all these tags.")] = None,
         time_from: TimeFrom = None,
         time_to: TimeTo = None,
         hard: Annotated[bool, Field(description="Also erase history and archive (irreversible).")] = False,
@@ -309,7 +327,9 @@ class MemoryTools:
     async def memory_restore(
         self,
         ctx: Context,
-        memory_id: Annotated[str, Field(description="The id of an archived memory (status 'archived').")],
+        memory_id: Annotated[
+            MemoryId, Field(description="The id of an archived memory (status 'archived').")
+        ],
         agent_id: AgentId = DEFAULT_AGENT,
     ) -> RestoreResult:
         """Bring an archived memory back into active memory, with its full content and history, so that
@@ -317,9 +337,7 @@ class MemoryTools:
         memory you need."""
         return await _call(partial(self.service.restore, tenant_of(ctx), memory_id, agent_id))
 
-    async def memory_history(
-        self, ctx: Context, memory_id: Annotated[str, Field(description="The memory's id.")]
-    ) -> HistoryResult:
+    async def memory_history(self, ctx: Context, memory_id: MemoryIdArg) -> HistoryResult:
         """Why does the agent believe this? Every change to a memory (written, merged, updated, superseded,
         forgotten, archived, restored), oldest first, with before/after."""
         return await _call(partial(self.service.history, tenant_of(ctx), memory_id))
@@ -331,7 +349,9 @@ class MemoryTools:
     async def memory_summarize(
         self,
         ctx: Context,
-        session_id: Annotated[str | None, Field(description="Consolidate this session's memories.")] = None,
+        session_id: Annotated[
+            SessionIdText | None, Field(description="Consolidate this session's memories.")
+        ] = None,
         time_from: TimeFrom = None,
         time_to: TimeTo = None,
         type: Annotated[MemoryType, Field(description="Type of the summary memory.")] = MemoryType.EPISODIC,
@@ -358,8 +378,12 @@ def memory_guidelines() -> str:
     return GUIDELINES
 
 
-def register(mcp: MCPServer[Any], service: MemoryService) -> None:
-    """Register every tool, the guidelines prompt and the profile resource on `mcp`."""
+def strict_tools(service: MemoryService) -> list[Tool]:
+    """Every tool, strict: unknown arguments and values beyond the limits are `invalid_input`.
+
+    They are handed to the `MCPServer` constructor: the SDK has no public way to add a tool object
+    after it, and `mcp.tool()` builds a lenient one (extra keys silently dropped).
+    """
     tools = MemoryTools(service)
     table: tuple[tuple[Callable[..., Awaitable[Any]], ToolAnnotations], ...] = (
         (tools.memory_write, WRITES),
@@ -372,10 +396,17 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:
         (tools.memory_stats, READ_ONLY),
         (tools.memory_summarize, WRITES),
     )
-    for tool, annotations in table:
-        mcp.tool(annotations=annotations, structured_output=True)(tool_errors(tool))
-    mcp.prompt(name="memory_guidelines", description="When to search and when to write memories.")(
-        memory_guidelines
+    return [StrictTool.strict(tool_errors(tool), annotations) for tool, annotations in table]
+
+
+def register(mcp: MCPServer[Any], service: MemoryService) -> None:
+    """Register the guidelines prompt and the profile resource on `mcp` (the tools: `strict_tools`)."""
+    mcp.add_prompt(
+        StrictPrompt.from_function(
+            memory_guidelines,
+            name="memory_guidelines",
+            description="When to search and when to write memories.",
+        )
     )
     mcp.resource(
         "memory://profile/{agent_id}",
@@ -383,4 +414,4 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:
         description="What is known about the user as seen by an agent (its semantic memories, most important "
         f"first). Use agent_id '{DEFAULT_AGENT}' unless you write memories under your own agent id.",
         mime_type="text/markdown",
-    )(_resource_errors(tools.profile))
+    )(_resource_errors(MemoryTools(service).profile))

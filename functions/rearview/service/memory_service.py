@@ -79,6 +79,8 @@ log = logging.getLogger(__name__)
 SUMMARY_MAX_SOURCES = 200
 PROFILE_MAX_MEMORIES = 100
 """How many of an agent's most recently updated semantic memories its profile shows."""
+UPDATE_ATTEMPTS = 5
+"""How many times an update without `expected_version` re-reads and re-applies after losing a race."""
 
 
 class MemoryService:
@@ -135,8 +137,22 @@ class MemoryService:
     def update(self, tenant_id: str, req: UpdateRequest) -> MemoryView:
         """A new version of an active memory; re-embedded and re-indexed when the content changes.
 
-        `expected_version` (optional) guards against lost updates: a mismatch is a ConflictError.
+        With `expected_version`, a memory at another version is a ConflictError (no lost update).
+        Without it the caller asked for no version, so losing a race to a concurrent change is not
+        theirs to handle: the memory is re-read and the change re-applied, up to `UPDATE_ATTEMPTS`
+        times (then ConflictError).
         """
+        validation.check_agent_id(req.agent_id)
+        for attempt in range(1, UPDATE_ATTEMPTS + 1):
+            try:
+                return self._update_once(tenant_id, req)
+            except ConflictError:
+                if req.expected_version is not None or attempt == UPDATE_ATTEMPTS:
+                    raise
+                log.info("update of %s lost a race (attempt %d), re-applying", req.memory_id, attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _update_once(self, tenant_id: str, req: UpdateRequest) -> MemoryView:
         current = self.store.get(tenant_id, validation.check_id(req.memory_id))
         if current is None:
             raise NotFoundError(req.memory_id)
@@ -220,14 +236,15 @@ class MemoryService:
         return ForgetResult(forgotten=[m.id for m in targets], hard=req.hard, more=more)
 
     def _forget_targets(self, tenant_id: str, req: ForgetRequest) -> tuple[list[Memory], bool]:
+        validation.check_agent_id(req.agent_id)
         if req.ids:
-            ids = [validation.check_id(i, "ids") for i in dict.fromkeys(req.ids)]
+            ids = validation.check_ids(req.ids)
             found = {m.id: m for m in self.store.get_many(tenant_id, ids)}
             missing = [i for i in ids if i not in found]
             if missing:
                 raise NotFoundError(missing[0])
             return [found[i] for i in ids if req.hard or found[i].status is not MemoryStatus.DELETED], False
-        flt = req.filter
+        flt = req.filter and validation.check_filter(req.filter)
         if flt is None or not any((flt.session_id, flt.types, flt.tags, flt.time_from, flt.time_to)):
             raise InvalidInputError(
                 "filter", "give `ids`, or at least one of session_id, types, tags, time_from, time_to"
@@ -258,6 +275,7 @@ class MemoryService:
         memory, InvalidInputError if it is not archived, ArchiveError if the archive fails (and
         then nothing changed).
         """
+        validation.check_agent_id(agent_id)
         stub = self.store.get(tenant_id, validation.check_id(memory_id))
         if stub is None:
             raise NotFoundError(memory_id)
@@ -335,6 +353,8 @@ class MemoryService:
         statements); `metadata.summary_method` says which. The new memory's `derived_from` links
         the sources, which stay as they are.
         """
+        validation.check_agent_id(agent_id)
+        validation.check_session_id(session_id)
         if session_id is None and time_from is None and time_to is None:
             raise InvalidInputError("session_id", "give a session_id or a time range (time_from/time_to)")
         flt = MemoryFilter(
@@ -374,6 +394,6 @@ class MemoryService:
         The `PROFILE_MAX_MEMORIES` most recently updated ones, ordered by importance then content,
         with strength decayed to now.
         """
-        flt = MemoryFilter(agent_id=agent_id, types=(MemoryType.SEMANTIC,))
+        flt = MemoryFilter(agent_id=validation.check_agent_id(agent_id), types=(MemoryType.SEMANTIC,))
         page = self.store.list(tenant_id, flt, limit=PROFILE_MAX_MEMORIES)
         return [self._present(m) for m in sorted(page.items, key=lambda m: (-m.importance, m.content))]

@@ -63,9 +63,8 @@ class Searcher:
         relevance is scaled by `ARCHIVED_RELEVANCE` (what a live memory found by one of two
         channels gets); it carries its preview as content and is not reinforced.
         """
-        query = req.query.strip()
-        if not query:
-            raise InvalidInputError("query", "must not be empty")
+        query = validation.check_query(req.query)
+        validation.check_filter(req.filter)
         top_k = validation.check_top_k(req.top_k)
         if req.min_score < 0:
             raise InvalidInputError("min_score", f"must be >= 0 (got {req.min_score})")

@@ -18,6 +18,7 @@ from rearview.clock import Clock
 from rearview.errors import ConflictError, IndexUnavailableError, InvalidInputError
 from rearview.ids import new_id
 from rearview.models import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
     HistoryAction,
     Memory,
     MemoryFilter,
@@ -181,19 +182,22 @@ class Writer:
     def decide(self, tenant_id: str, draft: Draft, target: Memory | None) -> WriteDecision:
         """What the write means; reads only. `target` is the caller's (checked) `supersedes` memory.
 
-        In order: an exact or near duplicate in the scope is merged into, unless the language
-        model judges that the write contradicts it (then it is superseded) or the two texts differ
-        in a fact a merge would drop (a number, date, version, identifier, name or negation: then
-        a new memory is created and linked to it; only the writer's `supersedes` or a judged
-        contradiction may retire a memory, never a heuristic); else `target`, if
-        any, is superseded; else the most similar active memory the model judges contradicted is
-        superseded; else a new memory is created. Contradictions are judged only for writes that
+        In order: an exact or near duplicate in the scope (neither `target` nor one of a
+        consolidation's own sources) is merged into, unless the language model judges that the
+        write contradicts it (then it is superseded) or the two texts differ in a fact a merge
+        would drop (a number, date, version, identifier, name or negation: then a new memory is
+        created and linked to it; only the writer's `supersedes` or a judged contradiction may
+        retire a memory, never a heuristic); else `target`, if any, is superseded; else
+        the most similar active memory the model judges contradicted is superseded; else a new
+        memory is created. Contradictions are judged only for writes that
         name no `supersedes` and are not consolidations (`derived_from`): a summary never
         retires its sources.
         """
         req = draft.req
         judge = target is None and not req.derived_from
-        duplicate = self._find_duplicate(tenant_id, draft, exclude=req.supersedes)
+        # A consolidation never merges into one of its sources: the summary would vanish into it.
+        excluded = frozenset(req.derived_from) | ({req.supersedes} if req.supersedes else set())
+        duplicate = self._find_duplicate(tenant_id, draft, excluded)
         if duplicate is not None and duplicate.similarity < 1.0:
             reason = self._contradiction(req.content, duplicate.memory) if judge else None
             if reason is not None:  # similar wording, opposite meaning: supersede instead of merging
@@ -221,24 +225,24 @@ class Writer:
             )
         return target
 
-    def _find_duplicate(self, tenant_id: str, draft: Draft, exclude: str | None) -> _Match | None:
+    def _find_duplicate(self, tenant_id: str, draft: Draft, excluded: frozenset[str]) -> _Match | None:
         exact = self.store.find_by_hash(tenant_id, draft.scope_key, draft.digest)
-        if exact is not None and exact.id != exclude:
+        if exact is not None and exact.id not in excluded:
             return _Match(exact, 1.0)
         if draft.vector is None:
             return None
         try:
             hits = self.index.search(
                 IndexQuery(
-                    tenant_id=tenant_id, filter=MemoryFilter(scope_key=draft.scope_key), limit=2,
-                    vector=draft.vector,
+                    tenant_id=tenant_id, filter=MemoryFilter(scope_key=draft.scope_key),
+                    limit=2 + len(excluded), vector=draft.vector,
                 )
             )  # fmt: skip
         except IndexUnavailableError:
             log.warning("near-duplicate check skipped: index unavailable")
             return None
         for memory_id, similarity in hits.vector:
-            if memory_id != exclude and similarity >= self.config.near_duplicate_threshold:
+            if memory_id not in excluded and similarity >= self.config.near_duplicate_threshold:
                 candidate = self.store.get(tenant_id, memory_id)
                 if candidate is not None and candidate.status is MemoryStatus.ACTIVE:
                     return _Match(candidate, similarity)
@@ -409,6 +413,10 @@ def _validated(req: WriteRequest) -> WriteRequest:
             "entities": validation.check_labels(req.entities, "entities"),
             "metadata": validation.check_metadata(req.metadata),
             "ttl_days": validation.check_ttl_days(req.ttl_days),
+            "agent_id": validation.check_agent_id(req.agent_id),
+            "session_id": validation.check_session_id(req.session_id),
+            "idempotency_key": req.idempotency_key
+            and validation.check_text(req.idempotency_key, "idempotency_key", MAX_IDEMPOTENCY_KEY_CHARS),
         }
     )
 

@@ -1,0 +1,122 @@
+"""Strict tool and prompt arguments: an unknown or out-of-limits argument is refused, never dropped.
+
+The SDK builds each tool's argument model from its signature and ignores keys it does not know,
+so a typo (`type` for `types`, `visiblity`) used to be silently dropped and the call ran with the
+default. `StrictTool` forbids extra keys in that model, so the published input schema says
+`additionalProperties: false` and carries every limit of `models.py`, and it turns the SDK's
+argument validation failure into `invalid_input` naming each field, its limit, and for an unknown
+key the closest valid name. `StrictPrompt` does the same for a prompt's arguments.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
+
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
+from pydantic import ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
+
+from rearview.errors import InvalidInputError
+
+MAX_ECHOED_KEY_CHARS = 40
+"""An unknown key is quoted back at most this long: the caller's text is not echoed in full."""
+MAX_REPORTED_PROBLEMS = 5
+"""Problems spelled out in one error (the rest are counted): 30 bad tags need not make 30 lines."""
+
+
+def unknown_argument(key: str, valid: Iterable[str]) -> InvalidInputError:
+    """The error for an argument nobody declared: its name, and the closest valid one (difflib)."""
+    names = sorted(valid)
+    shown = key if len(key) <= MAX_ECHOED_KEY_CHARS else key[:MAX_ECHOED_KEY_CHARS] + "..."
+    close = difflib.get_close_matches(key, names, n=1)
+    if close:
+        return InvalidInputError(shown, f"unknown argument; did you mean `{close[0]}`?")
+    return InvalidInputError(shown, "unknown argument", allowed=names or ["(none)"])
+
+
+def invalid_arguments(exc: ValidationError, valid: Iterable[str]) -> InvalidInputError:
+    """One `InvalidInputError` for every problem pydantic found in a call's arguments.
+
+    The field is the argument (with the item's position or key inside it); the problem is
+    pydantic's own message, which states the limit ("at most 100 characters") and never the value.
+    """
+    names = list(valid)
+    details = exc.errors(include_url=False, include_input=False)
+    errors = [_one_error(detail, names) for detail in details[:MAX_REPORTED_PROBLEMS]]
+    first = errors[0]
+    if len(errors) == 1:
+        return first
+    rest = "; ".join(str(e) for e in errors[1:])
+    more = f"; and {len(details) - len(errors)} more" if len(details) > len(errors) else ""
+    return InvalidInputError(first.field, f"{first.problem}; also {rest}{more}", first.allowed)
+
+
+def _one_error(detail: ErrorDetails, valid: Sequence[str]) -> InvalidInputError:
+    loc = [str(part) for part in detail["loc"]]
+    if detail["type"] == "extra_forbidden" and loc:
+        return unknown_argument(loc[0], valid)
+    message = detail["msg"].removeprefix("Value error, ")
+    return InvalidInputError(".".join(loc) or "arguments", message)
+
+
+def forbid_extra(model: type[ArgModelBase]) -> type[ArgModelBase]:
+    """`model` with unknown keys refused (`additionalProperties: false` in its JSON schema)."""
+    attrs = {"model_config": ConfigDict(extra="forbid"), "__module__": model.__module__}
+    return cast(type[ArgModelBase], type(model.__name__, (model,), attrs))
+
+
+class StrictTool(Tool):
+    """A tool whose arguments must all be declared and within limits; any other call is `invalid_input`."""
+
+    @classmethod
+    def strict(cls, fn: Callable[..., Any], annotations: ToolAnnotations) -> StrictTool:
+        """The tool for `fn` (structured output), with its argument model and input schema made strict."""
+        tool = cls.from_function(fn, annotations=annotations, structured_output=True)
+        model = forbid_extra(tool.fn_metadata.arg_model)
+        tool.fn_metadata.arg_model = model  # read live by the SDK on every call
+        tool.parameters = model.model_json_schema(by_alias=True)
+        return cast(StrictTool, tool)
+
+    @property
+    def argument_names(self) -> list[str]:
+        """The declared argument names, as callers spell them."""
+        return [f.alias or name for name, f in self.fn_metadata.arg_model.model_fields.items()]
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        """`Tool.run`, with an argument validation failure reported as `invalid_input`.
+
+        Worded like every other error of a tool (the SDK's prefix, then the error kind that
+        `api/errors` gives an `InvalidInputError`), so a model reads one format.
+        """
+        try:
+            return await super().run(arguments, context, convert_result=convert_result)
+        except ToolError as exc:
+            # Only the SDK's argument check: an output failing its schema is a server bug.
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            refused = invalid_arguments(exc.__cause__, self.argument_names)
+            raise ToolError(f"Error executing tool {self.name}: invalid_input: {refused}") from exc.__cause__
+
+
+class StrictPrompt(Prompt):
+    """A prompt that refuses arguments it does not declare (the SDK would fail with an opaque error)."""
+
+    async def render(self, arguments: dict[str, Any] | None, context: Any) -> Any:
+        """`Prompt.render`, after refusing unknown arguments with an `invalid_input` message.
+
+        A JSON-RPC "invalid params" error: the one a prompt's caller gets in both protocol eras
+        (anything else is an opaque internal error in the 2026-07-28 one).
+        """
+        declared = [a.name for a in self.arguments or []]
+        unknown = [key for key in arguments or {} if key not in declared]
+        if unknown:
+            refused = unknown_argument(unknown[0], declared)
+            raise MCPError(code=INVALID_PARAMS, message=f"invalid_input: {refused}")
+        return await super().render(arguments, context)

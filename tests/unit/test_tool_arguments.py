@@ -1,0 +1,194 @@
+"""Strict tool arguments: unknown keys and values beyond the limits are `invalid_input`, never dropped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.shared.exceptions import MCPError
+
+from rearview.api.app import build_mcp
+from rearview.api.auth import TENANT_STATE_KEY
+from rearview.models import (
+    MAX_AGENT_ID_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_FILTER_IDS,
+    MAX_LABEL_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_KEYS,
+    MAX_METADATA_VALUE_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    MAX_SESSION_ID_CHARS,
+    MAX_TAGS,
+    MAX_TOP_K,
+    MemoryType,
+    WriteRequest,
+)
+from rearview.service.memory_service import MemoryService
+
+# The smallest valid call of every tool; a test adds one bad key or value to it.
+VALID: dict[str, dict[str, Any]] = {
+    "memory_write": {"content": "User prefers tea"},
+    "memory_search": {"query": "tea"},
+    "memory_get": {"memory_id": "m1"},
+    "memory_update": {"memory_id": "m1", "tags": ["x"]},
+    "memory_forget": {"session_id": "s1"},
+    "memory_restore": {"memory_id": "m1"},
+    "memory_history": {"memory_id": "m1"},
+    "memory_stats": {},
+    "memory_summarize": {"session_id": "s1"},
+}
+
+
+@dataclass
+class _Request:
+    scope: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _RequestContext:
+    request: _Request
+
+
+def _ctx() -> Context:
+    return Context(request_context=_RequestContext(_Request({"state": {TENANT_STATE_KEY: "t1"}})))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def mcp(service: MemoryService) -> MCPServer[Any]:
+    return build_mcp(service)
+
+
+async def _refused(mcp: MCPServer[Any], tool: str, args: dict[str, Any]) -> str:
+    with pytest.raises(ToolError) as info:
+        await mcp.call_tool(tool, args, _ctx())
+    message = str(info.value)
+    assert message.startswith(f"Error executing tool {tool}: invalid_input: "), message
+    return message
+
+
+async def test_every_tool_schema_forbids_unknown_keys(mcp: MCPServer[Any]) -> None:
+    listed = await mcp.list_tools()
+    assert {t.name for t in listed} == set(VALID)
+    assert all(t.input_schema.get("additionalProperties") is False for t in listed)
+
+
+@pytest.mark.parametrize("tool", sorted(VALID))
+async def test_every_tool_refuses_an_unknown_key_naming_it(mcp: MCPServer[Any], tool: str) -> None:
+    message = await _refused(mcp, tool, {**VALID[tool], "bogus_key": 1})
+    assert "`bogus_key`" in message and "unknown argument" in message
+
+
+async def test_forget_with_a_misspelt_filter_deletes_nothing_and_suggests_the_real_name(
+    mcp: MCPServer[Any], service: MemoryService
+) -> None:
+    service.write("t1", WriteRequest(content="Deploys go through CI", session_id="s1"))
+    service.write("t1", WriteRequest(content="scratch", type=MemoryType.WORKING, session_id="s1"))
+
+    message = await _refused(mcp, "memory_forget", {"session_id": "s1", "type": "working", "hard": True})
+
+    assert "invalid `type`: unknown argument; did you mean `types`?" in message
+    assert service.stats("t1").total == 2
+
+
+async def test_a_misspelt_visibility_stores_nothing(mcp: MCPServer[Any], service: MemoryService) -> None:
+    message = await _refused(mcp, "memory_write", {"content": "my secret", "visiblity": "private"})
+    assert "did you mean `visibility`?" in message
+    assert service.stats("t1").total == 0
+
+
+async def test_schemas_advertise_the_limits(mcp: MCPServer[Any]) -> None:
+    schemas = {t.name: t.input_schema for t in await mcp.list_tools()}
+    write = schemas["memory_write"]["properties"]
+    assert write["content"]["maxLength"] == MAX_CONTENT_CHARS
+    assert write["tags"]["anyOf"][0]["maxItems"] == MAX_TAGS
+    assert write["tags"]["anyOf"][0]["items"]["maxLength"] == MAX_LABEL_CHARS
+    assert write["metadata"]["anyOf"][0]["maxProperties"] == MAX_METADATA_KEYS
+    assert write["agent_id"]["maxLength"] == MAX_AGENT_ID_CHARS
+    search = schemas["memory_search"]["properties"]
+    assert search["query"]["maxLength"] == MAX_QUERY_CHARS
+    assert search["top_k"]["maximum"] == MAX_TOP_K
+    assert schemas["memory_forget"]["properties"]["ids"]["anyOf"][0]["maxItems"] == MAX_FILTER_IDS
+
+
+@pytest.mark.parametrize(
+    ("tool", "bad", "field", "limit"),
+    [
+        ("memory_write", {"content": "x" * (MAX_CONTENT_CHARS + 1)}, "content", MAX_CONTENT_CHARS),
+        ("memory_write", {"tags": [f"t{i}" for i in range(MAX_TAGS + 1)]}, "tags", MAX_TAGS),
+        ("memory_write", {"entities": ["e" * (MAX_LABEL_CHARS + 1)]}, "entities.0", MAX_LABEL_CHARS),
+        (
+            "memory_write",
+            {"metadata": {f"k{i}": "v" * 400 for i in range(12)}},
+            "metadata",
+            MAX_METADATA_BYTES,
+        ),
+        ("memory_write", {"agent_id": "a" * (MAX_AGENT_ID_CHARS + 1)}, "agent_id", MAX_AGENT_ID_CHARS),
+        ("memory_search", {"query": "tabs " * 400_000}, "query", MAX_QUERY_CHARS),
+        ("memory_search", {"query": " ".join(f"w{i}" for i in range(40))}, "query", MAX_QUERY_TERMS),
+        ("memory_search", {"tags": [f"t{i}" for i in range(1500)]}, "tags", MAX_TAGS),
+        ("memory_search", {"top_k": MAX_TOP_K + 1}, "top_k", MAX_TOP_K),
+        ("memory_forget", {"ids": [f"m{i}" for i in range(MAX_FILTER_IDS + 1)]}, "ids", MAX_FILTER_IDS),
+        ("memory_summarize", {"session_id": "s" * 4500}, "session_id", MAX_SESSION_ID_CHARS),
+    ],
+)
+async def test_a_value_beyond_a_limit_names_the_field_and_the_limit(
+    mcp: MCPServer[Any], tool: str, bad: dict[str, Any], field: str, limit: int
+) -> None:
+    message = await _refused(mcp, tool, {**VALID[tool], **bad})
+    assert f"invalid `{field}`" in message and str(limit) in message
+    assert len(message) < 1000  # the caller's huge value is not echoed back
+
+
+async def test_nested_metadata_is_refused(mcp: MCPServer[Any]) -> None:
+    message = await _refused(mcp, "memory_write", {"content": "x", "metadata": {"a": {"b": 1}}})
+    assert "invalid `metadata.a" in message
+
+
+async def test_a_nul_in_content_is_refused(mcp: MCPServer[Any], service: MemoryService) -> None:
+    message = await _refused(mcp, "memory_write", {"content": "secret one\x00secret two"})
+    assert "invalid `content`" in message and "U+0000" in message
+    assert service.stats("t1").total == 0
+
+
+@pytest.mark.parametrize(
+    ("tool", "field"),
+    [("memory_write", "event_time"), ("memory_search", "time_from"), ("memory_forget", "time_to")],
+)
+async def test_a_time_that_overflows_in_utc_names_the_field(
+    mcp: MCPServer[Any], tool: str, field: str
+) -> None:
+    message = await _refused(mcp, tool, {**VALID[tool], field: "0001-01-01T00:30:00+01:00"})
+    assert f"invalid `{field}`" in message
+
+
+async def test_the_guidelines_prompt_refuses_unknown_arguments(mcp: MCPServer[Any]) -> None:
+    assert (await mcp.get_prompt("memory_guidelines", None, _ctx())).messages
+    with pytest.raises(MCPError, match=r"invalid_input: invalid `topic`: unknown argument"):
+        await mcp.get_prompt("memory_guidelines", {"topic": "x"}, _ctx())
+
+
+async def test_the_profile_resource_refuses_an_oversized_agent_id(mcp: MCPServer[Any]) -> None:
+    with pytest.raises(
+        ResourceError, match=rf"invalid_input: invalid `agent_id`: .*limit is {MAX_AGENT_ID_CHARS}"
+    ):
+        await mcp.read_resource(f"memory://profile/{'a' * 5000}", _ctx())
+
+
+async def test_many_problems_are_counted_not_all_spelled_out(mcp: MCPServer[Any]) -> None:
+    tags = ["t" * (MAX_LABEL_CHARS + 1)] * MAX_TAGS
+    message = await _refused(mcp, "memory_write", {"content": "x", "tags": tags})
+    assert "invalid `tags.0`" in message and f"and {MAX_TAGS - 5} more" in message
+    assert "invalid `tags.5`" not in message
+
+
+async def test_a_metadata_value_past_its_limit_is_one_clear_problem(mcp: MCPServer[Any]) -> None:
+    value = "v" * (MAX_METADATA_VALUE_CHARS + 1)
+    message = await _refused(mcp, "memory_write", {"content": "x", "metadata": {"k": value}})
+    assert message.endswith(
+        f"invalid `metadata.k`: is {len(value)} characters; the limit is {MAX_METADATA_VALUE_CHARS}"
+    )
