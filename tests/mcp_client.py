@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx2
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, Tool
 
 MODES = ["legacy", "2026-07-28"]
 
@@ -38,3 +40,41 @@ async def call_error(client: Client, tool: str, args: dict[str, Any]) -> str:
     assert result.is_error, result.structured_content
     text = result.content[0].text  # type: ignore[union-attr]
     return str(text)
+
+
+class BlockingClient:
+    """An MCP client session driven from synchronous code (Hypothesis, module-scoped fixtures).
+
+    The session lives in an event loop on a portal thread; each method blocks until the call returns.
+    """
+
+    def __init__(self, portal: BlockingPortal, client: Client) -> None:
+        self._portal = portal
+        self._client = client
+
+    def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return self._portal.call(call, self._client, tool, args)
+
+    def error(self, tool: str, args: dict[str, Any]) -> str:
+        return self._portal.call(call_error, self._client, tool, args)
+
+    def raw(self, tool: str, args: dict[str, Any]) -> CallToolResult:
+        """The tool's answer as is, error or not."""
+        return self._portal.call(self._client.call_tool, tool, args)
+
+    def tools(self) -> list[Tool]:
+        return self._portal.call(self._client.list_tools).tools
+
+    def read(self, uri: str) -> str:
+        """The text of a resource."""
+        result = self._portal.call(self._client.read_resource, uri)
+        return str(result.contents[0].text)  # type: ignore[union-attr]
+
+
+@contextmanager
+def blocking_client(url: str, mode: str, key: str | None = None) -> Iterator[BlockingClient]:
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(connect(url, mode, key)) as client,
+    ):
+        yield BlockingClient(portal, client)

@@ -9,19 +9,17 @@ victims are exactly as they were (same version, same content, same history).
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
 from rearview.bootstrap import build_lifecycle, build_service
 from rearview.ports import MemoryStore
 from rearview.settings import Settings
-from tests.mcp_client import call, call_error, connect
+from tests.mcp_client import BlockingClient, blocking_client
 
 MODE = "2026-07-28"
 X, Y = "agent-x", "agent-y"
@@ -47,17 +45,21 @@ class Victims:
 class Principals:
     """Tenant A (where the victims live) and tenant B, each an authenticated MCP session."""
 
-    a: Client
-    b: Client
+    a: BlockingClient
+    b: BlockingClient
 
 
-@asynccontextmanager
-async def principals(url: str) -> AsyncIterator[Principals]:
-    async with connect(url, MODE, "key-tenant-a") as a, connect(url, MODE, "key-tenant-b") as b:
+@pytest.fixture(scope="module")
+def p(keyed_url: str) -> Iterator[Principals]:
+    """One long-lived session per tenant for the whole module (connecting costs more than a call)."""
+    with (
+        blocking_client(keyed_url, MODE, "key-tenant-a") as a,
+        blocking_client(keyed_url, MODE, "key-tenant-b") as b,
+    ):
         yield Principals(a, b)
 
 
-async def plant(a: Client, kind: str = "episodic", **extra: Any) -> Victims:
+def plant(a: BlockingClient, kind: str = "episodic", **extra: Any) -> Victims:
     """Agent X writes a shared and a private memory (idempotency keys `<token>-shared|private`)."""
     token = uuid.uuid4().hex[:12]
     session, tag = f"session-{token}", f"tag-{token}"
@@ -73,12 +75,12 @@ async def plant(a: Client, kind: str = "episodic", **extra: Any) -> Victims:
             "idempotency_key": f"{token}-{visibility}",
             **extra,
         }
-        views[visibility] = (await call(a, "memory_write", args))["memory"]
+        views[visibility] = (a.call("memory_write", args))["memory"]
     return Victims(token, session, tag, views["shared"], views["private"])
 
 
 @pytest.fixture(scope="module")
-def store(keyed_url: str, data_dir: Path) -> MemoryStore:
+def store(p: Principals, data_dir: Path) -> MemoryStore:
     """The server's own store, read in-process: the victims' state, independent of any tool's arguments."""
     settings = Settings.load(data_dir=data_dir, embedder="hashing")
     return build_service(settings).store
@@ -128,36 +130,31 @@ ID_ATTACKS: dict[str, IdAttack] = {
 
 @pytest.mark.parametrize("visibility", ["shared", "private"])
 @pytest.mark.parametrize("attack", list(ID_ATTACKS))
-async def test_other_tenant_cannot_touch_by_id(
-    keyed_url: str, store: MemoryStore, attack: str, visibility: str
+def test_other_tenant_cannot_touch_by_id(
+    p: Principals, store: MemoryStore, attack: str, visibility: str
 ) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a)
-        victim = victims.shared if visibility == "shared" else victims.private
-        tool, args = ID_ATTACKS[attack](victim["id"], {})
-        assert_denied(await call_error(p.b, tool, args), victim)
-        assert_intact(store, victim)
+    victims = plant(p.a)
+    victim = victims.shared if visibility == "shared" else victims.private
+    tool, args = ID_ATTACKS[attack](victim["id"], {})
+    assert_denied(p.b.error(tool, args), victim)
+    assert_intact(store, victim)
 
 
 @pytest.mark.parametrize(
     "attack", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=D2)) for name in ID_ATTACKS]
 )
-async def test_other_agent_cannot_touch_private_by_id(
-    keyed_url: str, store: MemoryStore, attack: str
-) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a)
-        tool, args = ID_ATTACKS[attack](victims.private["id"], {"agent_id": Y})
-        assert_denied(await call_error(p.a, tool, args), victims.private)
-        assert_intact(store, victims.private)
+def test_other_agent_cannot_touch_private_by_id(p: Principals, store: MemoryStore, attack: str) -> None:
+    victims = plant(p.a)
+    tool, args = ID_ATTACKS[attack](victims.private["id"], {"agent_id": Y})
+    assert_denied(p.a.error(tool, args), victims.private)
+    assert_intact(store, victims.private)
 
 
 @pytest.mark.parametrize("tool", ["memory_get", "memory_history"])
-async def test_other_agent_reads_shared_by_id(keyed_url: str, tool: str) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a)
-        result = await call(p.a, tool, {"memory_id": victims.shared["id"]})
-        assert victims.shared["content"] in str(result)
+def test_other_agent_reads_shared_by_id(p: Principals, tool: str) -> None:
+    victims = plant(p.a)
+    result = p.a.call(tool, {"memory_id": victims.shared["id"]})
+    assert victims.shared["content"] in str(result)
 
 
 # ------------------------------------------------------------------------ filter paths
@@ -176,18 +173,17 @@ FORGET_FILTERS: dict[str, Callable[[Victims], dict[str, Any]]] = {
 
 @pytest.mark.parametrize("hard", [False, True], ids=["soft", "hard"])
 @pytest.mark.parametrize("flt", list(FORGET_FILTERS))
-async def test_forget_by_filter_respects_tenant_and_private(
-    keyed_url: str, store: MemoryStore, flt: str, hard: bool
+def test_forget_by_filter_respects_tenant_and_private(
+    p: Principals, store: MemoryStore, flt: str, hard: bool
 ) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a)
-        args = {**FORGET_FILTERS[flt](victims), "hard": hard}
-        assert (await call(p.b, "memory_forget", {**args, "agent_id": X}))["forgotten"] == []
-        for memory in (victims.shared, victims.private):
-            assert_intact(store, memory)
-        forgotten = (await call(p.a, "memory_forget", {**args, "agent_id": Y}))["forgotten"]
-        assert forgotten == [victims.shared["id"]]  # shared is Y's to forget; private is not
-        assert_intact(store, victims.private)
+    victims = plant(p.a)
+    args = {**FORGET_FILTERS[flt](victims), "hard": hard}
+    assert (p.b.call("memory_forget", {**args, "agent_id": X}))["forgotten"] == []
+    for memory in (victims.shared, victims.private):
+        assert_intact(store, memory)
+    forgotten = (p.a.call("memory_forget", {**args, "agent_id": Y}))["forgotten"]
+    assert forgotten == [victims.shared["id"]]  # shared is Y's to forget; private is not
+    assert_intact(store, victims.private)
 
 
 SEARCH_FILTERS: dict[str, Callable[[Victims], dict[str, Any]]] = {
@@ -201,79 +197,72 @@ SEARCH_FILTERS: dict[str, Callable[[Victims], dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize("flt", list(SEARCH_FILTERS))
-async def test_search_respects_tenant_and_private(keyed_url: str, flt: str) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a)
-        args = {"query": f"Note {victims.token} vault standup", "top_k": 50, **SEARCH_FILTERS[flt](victims)}
-        assert_unseen(await call(p.b, "memory_search", {**args, "agent_id": X}), victims)
-        found = await call(p.a, "memory_search", {**args, "agent_id": Y})
-        ids = {hit["id"] for hit in found["results"]}
-        assert victims.shared["id"] in ids and victims.private["id"] not in ids
-        assert victims.private["content"] not in found["context"]
-        mine = await call(p.a, "memory_search", {**args, "agent_id": X})
-        assert set(victims.ids) <= {hit["id"] for hit in mine["results"]}
+def test_search_respects_tenant_and_private(p: Principals, flt: str) -> None:
+    victims = plant(p.a)
+    args = {"query": f"Note {victims.token} vault standup", "top_k": 50, **SEARCH_FILTERS[flt](victims)}
+    assert_unseen(p.b.call("memory_search", {**args, "agent_id": X}), victims)
+    found = p.a.call("memory_search", {**args, "agent_id": Y})
+    ids = {hit["id"] for hit in found["results"]}
+    assert victims.shared["id"] in ids and victims.private["id"] not in ids
+    assert victims.private["content"] not in found["context"]
+    mine = p.a.call("memory_search", {**args, "agent_id": X})
+    assert set(victims.ids) <= {hit["id"] for hit in mine["results"]}
 
 
-async def test_summarize_respects_tenant_and_private(keyed_url: str) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a)
-        args = {"session_id": victims.session, "agent_id": X}
-        assert "nothing to summarize" in await call_error(p.b, "memory_summarize", args)
-        summary = (await call(p.a, "memory_summarize", {**args, "agent_id": Y}))["memory"]
-        assert summary["derived_from"] == [victims.shared["id"]]
-        assert "vault path" not in summary["content"] and "standup" in summary["content"]
+def test_summarize_respects_tenant_and_private(p: Principals) -> None:
+    victims = plant(p.a)
+    args = {"session_id": victims.session, "agent_id": X}
+    assert "nothing to summarize" in p.b.error("memory_summarize", args)
+    summary = (p.a.call("memory_summarize", {**args, "agent_id": Y}))["memory"]
+    assert summary["derived_from"] == [victims.shared["id"]]
+    assert "vault path" not in summary["content"] and "standup" in summary["content"]
 
 
-async def test_stats_count_only_the_callers_tenant(keyed_url: str) -> None:
-    async with principals(keyed_url) as p:
-        before = await call(p.b, "memory_stats", {})
-        await plant(p.a)
-        after = await call(p.b, "memory_stats", {})
-        assert (after["total"], after["by_status"], after["index_documents"]) == (
-            before["total"],
-            before["by_status"],
-            before["index_documents"],
-        )
+def test_stats_count_only_the_callers_tenant(p: Principals) -> None:
+    before = p.b.call("memory_stats", {})
+    plant(p.a)
+    after = p.b.call("memory_stats", {})
+    assert (after["total"], after["by_status"], after["index_documents"]) == (
+        before["total"],
+        before["by_status"],
+        before["index_documents"],
+    )
 
 
-async def profile(client: Client, agent_id: str) -> str:
-    result = await client.read_resource(f"memory://profile/{agent_id}")
-    return str(result.contents[0].text)  # type: ignore[union-attr]
+def profile(client: BlockingClient, agent_id: str) -> str:
+    return client.read(f"memory://profile/{agent_id}")
 
 
 @pytest.mark.parametrize("agent", [X, Y, "default"])
-async def test_profile_respects_tenant_and_private(keyed_url: str, agent: str) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a, kind="semantic")
-        assert victims.token not in await profile(p.b, agent)
-        seen = await profile(p.a, agent)
-        assert victims.shared["content"] in seen
-        assert (victims.private["content"] in seen) is (agent == X)
+def test_profile_respects_tenant_and_private(p: Principals, agent: str) -> None:
+    victims = plant(p.a, kind="semantic")
+    assert victims.token not in profile(p.b, agent)
+    seen = profile(p.a, agent)
+    assert victims.shared["content"] in seen
+    assert (victims.private["content"] in seen) is (agent == X)
 
 
 # ----------------------------------------------------------------------- idempotency keys
 
 
-async def test_other_tenant_replaying_an_idempotency_key_gets_its_own_write(keyed_url: str) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a)
-        args = {
-            "content": "Tenant B's own note",
-            "idempotency_key": f"{victims.token}-private",
-            "agent_id": X,
-        }
-        written = await call(p.b, "memory_write", args)
-        assert written["memory"]["id"] not in victims.ids and written["memory"]["content"] == args["content"]
+def test_other_tenant_replaying_an_idempotency_key_gets_its_own_write(p: Principals) -> None:
+    victims = plant(p.a)
+    args = {
+        "content": "Tenant B's own note",
+        "idempotency_key": f"{victims.token}-private",
+        "agent_id": X,
+    }
+    written = p.b.call("memory_write", args)
+    assert written["memory"]["id"] not in victims.ids and written["memory"]["content"] == args["content"]
 
 
 @pytest.mark.xfail(strict=True, reason=f"{D2}: idempotency keys are scoped per tenant, not per agent")
-async def test_other_agent_replaying_a_private_idempotency_key_learns_nothing(keyed_url: str) -> None:
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a)
-        args = {"content": "Agent Y's own note", "idempotency_key": f"{victims.token}-private", "agent_id": Y}
-        result = await p.a.call_tool("memory_write", args)
-        assert victims.private["content"] not in str(result.content)
-        assert victims.private["id"] not in str(result.content)
+def test_other_agent_replaying_a_private_idempotency_key_learns_nothing(p: Principals) -> None:
+    victims = plant(p.a)
+    args = {"content": "Agent Y's own note", "idempotency_key": f"{victims.token}-private", "agent_id": Y}
+    result = p.a.raw("memory_write", args)
+    assert victims.private["content"] not in str(result.content)
+    assert victims.private["id"] not in str(result.content)
 
 
 # ------------------------------------------------------------------------------- restore
@@ -286,43 +275,35 @@ def archive_expiring(data_dir: Path, tenant: str) -> int:
 
 
 @pytest.fixture
-async def archived(keyed_url: str, store: MemoryStore, data_dir: Path) -> Victims:
+def archived(p: Principals, data_dir: Path) -> Victims:
     """Victims whose retention ends within the lookahead, archived."""
-    async with principals(keyed_url) as p:
-        victims = await plant(p.a, ttl_days=1)
+    victims = plant(p.a, ttl_days=1)
     assert archive_expiring(data_dir, "tenant-a") >= 2
     return victims
 
 
-async def test_other_tenant_cannot_restore_or_find_archived(
-    keyed_url: str, store: MemoryStore, archived: Victims
+def test_other_tenant_cannot_restore_or_find_archived(
+    p: Principals, store: MemoryStore, archived: Victims
 ) -> None:
-    async with principals(keyed_url) as p:
-        for memory in (archived.shared, archived.private):
-            assert_denied(
-                await call_error(p.b, "memory_restore", {"memory_id": memory["id"], "agent_id": X}), memory
-            )
-        query = {"query": f"Note {archived.token}", "include_archived": True, "agent_id": X}
-        assert_unseen(await call(p.b, "memory_search", query), archived)
+    for memory in (archived.shared, archived.private):
+        assert_denied(p.b.error("memory_restore", {"memory_id": memory["id"], "agent_id": X}), memory)
+    query = {"query": f"Note {archived.token}", "include_archived": True, "agent_id": X}
+    assert_unseen(p.b.call("memory_search", query), archived)
 
 
-async def test_other_agent_finds_archived_shared_but_not_private(
-    keyed_url: str, store: MemoryStore, archived: Victims
+def test_other_agent_finds_archived_shared_but_not_private(
+    p: Principals, store: MemoryStore, archived: Victims
 ) -> None:
-    async with principals(keyed_url) as p:
-        query = {"query": f"Note {archived.token}", "include_archived": True, "top_k": 50, "agent_id": Y}
-        ids = {hit["id"] for hit in (await call(p.a, "memory_search", query))["results"]}
-        assert archived.shared["id"] in ids and archived.private["id"] not in ids
-        restored = await call(p.a, "memory_restore", {"memory_id": archived.shared["id"], "agent_id": Y})
-        assert restored["memory"]["content"] == archived.shared["content"]
+    query = {"query": f"Note {archived.token}", "include_archived": True, "top_k": 50, "agent_id": Y}
+    ids = {hit["id"] for hit in (p.a.call("memory_search", query))["results"]}
+    assert archived.shared["id"] in ids and archived.private["id"] not in ids
+    restored = p.a.call("memory_restore", {"memory_id": archived.shared["id"], "agent_id": Y})
+    assert restored["memory"]["content"] == archived.shared["content"]
 
 
 @pytest.mark.xfail(strict=True, reason=D2)
-async def test_other_agent_cannot_restore_private(
-    keyed_url: str, store: MemoryStore, archived: Victims
-) -> None:
-    async with principals(keyed_url) as p:
-        text = await call_error(p.a, "memory_restore", {"memory_id": archived.private["id"], "agent_id": Y})
-        assert_denied(text, archived.private)
-        still = store.get("tenant-a", archived.private["id"])
-        assert still is not None and still.status == "archived"
+def test_other_agent_cannot_restore_private(p: Principals, store: MemoryStore, archived: Victims) -> None:
+    text = p.a.error("memory_restore", {"memory_id": archived.private["id"], "agent_id": Y})
+    assert_denied(text, archived.private)
+    still = store.get("tenant-a", archived.private["id"])
+    assert still is not None and still.status == "archived"
