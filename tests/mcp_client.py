@@ -65,6 +65,11 @@ class BlockingClient:
     def tools(self) -> list[Tool]:
         return self._portal.call(self._client.list_tools).tools
 
+    def prompt(self, name: str, args: dict[str, str]) -> str:
+        """The text of a prompt's first message."""
+        result = self._portal.call(self._client.get_prompt, name, args)
+        return str(result.messages[0].content.text)  # type: ignore[union-attr]
+
     def read(self, uri: str) -> str:
         """The text of a resource."""
         result = self._portal.call(self._client.read_resource, uri)
