@@ -180,7 +180,9 @@ def test_input_schema_forbids_unknown_arguments(schemas: dict[str, dict[str, Any
     assert schemas[tool].get("additionalProperties") is False
 
 
-@pytest.mark.xfail(strict=True, reason=f"{D1}: the prompt ignores unknown arguments")
+@pytest.mark.xfail(
+    strict=True, reason=f"{D1}: the prompt answers unknown arguments with an opaque internal error"
+)
 def test_prompt_refuses_unknown_arguments(tenant_a: BlockingClient) -> None:
     with pytest.raises(Exception, match="zz_unknown"):
         tenant_a.prompt("memory_guidelines", {"zz_unknown": "1"})
