@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: help install serve test lint typecheck unit contract integration e2e opensearch bench bench-locomo bench-latency bench-cold-start fmt clean
+.PHONY: help install serve test lint typecheck unit contract integration e2e security opensearch bench bench-locomo bench-latency bench-cold-start fmt clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -39,6 +39,9 @@ unit: $(STAMP)  ## fast tests only (no engines)
 
 e2e: $(STAMP)  ## the MCP client against a real HTTP server
 	$(BIN)/python -m pytest tests/e2e
+
+security: $(STAMP)  ## hostile tier: tenant/agent isolation matrix, argument fuzzing, kill -9 durability
+	$(BIN)/python -m pytest tests/security
 
 opensearch: $(STAMP) opensearch-engine  ## start a standalone OpenSearch test node (Ctrl-C to stop)
 	$(BIN)/python -m tests.engines.opensearch_node
