@@ -30,8 +30,9 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
     """The tool's structured result; fails the test if the tool answered an error."""
     result = await client.call_tool(tool, args)
     assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    structured: dict[str, Any] | None = result.structured_content
+    assert structured is not None
+    return structured
 
 
 async def call_error(client: Client, tool: str, args: dict[str, Any]) -> str:
@@ -53,14 +54,17 @@ class BlockingClient:
         self._client = client
 
     def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        return self._portal.call(call, self._client, tool, args)
+        result: dict[str, Any] = self._portal.call(call, self._client, tool, args)
+        return result
 
     def error(self, tool: str, args: dict[str, Any]) -> str:
-        return self._portal.call(call_error, self._client, tool, args)
+        text: str = self._portal.call(call_error, self._client, tool, args)
+        return text
 
     def raw(self, tool: str, args: dict[str, Any]) -> CallToolResult:
         """The tool's answer as is, error or not."""
-        return self._portal.call(self._client.call_tool, tool, args)
+        result: CallToolResult = self._portal.call(self._client.call_tool, tool, args)
+        return result
 
     def tools(self) -> list[Tool]:
         return self._portal.call(self._client.list_tools).tools

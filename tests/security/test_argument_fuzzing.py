@@ -378,7 +378,7 @@ def test_a_single_long_source_is_summarized_or_refused(tenant_a: BlockingClient)
     content = "The migration covers " + ", ".join(f"service {i}" for i in range(250))
     tenant_a.call("memory_write", {"content": content, "type": "episodic", "session_id": session})
     result = checked(tenant_a, "memory_summarize", {"session_id": session})
-    assert result.is_error or "service 1" in result.structured_content["memory"]["content"]  # type: ignore[index]
+    assert result.is_error or "service 1" in str(result.structured_content)
 
 
 # ---------------------------------------------------------------------- JSON-RPC envelopes
