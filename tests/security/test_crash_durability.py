@@ -27,6 +27,7 @@ from tests.mcp_client import call, connect
 
 MODE = "2026-07-28"
 BURST_S = 2.0
+MAX_BURST_S = 20.0  # a loaded machine may need longer to acknowledge a few writes per writer
 WRITERS = 4
 SERVE = "import sys; from rearview.cli import main; sys.exit(main(sys.argv[1:]))"
 Acked = dict[str, tuple[int, str]]  # memory id -> (version, content) of its last acknowledged write
@@ -103,7 +104,11 @@ async def burst_then_kill(url: str, process: subprocess.Popen[bytes]) -> Acked:
         acked[warm["id"]] = (warm["version"], warm["content"])
     stop = asyncio.Event()
     tasks = [asyncio.create_task(writer(url, acked, stop)) for _ in range(WRITERS)]
-    await asyncio.sleep(BURST_S)
+    started = time.monotonic()
+    while time.monotonic() - started < MAX_BURST_S and (
+        time.monotonic() - started < BURST_S or len(acked) < 2 * WRITERS
+    ):
+        await asyncio.sleep(0.05)
     process.send_signal(signal.SIGKILL)  # mid-burst, no shutdown of any kind
     stop.set()
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
@@ -130,7 +135,7 @@ async def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
     with rearview_serve(data_dir) as (url, process):
         acked = await burst_then_kill(url, process)
         assert process.wait(timeout=10) == -signal.SIGKILL
-    assert len(acked) >= WRITERS, "the burst acknowledged too few writes to prove anything"
+    assert len(acked) >= 2 * WRITERS, "the burst acknowledged too few writes to prove anything"
     print(f"{len(acked)} acknowledged memories, {sum(v > 1 for v, _ in acked.values())} of them updated")
     with rearview_serve(data_dir) as (url, _):
         await assert_all_present(url, acked)

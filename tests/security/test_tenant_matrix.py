@@ -199,7 +199,8 @@ SEARCH_FILTERS: dict[str, Callable[[Victims], dict[str, Any]]] = {
 @pytest.mark.parametrize("flt", list(SEARCH_FILTERS))
 def test_search_respects_tenant_and_private(p: Principals, flt: str) -> None:
     victims = plant(p.a)
-    args = {"query": f"Note {victims.token} vault standup", "top_k": 50, **SEARCH_FILTERS[flt](victims)}
+    # The token alone: only this test's victims match it, whatever earlier recalls reinforced.
+    args = {"query": victims.token, "top_k": 50, **SEARCH_FILTERS[flt](victims)}
     assert_unseen(p.b.call("memory_search", {**args, "agent_id": X}), victims)
     found = p.a.call("memory_search", {**args, "agent_id": Y})
     ids = {hit["id"] for hit in found["results"]}
@@ -287,14 +288,14 @@ def test_other_tenant_cannot_restore_or_find_archived(
 ) -> None:
     for memory in (archived.shared, archived.private):
         assert_denied(p.b.error("memory_restore", {"memory_id": memory["id"], "agent_id": X}), memory)
-    query = {"query": f"Note {archived.token}", "include_archived": True, "agent_id": X}
+    query = {"query": archived.token, "include_archived": True, "agent_id": X}
     assert_unseen(p.b.call("memory_search", query), archived)
 
 
 def test_other_agent_finds_archived_shared_but_not_private(
     p: Principals, store: MemoryStore, archived: Victims
 ) -> None:
-    query = {"query": f"Note {archived.token}", "include_archived": True, "top_k": 50, "agent_id": Y}
+    query = {"query": archived.token, "include_archived": True, "top_k": 50, "agent_id": Y}
     ids = {hit["id"] for hit in (p.a.call("memory_search", query))["results"]}
     assert archived.shared["id"] in ids and archived.private["id"] not in ids
     restored = p.a.call("memory_restore", {"memory_id": archived.shared["id"], "agent_id": Y})
