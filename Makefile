@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: help install serve opensearch-engine test lint typecheck unit integration e2e opensearch deploy \
+.PHONY: help install serve opensearch-engine test lint typecheck unit integration e2e security opensearch deploy \
 	bench bench-locomo bench-latency bench-cold-start fmt clean
 
 help:  ## list targets
@@ -44,6 +44,9 @@ integration: $(STAMP)  ## adapters on moto, the Lambda handlers, linters (no Ope
 
 e2e: $(STAMP)  ## the MCP client against a real HTTP server
 	$(BIN)/python -m pytest tests/e2e
+
+security: $(STAMP)  ## hostile tier: tenant/agent isolation matrix, argument fuzzing, kill -9 durability
+	$(BIN)/python -m pytest tests/security
 
 opensearch: $(STAMP) opensearch-engine  ## start a standalone OpenSearch test node (Ctrl-C to stop)
 	$(BIN)/python -m tests.engines.opensearch_node

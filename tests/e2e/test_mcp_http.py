@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.server import running_server
+from tests.mcp_client import MODES, call, call_error, connect
 
-MODES = ["legacy", "2026-07-28"]
 TOOLS = {
     "memory_write",
     "memory_search",
@@ -35,30 +30,6 @@ TOOLS = {
 def url(tmp_path: Path) -> Iterator[str]:
     with running_server(tmp_path / "data") as u:
         yield u
-
-
-@asynccontextmanager
-async def connect(url: str, mode: str, key: str | None = None) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=30) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
-    ):
-        yield client
-
-
-async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def call_error(client: Client, tool: str, args: dict[str, Any]) -> str:
-    result = await client.call_tool(tool, args)
-    assert result.is_error
-    text = result.content[0].text  # type: ignore[union-attr]
-    return str(text)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -7,7 +7,7 @@ from pathlib import Path
 from rearview.bootstrap import build_lifecycle, build_service
 from rearview.settings import Settings
 from tests.e2e.server import running_server
-from tests.e2e.test_mcp_http import call, call_error, connect
+from tests.mcp_client import call, call_error, connect
 
 
 async def test_archived_memory_is_found_with_include_archived_and_restored(tmp_path: Path) -> None:
