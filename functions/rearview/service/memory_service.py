@@ -6,7 +6,9 @@ Guarantees:
   repairs) and never fails a search (the result says `degraded: true`);
 - every check runs before anything is written; multi-record changes (supersede, merge) are
   committed atomically;
-- every store and index call is scoped by the caller's tenant;
+- every store and index call is scoped by the caller's tenant, and every id and filter path by
+  the caller's agent: another agent's `private` memory is never read or changed, and answers as
+  absent (`visibility`); only `stats` counts it, in the tenant's totals;
 - strength is anchored at `last_accessed_at` and decays with time unused (`lifecycle_policy`):
   ranking and every view show the decayed value, nothing is rewritten as time passes;
 - archived memories keep a stub in the store (`archival`); their body is in the `Archive`, which
@@ -310,8 +312,8 @@ class MemoryService:
     def stats(self, tenant_id: str) -> Stats:
         """Counts by type and status, the embedding model, and the index's document count if reachable.
 
-        The counts are the tenant's, every agent's private memories included: aggregates only (no
-        id, content or agent), which every store answers without reading the memories' owners.
+        The counts are the tenant's, every agent's private memories included: they are aggregates
+        (no id, content or agent), and an agent's view of them would need per-agent counts in every store.
         """
         base = self.store.stats(tenant_id)
         try:
