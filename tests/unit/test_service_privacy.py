@@ -17,7 +17,7 @@ from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMem
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.errors import RearviewError
+from rearview.errors import InvalidInputError, RearviewError
 from rearview.ids import new_id
 from rearview.models import (
     ForgetRequest,
@@ -133,6 +133,18 @@ def test_shared_and_own_private_archived_memories_can_be_restored(
     memory_id = remember(service, visibility, importance=1)
     archive_everything(service, clock)
     assert service.restore("t1", memory_id, caller).memory.status is MemoryStatus.ACTIVE
+
+
+def test_a_private_write_cannot_retire_a_shared_memory(service: MemoryService) -> None:
+    shared = remember(service, SHARED, "The staging host is stage-1", agent_id=OTHER)
+    correction = WriteRequest(
+        content="The staging host is stage-2", supersedes=shared, visibility=PRIVATE, agent_id=OWNER
+    )
+    with pytest.raises(InvalidInputError, match="is shared: write its correction as shared"):
+        service.write("t1", correction)
+    assert service.get("t1", shared, OTHER).status is MemoryStatus.ACTIVE
+    as_shared = service.write("t1", correction.model_copy(update={"visibility": SHARED}))
+    assert as_shared.superseded_ids == [shared]
 
 
 def test_forget_by_ids_changes_nothing_when_one_id_is_another_agents_private(service: MemoryService) -> None:

@@ -156,7 +156,7 @@ class Writer:
         replay = self._replay(tenant_id, req.idempotency_key)
         if replay is not None:
             return replay
-        target = self._supersede_target(tenant_id, req.supersedes, req.agent_id)
+        target = self._supersede_target(tenant_id, req)
         draft = self.draft(req)
         return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target))
 
@@ -197,16 +197,26 @@ class Writer:
             return self._find_contradicted(tenant_id, draft, draft.vector) or Create()
         return Create()
 
-    def _supersede_target(self, tenant_id: str, memory_id: str | None, agent_id: str) -> Memory | None:
+    def _supersede_target(self, tenant_id: str, req: WriteRequest) -> Memory | None:
+        """The active memory `req.supersedes` names, if `req` may retire it (InvalidInputError otherwise).
+
+        A private write may not retire a shared memory: the other agents would lose the fact
+        without ever seeing its correction.
+        """
+        memory_id = req.supersedes
         if memory_id is None:
             return None
         try:
-            target = load_visible(self.store, tenant_id, memory_id, agent_id, "supersedes")
+            target = load_visible(self.store, tenant_id, memory_id, req.agent_id, "supersedes")
         except NotFoundError as exc:
             raise InvalidInputError("supersedes", f"memory `{memory_id}` not found") from exc
         if target.status is not MemoryStatus.ACTIVE:
             raise InvalidInputError(
                 "supersedes", f"memory `{memory_id}` is {target.status.value}, not active"
+            )
+        if req.visibility is Visibility.PRIVATE and target.visibility is Visibility.SHARED:
+            raise InvalidInputError(
+                "supersedes", f"memory `{memory_id}` is shared: write its correction as shared, not private"
             )
         return target
 
