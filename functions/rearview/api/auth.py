@@ -3,8 +3,8 @@
 `TenantAuth` is pure ASGI middleware. It resolves the caller's `Principal` from `Authorization:
 Bearer <key>` (or `X-API-Key`) and stores its tenant in `scope["state"]["tenant_id"]` and, for a
 key bound to an agent, that agent in `scope["state"]["agent_id"]`, where the tools read them
-(`rearview.principal`). With no keys configured, every request is the default tenant (the local server then
-binds to loopback only). Unauthenticated requests get 401 with a `WWW-Authenticate` header that
+(`rearview.principal`). With no keys configured, every request is the default tenant (the local
+server then binds to loopback only). Unauthenticated requests get 401 with a `WWW-Authenticate` header that
 points at the protected-resource metadata (MCP authorization spec).
 """
 
