@@ -472,9 +472,10 @@ def time_searches(
     """Time `service.search` for each query (request construction excluded)."""
     out = Timings()
     for q in queries:
-        req = SearchRequest(
-            query=q.text, filter=q.filter, top_k=TOP_K, channels=channels, reinforce=reinforce
-        )
+        req = SearchRequest(  # every search is some agent's (the service scopes it): agent-0 writes most
+            query=q.text, filter=q.filter, top_k=TOP_K, channels=channels, reinforce=reinforce,
+            agent_id=q.filter.agent_id or "agent-0",
+        )  # fmt: skip
         cpu, start = time.process_time(), time.perf_counter()
         service.search(TENANT, req)
         out.wall.append(time.perf_counter() - start)

@@ -35,6 +35,7 @@ from mcp.client.streamable_http import streamable_http_client
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.bootstrap import build_service
+from rearview.principal import Principal
 from rearview.settings import Settings, hash_key
 
 EVENTS = Path(__file__).resolve().parent
@@ -414,7 +415,7 @@ def main() -> int:
     """Serve the app, record, write every event."""
     settings = Settings.load(store="memory", index="memory", embedder="hashing")
     service = build_service(settings)
-    resolver = ApiKeyResolver({hash_key(k): t for k, t in TENANTS.items()}, default_tenant=None)
+    resolver = ApiKeyResolver({hash_key(k): Principal(t) for k, t in TENANTS.items()}, default_tenant=None)
     app = create_app(service, resolver, host="127.0.0.1")
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

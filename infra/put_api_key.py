@@ -4,10 +4,10 @@
     python infra/put_api_key.py --secret rearview-api-keys --tenant acme --key - < key.txt
     python infra/put_api_key.py --parameter /rearview/api-keys --revoke --key - < key.txt
 
-The map is the JSON object `{"sha256:<hex>": "<tenant>"}` that `rearview.api.lambda_auth` reads
-from an SSM SecureString parameter (`REARVIEW_API_KEYS_PARAMETER`, the template's
-`ApiKeysParameterName`) or a Secrets Manager secret (`REARVIEW_API_KEYS_SECRET`). Only the digest
-is stored (`rearview.settings.hash_key`); a generated key is printed once and never stored.
+The map is the JSON object `{"sha256:<hex>": "<tenant>"}` (or `{"tenant": ..., "agent": ...}` for a
+key bound to an agent) that `rearview.api.lambda_auth` reads from an SSM SecureString parameter
+(`REARVIEW_API_KEYS_PARAMETER`, the template's `ApiKeysParameterName`) or a Secrets Manager secret
+(`REARVIEW_API_KEYS_SECRET`). Only the digest is stored (`rearview.settings.hash_key`); a generated key is printed once and never stored.
 
 Contract: the existing map is read, validated with the Lambda's own parser (a malformed map is
 refused, not overwritten), changed by one entry and written back whole; the function picks it
@@ -30,6 +30,9 @@ import boto3
 from rearview.api.lambda_auth import parse_key_map
 from rearview.settings import hash_key
 
+KeyEntry = str | dict[str, str]
+"""A stored map value: the tenant, or `{"tenant": ..., "agent": ...}` for a key bound to an agent."""
+
 KEY_PREFIX = "rv_"
 
 
@@ -45,12 +48,16 @@ class KeyMapLocation:
     def name(self) -> str:
         return f"SSM parameter {self.parameter}" if self.parameter else f"secret {self.secret}"
 
-    def read(self) -> dict[str, str]:
-        """The current map ({} when the parameter or secret does not exist yet)."""
+    def read(self) -> dict[str, KeyEntry]:
+        """The current map as stored ({} when the parameter or secret does not exist yet), validated."""
         raw = self._read_raw()
-        return {} if raw is None else parse_key_map(raw, self.name)
+        if raw is None:
+            return {}
+        parse_key_map(raw, self.name)
+        entries: dict[str, KeyEntry] = json.loads(raw)
+        return entries
 
-    def write(self, keys: dict[str, str]) -> None:
+    def write(self, keys: dict[str, KeyEntry]) -> None:
         """Store the whole map, after validating it as the Lambda will (a bad tenant id is refused)."""
         value = json.dumps(keys, sort_keys=True)
         parse_key_map(value, self.name)
@@ -92,6 +99,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     where.add_argument("--secret", help="Secrets Manager secret id (REARVIEW_API_KEYS_SECRET)")
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--tenant", help="the tenant the key authenticates as")
+    parser.add_argument("--agent", help="bind the key to this agent of the tenant (optional)")
     action.add_argument("--revoke", action="store_true", help="remove the key from the map")
     parser.add_argument("--key", help="the key ('-': read it from stdin); generated and printed if omitted")
     parser.add_argument("--region", default=None, help="AWS region (default: the SDK's)")
@@ -113,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.revoke:
         keys.pop(hash_key(key), None)
     else:
-        keys[hash_key(key)] = args.tenant
+        keys[hash_key(key)] = {"tenant": args.tenant, "agent": args.agent} if args.agent else args.tenant
     location.write(keys)
     if generated:
         sys.stdout.write(key + "\n")

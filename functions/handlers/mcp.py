@@ -96,7 +96,7 @@ class McpRuntime:
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """Serve one HTTP event; always returns a proxy result (400 for a non-HTTP event)."""
-        from rearview.api.lambda_auth import authenticated_tenant, tenant_from_claims
+        from rearview.api.lambda_auth import authenticated_principal, principal_from_claims
 
         try:
             request = HttpRequest.from_event(event)
@@ -106,9 +106,13 @@ class McpRuntime:
         call = rpc_call(request.body) if request.method == "POST" else RpcCall()
         if call.method:
             logger.append_keys(mcp_method=call.method, mcp_tool=call.tool)
-        tenant = tenant_from_claims(event, self.auth.tenant_claim) if self.auth.auth_mode == "jwt" else None
+        principal = (
+            principal_from_claims(event, self.auth.tenant_claim, self.auth.agent_claim)
+            if self.auth.auth_mode == "jwt"
+            else None
+        )
         started = time.perf_counter()
-        with authenticated_tenant(tenant):
+        with authenticated_principal(principal):
             response = self.bridge.invoke(request, event, context, self._timeout_s(context))
         elapsed_ms = (time.perf_counter() - started) * 1000
         record_tool_metrics(metrics, call, response.status, bytes(response.body), elapsed_ms)

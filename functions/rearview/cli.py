@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rearview.errors import RearviewError
+from rearview.models import DEFAULT_AGENT
 from rearview.settings import Settings
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--tenant", help=LOCAL_TENANT_HELP)
     search.add_argument("-k", "--top-k", type=int, default=10)
+    search.add_argument(
+        "--agent", default=DEFAULT_AGENT, help="search as this agent (shared memories and its private ones)"
+    )
     search.add_argument("--json", action="store_true", help="print the full result as JSON")
     search.set_defaults(func=_search)
 
@@ -204,7 +208,8 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.models import SearchRequest
 
     result = build_service(settings).search(
-        _tenant(settings, args), SearchRequest(query=args.query, top_k=args.top_k, reinforce=False)
+        _tenant(settings, args),
+        SearchRequest(query=args.query, top_k=args.top_k, reinforce=False, agent_id=args.agent),
     )
     if args.json:
         print(result.model_dump_json(indent=2))

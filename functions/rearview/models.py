@@ -239,6 +239,10 @@ class Memory(MemoryView):
         """Past `expires_at`: treated as absent on read (TTL deletion is lazy)."""
         return self.expires_at is not None and self.expires_at <= now
 
+    def visible_to(self, agent_id: str) -> bool:
+        """Whether `agent_id` may see this memory: any agent a `shared` one, its writer a `private` one."""
+        return self.visibility is Visibility.SHARED or self.agent_id == agent_id
+
 
 class HistoryEvent(BaseModel):
     """One append-only change to a memory: what it was before, what it became, and why."""
@@ -278,9 +282,7 @@ class MemoryFilter(BaseModel):
     def matches(self, memory: Memory) -> bool:
         """The reference semantics every backend must reproduce (used by fakes and tests)."""
         checks = (
-            self.agent_id is None
-            or memory.visibility is Visibility.SHARED
-            or memory.agent_id == self.agent_id,
+            self.agent_id is None or memory.visible_to(self.agent_id),
             self.session_id is None or memory.session_id == self.session_id,
             self.types is None or memory.type in self.types,
             self.tags is None or set(self.tags) <= set(memory.tags),
@@ -348,10 +350,11 @@ Channel = Literal["keyword", "vector"]
 
 
 class SearchRequest(BaseModel):
-    """Input of `MemoryService.search`."""
+    """Input of `MemoryService.search`. `agent_id` is the caller's agent: it scopes `filter`."""
 
     query: str
     filter: MemoryFilter = Field(default_factory=MemoryFilter)
+    agent_id: str = DEFAULT_AGENT
     top_k: int = 10
     min_score: float = 0.0
     channels: tuple[Channel, ...] = ("keyword", "vector")
@@ -393,7 +396,10 @@ class SearchResult(BaseModel):
 
 
 class ForgetRequest(BaseModel):
-    """Input of `MemoryService.forget`: explicit ids, or a filter (at least one criterion)."""
+    """Input of `MemoryService.forget`: explicit ids, or a filter (at least one criterion).
+
+    `agent_id` is the caller's agent: it scopes `filter` and must see every id.
+    """
 
     ids: list[str] = Field(default_factory=list)
     filter: MemoryFilter | None = None

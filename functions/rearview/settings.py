@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rearview.errors import ConfigurationError
+from rearview.principal import Principal, principal_from_entry
 
 StoreKind = Literal["sqlite", "dynamodb", "memory"]
 IndexKind = Literal["sqlite", "opensearch", "memory"]
@@ -66,7 +67,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8080
     config_file: Path | None = None
-    """TOML file with `[api_keys]` mapping a key (or `sha256:<hex>` of it) to a tenant id."""
+    """TOML file with `[api_keys]` mapping a key (or `sha256:<hex>` of it) to a tenant id, or to a
+    `{ tenant = ..., agent = ... }` table that binds the key to an agent."""
     default_tenant: str = "local"
     """The single tenant used when no API keys are configured (loopback only)."""
     public_url: str | None = None
@@ -140,11 +142,25 @@ class Settings(BaseSettings):
         except ValidationError as exc:
             raise ConfigurationError("lifecycle.tenants", str(exc).replace("\n", " ")) from exc
 
-    def api_keys(self) -> dict[str, str]:
-        """Hashed key -> tenant, from `config_file` (default `<data_dir>/config.toml` if present)."""
+    def api_keys(self) -> dict[str, Principal]:
+        """Hashed key -> principal, from `config_file` (default `<data_dir>/config.toml` if present).
+
+        A key maps to a tenant id (`"key" = "alice"`) or, bound to an agent, to a table
+        (`"key" = { tenant = "alice", agent = "claude-code" }`): see `rearview.principal`.
+        """
         path = self.config_file or self.data_dir / "config.toml"
         data = self._config_data()
         keys = data.get("api_keys", {})
-        if not isinstance(keys, dict) or not all(isinstance(v, str) and v for v in keys.values()):
-            raise ConfigurationError("api_keys", f"{path}: [api_keys] must map keys to non-empty tenant ids")
-        return {k if k.startswith("sha256:") else hash_key(k): v for k, v in keys.items()}
+        if not isinstance(keys, dict):
+            raise ConfigurationError("api_keys", f"{path}: [api_keys] must be a table")
+        principals: dict[str, Principal] = {}
+        for position, (key, entry) in enumerate(keys.items(), start=1):
+            principal = principal_from_entry(entry)
+            if principal is None:  # the error names the entry by position: a key is a secret
+                raise ConfigurationError(
+                    "api_keys",
+                    f"{path}: [api_keys] entry {position} must map to a tenant id or to "
+                    '{ tenant = "<tenant>", agent = "<agent>" } (agent optional)',
+                )
+            principals[key if key.startswith("sha256:") else hash_key(key)] = principal
+        return principals

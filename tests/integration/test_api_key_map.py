@@ -14,6 +14,7 @@ import pytest
 from infra import put_api_key
 from rearview.api.lambda_auth import LambdaAuthSettings, build_resolver
 from rearview.errors import ConfigurationError
+from rearview.principal import Principal
 from rearview.settings import hash_key
 
 DIGEST_A = hash_key("key-a")
@@ -29,8 +30,8 @@ def test_keys_from_ssm_and_secrets_manager(mocked_aws: None) -> None:
         LambdaAuthSettings(api_keys_secret="rearview-keys"),
     ):
         resolver = build_resolver(settings, region=REGION)
-        assert resolver.tenant_for("key-a") == "tenant-a"
-        assert resolver.tenant_for("key-b") is None
+        assert resolver.principal_for("key-a") == Principal("tenant-a")
+        assert resolver.principal_for("key-b") is None
 
 
 def test_an_unreadable_key_map_fails_init_with_a_clear_error(mocked_aws: None) -> None:
@@ -51,7 +52,10 @@ def test_put_api_key_stores_a_hash_the_lambda_resolves(mocked_aws: None, flag: s
     assert put_api_key.main([flag, name, "--tenant", "globex", "--key", "key-b", "--region", REGION]) == 0
 
     resolver = build_resolver(LambdaAuthSettings(**{setting: name}), region=REGION)
-    assert (resolver.tenant_for("key-a"), resolver.tenant_for("key-b")) == ("acme", "globex")
+    assert (resolver.principal_for("key-a"), resolver.principal_for("key-b")) == (
+        Principal("acme"),
+        Principal("globex"),
+    )
     stored = _stored(flag, name)
     assert stored == {hash_key("key-a"): "acme", hash_key("key-b"): "globex"}
     assert "key-a" not in json.dumps(stored)  # only the hash is ever stored
@@ -72,7 +76,7 @@ def test_put_api_key_generates_a_key_when_none_is_given(
     key = capsys.readouterr().out.strip()
     assert len(key) >= 40
     resolver = build_resolver(LambdaAuthSettings(api_keys_parameter=name), region=REGION)
-    assert resolver.tenant_for(key) == "acme"
+    assert resolver.principal_for(key) == Principal("acme")
 
 
 def _stored(flag: str, name: str) -> dict[str, str]:

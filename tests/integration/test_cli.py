@@ -46,6 +46,23 @@ def test_import_search_stats_reindex(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert json.loads(capsys.readouterr().out)["results"][0]["type"] == "procedural"
 
 
+def test_search_is_an_agents_search(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    src = tmp_path / "memories.jsonl"
+    note = {
+        "content": "Claude's private note on the flaky deploy",
+        "agent_id": "claude-code",
+        "visibility": "private",
+    }
+    src.write_text(json.dumps(note) + "\n")
+    assert main(["--data-dir", str(data), "import", str(src)]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(data), "search", "flaky deploy"]) == 0
+    assert "(no matching memories)" in capsys.readouterr().out
+    assert main(["--data-dir", str(data), "search", "flaky deploy", "--agent", "claude-code"]) == 0
+    assert "private note on the flaky deploy" in capsys.readouterr().out
+
+
 def test_serve_refuses_a_public_address_without_keys(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

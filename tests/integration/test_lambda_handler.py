@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex
 from rearview.errors import ArchiveError
 from rearview.ports import IndexDocument
 from rearview.service.memory_service import MemoryService
+from rearview.settings import hash_key
 from rearview.testing import Fault, FlakyArchive
 from tests.events import (
     EVENTS_DIR,
@@ -299,6 +301,51 @@ def test_jwt_mode_refuses_events_without_claims(jwt_runtime: McpRuntime) -> None
     # An API key is no substitute for the gateway's validated claims in jwt mode.
     keyed = load_event("mcp-2026-07-28/tools-list")
     assert jwt_runtime.handle(keyed, FakeLambdaContext())["statusCode"] == 401
+
+
+@pytest.fixture
+def jwt_agent_runtime(monkeypatch: pytest.MonkeyPatch, lambda_env: None) -> Iterator[McpRuntime]:
+    """jwt mode with `REARVIEW_AGENT_CLAIM=sub`: each token is bound to the agent in its `sub` claim."""
+    for name, value in _env_file("env-jwt.json")["McpFunction"].items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REARVIEW_AGENT_CLAIM", "sub")
+    built = McpRuntime.from_environment()
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+def test_jwt_agent_claim_binds_the_token_to_its_agent(jwt_agent_runtime: McpRuntime) -> None:
+    event = load_event("jwt/tools-call-memory_write")
+    handle = partial(jwt_agent_runtime.handle, context=FakeLambdaContext())
+    assert tool_result(handle(event))["memory"]["agent_id"] == "user-7f3a"
+    claimed = tool_error(handle(with_arguments(event, agent_id="someone-else")))
+    assert "invalid_input: invalid `agent_id`: this credential is bound to agent `user-7f3a`" in claimed
+    del event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"]
+    assert handle(event)["statusCode"] == 401  # a token without the agent claim is refused
+
+
+def test_an_api_key_bound_to_an_agent_acts_as_that_agent(
+    monkeypatch: pytest.MonkeyPatch, lambda_env: None
+) -> None:
+    key_map = {hash_key(TENANT_B_KEY): {"tenant": "tenant-b", "agent": "claude-code"}}
+    monkeypatch.setenv("REARVIEW_API_KEYS_JSON", json.dumps(key_map))
+    built = McpRuntime.from_environment()
+    try:
+        event = with_header(
+            with_arguments(load_event("mcp-2026-07-28/tools-call-memory_write"), visibility="private"),
+            "authorization",
+            f"Bearer {TENANT_B_KEY}",
+        )
+        written = tool_result(built.handle(event, FakeLambdaContext()))
+        assert written["memory"]["agent_id"] == "claude-code"
+        stored = built.service.store.get("tenant-b", written["memory"]["id"])
+        assert stored is not None and stored.visibility.value == "private"
+        claimed = tool_error(built.handle(with_arguments(event, agent_id="cursor"), FakeLambdaContext()))
+        assert "bound to agent `claude-code`" in claimed
+    finally:
+        built.close()
 
 
 # ----------------------------------------------------------------------------- the entry point

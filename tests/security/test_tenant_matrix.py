@@ -23,7 +23,6 @@ from tests.mcp_client import BlockingClient, blocking_client
 
 MODE = "2026-07-28"
 X, Y = "agent-x", "agent-y"
-D2 = "issue 10 defect 2: `private` is not enforced on id paths"
 
 
 @dataclass(frozen=True)
@@ -140,9 +139,7 @@ def test_other_tenant_cannot_touch_by_id(
     assert_intact(store, victim)
 
 
-@pytest.mark.parametrize(
-    "attack", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=D2)) for name in ID_ATTACKS]
-)
+@pytest.mark.parametrize("attack", ID_ATTACKS)
 def test_other_agent_cannot_touch_private_by_id(p: Principals, store: MemoryStore, attack: str) -> None:
     victims = plant(p.a)
     tool, args = ID_ATTACKS[attack](victims.private["id"], {"agent_id": Y})
@@ -257,7 +254,6 @@ def test_other_tenant_replaying_an_idempotency_key_gets_its_own_write(p: Princip
     assert written["memory"]["id"] not in victims.ids and written["memory"]["content"] == args["content"]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{D2}: idempotency keys are scoped per tenant, not per agent")
 def test_other_agent_replaying_a_private_idempotency_key_learns_nothing(p: Principals) -> None:
     victims = plant(p.a)
     args = {"content": "Agent Y's own note", "idempotency_key": f"{victims.token}-private", "agent_id": Y}
@@ -302,7 +298,6 @@ def test_other_agent_finds_archived_shared_but_not_private(
     assert restored["memory"]["content"] == archived.shared["content"]
 
 
-@pytest.mark.xfail(strict=True, reason=D2)
 def test_other_agent_cannot_restore_private(p: Principals, store: MemoryStore, archived: Victims) -> None:
     text = p.a.error("memory_restore", {"memory_id": archived.private["id"], "agent_id": Y})
     assert_denied(text, archived.private)

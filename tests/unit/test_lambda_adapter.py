@@ -20,12 +20,13 @@ from rearview.api.lambda_auth import (
     ClaimsTenantResolver,
     LambdaAuthSettings,
     RefreshingKeyResolver,
-    authenticated_tenant,
+    authenticated_principal,
     build_resolver,
     parse_key_map,
-    tenant_from_claims,
+    principal_from_claims,
 )
 from rearview.errors import ConfigurationError
+from rearview.principal import Principal
 from rearview.settings import hash_key
 from tests.events import load_event, rpc_body
 
@@ -290,13 +291,16 @@ DIGEST_A = hash_key("key-a")
 
 
 def test_key_map_accepts_only_hashed_keys() -> None:
-    assert parse_key_map(json.dumps({DIGEST_A: "tenant-a"}), "src") == {DIGEST_A: "tenant-a"}
+    assert parse_key_map(json.dumps({DIGEST_A: "tenant-a"}), "src") == {DIGEST_A: Principal("tenant-a")}
     for raw, problem in [
         ("{", "not valid JSON"),
         ("[]", "JSON object"),
         (json.dumps({"key-a": "tenant-a"}), "entry 1 is not a sha256"),
         (json.dumps({DIGEST_A: ""}), "entry 1 must map"),
         (json.dumps({DIGEST_A: 7}), "entry 1 must map"),
+        (json.dumps({DIGEST_A: {"agent": "claude-code"}}), "entry 1 must map"),
+        (json.dumps({DIGEST_A: {"tenant": "t", "agent": ""}}), "entry 1 must map"),
+        (json.dumps({DIGEST_A: {"tenant": "t", "agnet": "claude-code"}}), "entry 1 must map"),
     ]:
         with pytest.raises(ConfigurationError, match=problem) as info:
             parse_key_map(raw, "src")
@@ -305,45 +309,50 @@ def test_key_map_accepts_only_hashed_keys() -> None:
 
 def test_refreshing_resolver_picks_up_rotated_keys_and_survives_failed_refreshes() -> None:
     now = [0.0]
-    maps: list[dict[str, str] | Exception] = [{hash_key("key-b"): "tenant-b"}, RuntimeError("ssm down")]
+    maps: list[dict[str, Principal] | Exception] = [
+        {hash_key("key-b"): Principal("tenant-b")},
+        RuntimeError("ssm down"),
+    ]
 
-    def loader() -> dict[str, str]:
+    def loader() -> dict[str, Principal]:
         item = maps.pop(0)
         if isinstance(item, Exception):
             raise item
         return item
 
-    resolver = RefreshingKeyResolver({DIGEST_A: "tenant-a"}, loader, max_age_s=60, monotonic=lambda: now[0])
-    assert resolver.tenant_for("key-a") == "tenant-a"
+    resolver = RefreshingKeyResolver(
+        {DIGEST_A: Principal("tenant-a")}, loader, max_age_s=60, monotonic=lambda: now[0]
+    )
+    assert resolver.principal_for("key-a") == Principal("tenant-a")
     now[0] = 61
-    assert resolver.tenant_for("key-a") is None  # rotated out
-    assert resolver.tenant_for("key-b") == "tenant-b"
+    assert resolver.principal_for("key-a") is None  # rotated out
+    assert resolver.principal_for("key-b") == Principal("tenant-b")
     now[0] = 122
-    assert resolver.tenant_for("key-b") == "tenant-b"  # refresh failed: previous keys kept
+    assert resolver.principal_for("key-b") == Principal("tenant-b")  # refresh failed: previous keys kept
     assert resolver.open is False
 
 
 def test_expire_forces_a_refresh_even_without_a_max_age() -> None:
     loads = []
 
-    def loader() -> dict[str, str]:
+    def loader() -> dict[str, Principal]:
         loads.append(1)
-        return {hash_key("key-b"): "tenant-b"}
+        return {hash_key("key-b"): Principal("tenant-b")}
 
-    resolver = RefreshingKeyResolver({DIGEST_A: "tenant-a"}, loader, max_age_s=0)
-    assert resolver.tenant_for("key-a") == "tenant-a"
+    resolver = RefreshingKeyResolver({DIGEST_A: Principal("tenant-a")}, loader, max_age_s=0)
+    assert resolver.principal_for("key-a") == Principal("tenant-a")
     assert loads == []
     resolver.expire()  # what a SnapStart restore does
-    assert resolver.tenant_for("key-b") == "tenant-b"
-    assert resolver.tenant_for("key-b") == "tenant-b"
+    assert resolver.principal_for("key-b") == Principal("tenant-b")
+    assert resolver.principal_for("key-b") == Principal("tenant-b")
     assert loads == [1]
 
 
 def test_no_keys_means_closed_not_open() -> None:
     resolver = build_resolver(LambdaAuthSettings(auth_mode="apikey"))
     assert resolver.open is False
-    assert resolver.tenant_for("anything") is None
-    assert resolver.tenant_for(None) is None
+    assert resolver.principal_for("anything") is None
+    assert resolver.principal_for(None) is None
 
 
 def test_blank_sources_are_unset(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -354,20 +363,44 @@ def test_blank_sources_are_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.api_keys_parameter is None
 
 
-def test_claims_resolver_sees_only_the_gateway_tenant() -> None:
+def test_claims_resolver_sees_only_the_gateway_principal() -> None:
     resolver = build_resolver(LambdaAuthSettings(auth_mode="jwt"))
     assert isinstance(resolver, ClaimsTenantResolver)
-    assert resolver.tenant_for("any bearer token") is None
-    with authenticated_tenant("tenant-jwt"):
-        assert resolver.tenant_for(None) == "tenant-jwt"
-    assert resolver.tenant_for(None) is None
+    assert resolver.principal_for("any bearer token") is None
+    with authenticated_principal(Principal("tenant-jwt", "agent-jwt")):
+        assert resolver.principal_for(None) == Principal("tenant-jwt", "agent-jwt")
+    assert resolver.principal_for(None) is None
 
 
-def test_tenant_from_claims() -> None:
+def test_principal_from_claims() -> None:
     event = load_event("jwt/tools-list")
-    assert tenant_from_claims(event, "org_id") == "tenant-jwt"
-    assert tenant_from_claims(event, "sub") == "user-7f3a"
-    assert tenant_from_claims(event, "missing") is None
+    assert principal_from_claims(event, "org_id") == Principal("tenant-jwt")
+    assert principal_from_claims(event, "sub") == Principal("user-7f3a")
+    assert principal_from_claims(event, "missing") is None
     event["requestContext"]["authorizer"]["jwt"]["claims"]["org_id"] = ["a", "b"]
-    assert tenant_from_claims(event, "org_id") is None
-    assert tenant_from_claims(load_event("mcp-2026-07-28/tools-list"), "sub") is None
+    assert principal_from_claims(event, "org_id") is None
+    assert principal_from_claims(load_event("mcp-2026-07-28/tools-list"), "sub") is None
+
+
+def test_an_agent_claim_binds_the_token_to_its_agent_and_is_required() -> None:
+    event = load_event("jwt/tools-list")
+    assert principal_from_claims(event, "org_id", agent_claim="sub") == Principal("tenant-jwt", "user-7f3a")
+    assert principal_from_claims(event, "org_id", agent_claim="azp") is None  # no such claim: refused
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = 42
+    assert principal_from_claims(event, "org_id", agent_claim="sub") is None
+
+
+def test_agent_claim_setting_is_unset_when_blank(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REARVIEW_AGENT_CLAIM", "")
+    assert LambdaAuthSettings().agent_claim is None
+    monkeypatch.setenv("REARVIEW_AGENT_CLAIM", "client_id")
+    assert LambdaAuthSettings().agent_claim == "client_id"
+
+
+def test_key_map_entries_may_bind_a_key_to_an_agent() -> None:
+    raw = json.dumps(
+        {DIGEST_A: {"tenant": "tenant-a", "agent": "claude-code"}, hash_key("key-b"): "tenant-b"}
+    )
+    resolver = RefreshingKeyResolver(parse_key_map(raw, "src"))
+    assert resolver.principal_for("key-a") == Principal("tenant-a", "claude-code")
+    assert resolver.principal_for("key-b") == Principal("tenant-b")

@@ -1,9 +1,10 @@
 """Who is calling: API keys map to tenants; the tenant never comes from tool arguments.
 
-`TenantAuth` is pure ASGI middleware. It resolves the caller's tenant from `Authorization:
-Bearer <key>` (or `X-API-Key`) and stores it in `scope["state"]["tenant_id"]`, where the tools
-read it. With no keys configured, every request is the default tenant (the local server then
-binds to loopback only). Unauthenticated requests get 401 with a `WWW-Authenticate` header that
+`TenantAuth` is pure ASGI middleware. It resolves the caller's `Principal` from `Authorization:
+Bearer <key>` (or `X-API-Key`) and stores its tenant in `scope["state"]["tenant_id"]` and, for a
+key bound to an agent, that agent in `scope["state"]["agent_id"]`, where the tools read them
+(`rearview.principal`). With no keys configured, every request is the default tenant (the local
+server then binds to loopback only). Unauthenticated requests get 401 with a `WWW-Authenticate` header that
 points at the protected-resource metadata (MCP authorization spec).
 """
 
@@ -15,35 +16,38 @@ from collections.abc import Mapping
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview.api.errors import error_body
+from rearview.principal import Principal
 from rearview.settings import hash_key
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 PUBLIC_PATHS = frozenset({"/healthz", METADATA_PATH, f"{METADATA_PATH}/mcp"})
 TENANT_STATE_KEY = "tenant_id"
+AGENT_STATE_KEY = "agent_id"
+"""The agent the credential is bound to, None when it is not bound."""
 
 
 class ApiKeyResolver:
-    """Hashed API key -> tenant id. Constant-time comparison against each stored hash."""
+    """Hashed API key -> principal. Constant-time comparison against each stored hash."""
 
-    def __init__(self, hashed_keys: Mapping[str, str], default_tenant: str | None) -> None:
+    def __init__(self, hashed_keys: Mapping[str, Principal], default_tenant: str | None) -> None:
         self._keys = dict(hashed_keys)
-        self._default = default_tenant
+        self._default = Principal(default_tenant) if default_tenant else None
 
     @property
     def open(self) -> bool:
         """True when no keys are configured (single default tenant)."""
         return not self._keys
 
-    def tenant_for(self, presented: str | None) -> str | None:
-        """The tenant for a presented key, the default tenant when open, else None."""
+    def principal_for(self, presented: str | None) -> Principal | None:
+        """Who a presented key authenticates, the default tenant (no agent) when open, else None."""
         if self.open:
             return self._default
         if not presented:
             return None
         digest = hash_key(presented)
-        for stored, tenant in self._keys.items():
+        for stored, principal in self._keys.items():
             if hmac.compare_digest(stored, digest):
-                return tenant
+                return principal
         return None
 
 
@@ -56,7 +60,7 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
 
 
 class TenantAuth:
-    """ASGI middleware: authenticate, then pass the tenant down in `scope["state"]`."""
+    """ASGI middleware: authenticate, then pass the tenant (and a bound agent) down in `scope["state"]`."""
 
     def __init__(self, app: ASGIApp, resolver: ApiKeyResolver, metadata_url: str | None = None) -> None:
         self.app = app
@@ -68,11 +72,13 @@ class TenantAuth:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        tenant = self.resolver.tenant_for(presented_key(headers))
-        if tenant is None:
+        principal = self.resolver.principal_for(presented_key(headers))
+        if principal is None:
             await self._unauthorized(scope, send, headers)
             return
-        scope.setdefault("state", {})[TENANT_STATE_KEY] = tenant
+        state = scope.setdefault("state", {})
+        state[TENANT_STATE_KEY] = principal.tenant_id
+        state[AGENT_STATE_KEY] = principal.agent_id
         await self.app(scope, receive, send)
 
     async def _unauthorized(self, scope: Scope, send: Send, headers: Mapping[str, str]) -> None:

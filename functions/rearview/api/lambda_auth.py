@@ -4,16 +4,18 @@ Two modes, chosen by `REARVIEW_AUTH_MODE` (read once into `LambdaAuthSettings`):
 
 - `apikey` (default): the caller presents an API key (`Authorization: Bearer <key>` or
   `X-API-Key`). Keys are stored *hashed* (`sha256:<hex>`, see `rearview.settings.hash_key`) as a
-  JSON object `{"sha256:...": "<tenant>"}` in an SSM SecureString parameter
+  JSON object `{"sha256:...": "<tenant>"}` (or, for a key bound to an agent,
+  `{"sha256:...": {"tenant": "<tenant>", "agent": "<agent>"}}`) in an SSM SecureString parameter
   (`REARVIEW_API_KEYS_PARAMETER`), a Secrets Manager secret (`REARVIEW_API_KEYS_SECRET`) or, for
   tests and `sam local`, the environment (`REARVIEW_API_KEYS_JSON`). They are fetched once at
   init and re-fetched at most every `REARVIEW_API_KEYS_MAX_AGE_S` seconds, so a revoked key stops
   working without a deploy.
 - `jwt`: API Gateway's JWT authorizer has already validated the bearer token; the tenant is the
   value of one claim (`REARVIEW_TENANT_CLAIM`, default `sub`) of
-  `requestContext.authorizer.jwt.claims`. The Lambda adapter puts that tenant into
-  `gateway_tenant` (a context variable) for the duration of one request; nothing a client sends
-  can set it.
+  `requestContext.authorizer.jwt.claims`; with `REARVIEW_AGENT_CLAIM` set, the token is also
+  bound to the agent in that claim (and refused without it). The Lambda adapter puts that
+  principal into `gateway_principal` (a context variable) for the duration of one request;
+  nothing a client sends can set it.
 
 Both resolvers plug into the existing `TenantAuth` middleware (they are `ApiKeyResolver`s) and
 fail closed: with no keys configured, or no claim on the event, every request gets 401 with the
@@ -35,27 +37,27 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rearview.api.auth import ApiKeyResolver
 from rearview.errors import ConfigurationError
+from rearview.principal import Principal, is_principal_id, principal_from_entry
 
 __all__ = [
     "AuthMode",
     "ClaimsTenantResolver",
     "LambdaAuthSettings",
     "RefreshingKeyResolver",
-    "authenticated_tenant",
+    "authenticated_principal",
     "build_resolver",
-    "gateway_tenant",
+    "gateway_principal",
     "parse_key_map",
-    "tenant_from_claims",
+    "principal_from_claims",
 ]
 
 log = logging.getLogger(__name__)
 
 AuthMode = Literal["apikey", "jwt"]
 HASH_PREFIX = "sha256:"
-MAX_TENANT_LENGTH = 256
 
-gateway_tenant: ContextVar[str | None] = ContextVar("rearview_gateway_tenant", default=None)
-"""The tenant API Gateway authenticated for the request being served (jwt mode), else None."""
+gateway_principal: ContextVar[Principal | None] = ContextVar("rearview_gateway_principal", default=None)
+"""The principal API Gateway authenticated for the request being served (jwt mode), else None."""
 
 
 class LambdaAuthSettings(BaseSettings):
@@ -65,7 +67,8 @@ class LambdaAuthSettings(BaseSettings):
 
     auth_mode: AuthMode = "apikey"
     api_keys_json: SecretStr | None = None
-    """Inline `{"sha256:<hex>": "<tenant>"}` (tests, `sam local invoke`); wins over the others."""
+    """Inline `{"sha256:<hex>": "<tenant>" | {"tenant": ..., "agent": ...}}` (tests, `sam local invoke`);
+    wins over the others."""
     api_keys_parameter: str | None = None
     """Name of an SSM SecureString parameter holding the JSON key map."""
     api_keys_secret: str | None = None
@@ -74,17 +77,22 @@ class LambdaAuthSettings(BaseSettings):
     """Re-fetch the key map when it is older than this (0: never re-fetch)."""
     tenant_claim: str = Field(default="sub", min_length=1)
     """The JWT claim whose value is the tenant id (jwt mode), e.g. `sub`, `org_id`, `custom:tenant`."""
+    agent_claim: str | None = None
+    """The JWT claim whose value is the caller's agent id (jwt mode), e.g. `client_id`, `azp`. Set, it
+    binds every token to that agent (a token without the claim is refused); unset, callers name
+    their agent in `agent_id`."""
 
-    @field_validator("api_keys_json", "api_keys_parameter", "api_keys_secret", mode="before")
+    @field_validator("api_keys_json", "api_keys_parameter", "api_keys_secret", "agent_claim", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         """The template declares these variables with "" when unused (so `sam local` can override them)."""
         return None if isinstance(value, str) and not value.strip() else value
 
 
-def parse_key_map(raw: str, source: str) -> dict[str, str]:
-    """Validate a JSON key map: every key a `sha256:<64 hex>` digest, every tenant a non-empty string.
+def parse_key_map(raw: str, source: str) -> dict[str, Principal]:
+    """Validate a JSON key map: every key a `sha256:<64 hex>` digest, every value a principal.
 
+    A value is a tenant id or a `{"tenant": ..., "agent": ...}` object (`principal_from_entry`).
     Plain-text keys are refused (they must never be stored); the error names the source, never a key.
     """
     try:
@@ -93,15 +101,18 @@ def parse_key_map(raw: str, source: str) -> dict[str, str]:
         raise ConfigurationError(source, f"is not valid JSON ({exc.msg})") from exc
     if not isinstance(data, dict):
         raise ConfigurationError(source, 'must be a JSON object {"sha256:<hex>": "<tenant>"}')
-    keys: dict[str, str] = {}
-    for position, (digest, tenant) in enumerate(data.items(), start=1):
+    keys: dict[str, Principal] = {}
+    for position, (digest, entry) in enumerate(data.items(), start=1):
         if not _is_digest(digest):
             raise ConfigurationError(
                 source, f"entry {position} is not a sha256:<64 hex> digest (store hashed keys only)"
             )
-        if not isinstance(tenant, str) or not tenant.strip() or len(tenant) > MAX_TENANT_LENGTH:
-            raise ConfigurationError(source, f"entry {position} must map to a non-empty tenant id")
-        keys[digest.lower()] = tenant
+        principal = principal_from_entry(entry)
+        if principal is None:
+            raise ConfigurationError(
+                source, f'entry {position} must map to a tenant id or {{"tenant": ..., "agent": ...}}'
+            )
+        keys[digest.lower()] = principal
     return keys
 
 
@@ -115,7 +126,7 @@ def _is_digest(value: str) -> bool:
 
 
 class RefreshingKeyResolver(ApiKeyResolver):
-    """Hashed API key -> tenant, from a loader that is re-run when the keys are older than `max_age_s`.
+    """Hashed API key -> principal, from a loader that is re-run when the keys are older than `max_age_s`.
 
     Never open: with no keys loaded, every key is refused. A failed refresh keeps the previous keys
     (logged), so an SSM hiccup does not lock every caller out.
@@ -123,8 +134,8 @@ class RefreshingKeyResolver(ApiKeyResolver):
 
     def __init__(
         self,
-        keys: Mapping[str, str],
-        loader: Callable[[], dict[str, str]] | None = None,
+        keys: Mapping[str, Principal],
+        loader: Callable[[], dict[str, Principal]] | None = None,
         max_age_s: float = 0.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -144,12 +155,12 @@ class RefreshingKeyResolver(ApiKeyResolver):
         """Re-fetch the keys on the next request (after a SnapStart restore: the snapshot's may be old)."""
         self._loaded_at = float("-inf")
 
-    def tenant_for(self, presented: str | None) -> str | None:
-        """The tenant of a presented key, or None (also when no keys are configured)."""
+    def principal_for(self, presented: str | None) -> Principal | None:
+        """Who a presented key authenticates, or None (also when no keys are configured)."""
         self._maybe_refresh()
         if self._inner.open or not presented:
             return None
-        return self._inner.tenant_for(presented)
+        return self._inner.principal_for(presented)
 
     def _maybe_refresh(self) -> None:
         if self._loader is None:
@@ -166,7 +177,7 @@ class RefreshingKeyResolver(ApiKeyResolver):
 
 
 class ClaimsTenantResolver(ApiKeyResolver):
-    """The tenant API Gateway's JWT authorizer established for this request (`gateway_tenant`).
+    """The principal API Gateway's JWT authorizer established for this request (`gateway_principal`).
 
     The presented bearer token itself is ignored here: API Gateway validated it (signature,
     issuer, audience, expiry) before the function was invoked.
@@ -179,33 +190,40 @@ class ClaimsTenantResolver(ApiKeyResolver):
     def open(self) -> bool:
         return False
 
-    def tenant_for(self, presented: str | None) -> str | None:
-        return gateway_tenant.get()
+    def principal_for(self, presented: str | None) -> Principal | None:
+        return gateway_principal.get()
 
 
-def tenant_from_claims(event: Mapping[str, Any], claim: str) -> str | None:
-    """The tenant in `requestContext.authorizer.jwt.claims[claim]` of an HTTP API event, if usable.
+def principal_from_claims(
+    event: Mapping[str, Any], tenant_claim: str, agent_claim: str | None = None
+) -> Principal | None:
+    """The principal in `requestContext.authorizer.jwt.claims` of an HTTP API event, if usable.
 
-    Only a non-empty string of at most 256 characters counts; lists and numbers do not.
+    The tenant is `claims[tenant_claim]`; with `agent_claim`, the agent is `claims[agent_claim]`
+    and a token without it is refused (None), so it cannot act as any agent it likes. Only a
+    non-empty string of at most 256 characters counts as an id; lists and numbers do not.
     """
     context = event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
     jwt = authorizer.get("jwt") if isinstance(authorizer, Mapping) else None
     claims = jwt.get("claims") if isinstance(jwt, Mapping) else None
-    value = claims.get(claim) if isinstance(claims, Mapping) else None
-    if isinstance(value, str) and value.strip() and len(value) <= MAX_TENANT_LENGTH:
-        return value
-    return None
+    if not isinstance(claims, Mapping) or not is_principal_id(claims.get(tenant_claim)):
+        return None
+    tenant = str(claims[tenant_claim])
+    if agent_claim is None:
+        return Principal(tenant)
+    agent = claims.get(agent_claim)
+    return Principal(tenant, str(agent)) if is_principal_id(agent) else None
 
 
 @contextmanager
-def authenticated_tenant(tenant: str | None) -> Iterator[None]:
-    """Set `gateway_tenant` for the code (and the tasks it creates) inside the block."""
-    token = gateway_tenant.set(tenant)
+def authenticated_principal(principal: Principal | None) -> Iterator[None]:
+    """Set `gateway_principal` for the code (and the tasks it creates) inside the block."""
+    token = gateway_principal.set(principal)
     try:
         yield
     finally:
-        gateway_tenant.reset(token)
+        gateway_principal.reset(token)
 
 
 def build_resolver(settings: LambdaAuthSettings, region: str | None = None) -> ApiKeyResolver:
@@ -227,7 +245,9 @@ def build_resolver(settings: LambdaAuthSettings, region: str | None = None) -> A
     return RefreshingKeyResolver(loader(), loader, settings.api_keys_max_age_s)
 
 
-def _key_loader(settings: LambdaAuthSettings, region: str | None) -> Callable[[], dict[str, str]] | None:
+def _key_loader(
+    settings: LambdaAuthSettings, region: str | None
+) -> Callable[[], dict[str, Principal]] | None:
     if settings.api_keys_json is not None:
         raw = settings.api_keys_json.get_secret_value()
         return lambda: parse_key_map(raw, "REARVIEW_API_KEYS_JSON")

@@ -2,7 +2,8 @@
 
 Tool names are a contract (see DESIGN.md). Descriptions tell the model *when* to call each tool;
 parameter descriptions are read by the model too. The tenant comes from the authenticated
-request (`api/auth.py`), never from an argument.
+request (`api/auth.py`), never from an argument; so does the agent when the credential is bound
+to one (`agent_of`), else it is the `agent_id` argument.
 """
 
 # No `from __future__ import annotations`: the SDK reads these signatures at registration time.
@@ -19,10 +20,10 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from rearview.api.arguments import StrictPrompt, StrictTool
-from rearview.api.auth import TENANT_STATE_KEY
+from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
 from rearview.api.errors import tool_errors
 from rearview.clock import parse_time
-from rearview.errors import AuthenticationError
+from rearview.errors import AuthenticationError, InvalidInputError
 from rearview.models import (
     DEFAULT_AGENT,
     MAX_CONFIDENCE,
@@ -70,8 +71,11 @@ P = ParamSpec("P")
 
 # Argument types: the limits of `models.py` (advertised in the input schemas) plus what the model reads.
 AgentId = Annotated[
-    AgentIdText,
-    Field(description="Your agent's id; private memories are visible only to the agent that wrote them."),
+    AgentIdText | None,
+    Field(
+        description="Your agent's id; private memories are visible only to the agent that wrote them. "
+        f"Default: the agent your credential is bound to, else '{DEFAULT_AGENT}'."
+    ),
 ]
 SessionId = Annotated[SessionIdText | None, Field(description="The current conversation/session id, if any.")]
 Tags = Annotated[
@@ -118,14 +122,34 @@ conflicts with the current situation, the current situation wins.
 """
 
 
+def _auth_state(ctx: Context) -> dict[str, Any]:
+    """What `TenantAuth` established for the current request (empty if it did not run)."""
+    state = getattr(ctx.request_context.request, "scope", {}).get("state", {})
+    return state if isinstance(state, dict) else {}
+
+
 def tenant_of(ctx: Context) -> str:
     """The authenticated tenant of the current request."""
-    request = ctx.request_context.request
-    state = getattr(request, "scope", {}).get("state", {})
-    tenant = state.get(TENANT_STATE_KEY) if isinstance(state, dict) else None
+    tenant = _auth_state(ctx).get(TENANT_STATE_KEY)
     if not tenant:
         raise AuthenticationError("no authenticated tenant on this request")
     return str(tenant)
+
+
+def agent_of(ctx: Context, claimed: str | None) -> str:
+    """The agent a call acts as: the credential's bound agent, else `claimed`, else the default agent.
+
+    A credential bound to an agent acts as that agent only: a `claimed` agent that differs is an
+    InvalidInputError on `agent_id` (the credential is valid, the argument is what is wrong).
+    """
+    bound = _auth_state(ctx).get(AGENT_STATE_KEY)
+    if bound is None:
+        return DEFAULT_AGENT if claimed is None else claimed
+    if claimed is not None and claimed != bound:
+        raise InvalidInputError(
+            "agent_id", f"this credential is bound to agent `{bound}`: omit `agent_id` or pass `{bound}`"
+        )
+    return str(bound)
 
 
 async def _call(fn: Callable[[], T]) -> T:
@@ -138,7 +162,6 @@ def _time(value: str | None, field: str) -> datetime | None:
 
 
 def _filter(
-    agent_id: str,
     session_id: str | None,
     types: list[MemoryType] | None,
     tags: list[str] | None,
@@ -146,9 +169,9 @@ def _filter(
     time_to: str | None,
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,),
 ) -> MemoryFilter:
-    """The filter that search and forget build from their shared tool arguments."""
+    """The filter that search and forget build from their shared tool arguments (the service scopes it)."""
     return MemoryFilter(
-        agent_id=agent_id, session_id=session_id, types=tuple(types) if types else None,
+        session_id=session_id, types=tuple(types) if types else None,
         tags=tuple(tags) if tags else None, time_from=_time(time_from, "time_from"),
         time_to=_time(time_to, "time_to"), statuses=statuses,
     )  # fmt: skip
@@ -211,7 +234,7 @@ class MemoryTools:
             MemoryId | None, Field(description="Id of an older memory this one corrects.")
         ] = None,
         idempotency_key: Annotated[IdempotencyKeyText | None, Field(description="Retry-safe key.")] = None,
-        agent_id: AgentId = DEFAULT_AGENT,
+        agent_id: AgentId = None,
         session_id: SessionId = None,
         visibility: Annotated[Visibility, Field(description="shared (all agents) or private (only you).")] = (
             Visibility.SHARED
@@ -223,8 +246,8 @@ class MemoryTools:
         req = WriteRequest(
             content=content, type=type, importance=importance, confidence=confidence, tags=tags or [],
             entities=entities or [], metadata=metadata or {}, event_time=_time(event_time, "event_time"),
-            ttl_days=ttl_days, supersedes=supersedes, idempotency_key=idempotency_key, agent_id=agent_id,
-            session_id=session_id, visibility=visibility,
+            ttl_days=ttl_days, supersedes=supersedes, idempotency_key=idempotency_key,
+            agent_id=agent_of(ctx, agent_id), session_id=session_id, visibility=visibility,
         )  # fmt: skip
         return await _call(partial(self.service.write, tenant_of(ctx), req))
 
@@ -257,7 +280,7 @@ class MemoryTools:
                 "memory_restore to get its full content back."
             ),
         ] = False,
-        agent_id: AgentId = DEFAULT_AGENT,
+        agent_id: AgentId = None,
     ) -> SearchResult:
         """Recall relevant memories before acting: call at the start of a task, before asking the user
         something they may already have told you, and before retrying a failed approach. Returns ranked
@@ -267,13 +290,15 @@ class MemoryTools:
             + ((MemoryStatus.SUPERSEDED,) if include_superseded else ())
             + ((MemoryStatus.ARCHIVED,) if include_archived else ())
         )
-        flt = _filter(agent_id, session_id, types, tags, time_from, time_to, statuses)
-        req = SearchRequest(query=query, filter=flt, top_k=top_k, min_score=min_score)
+        flt = _filter(session_id, types, tags, time_from, time_to, statuses)
+        req = SearchRequest(
+            query=query, filter=flt, top_k=top_k, min_score=min_score, agent_id=agent_of(ctx, agent_id)
+        )
         return await _call(partial(self.service.search, tenant_of(ctx), req))
 
-    async def memory_get(self, ctx: Context, memory_id: MemoryIdArg) -> MemoryView:
+    async def memory_get(self, ctx: Context, memory_id: MemoryIdArg, agent_id: AgentId = None) -> MemoryView:
         """Fetch one memory by id, with all its fields (any status)."""
-        return await _call(partial(self.service.get, tenant_of(ctx), memory_id))
+        return await _call(partial(self.service.get, tenant_of(ctx), memory_id, agent_of(ctx, agent_id)))
 
     async def memory_update(
         self,
@@ -293,14 +318,14 @@ class MemoryTools:
         expected_version: Annotated[
             int | None, Field(description="Fail if the memory's version differs.")
         ] = None,
-        agent_id: AgentId = DEFAULT_AGENT,
+        agent_id: AgentId = None,
     ) -> MemoryView:
         """Edit a memory in place (a new version; history keeps the old one). To record that a fact changed,
         prefer memory_write with `supersedes`."""
         req = UpdateRequest(
             memory_id=memory_id, content=content, tags=tags, importance=importance, confidence=confidence,
             metadata=metadata, event_time=_time(event_time, "event_time"), ttl_days=ttl_days,
-            expected_version=expected_version, agent_id=agent_id,
+            expected_version=expected_version, agent_id=agent_of(ctx, agent_id),
         )  # fmt: skip
         return await _call(partial(self.service.update, tenant_of(ctx), req))
 
@@ -316,12 +341,12 @@ class MemoryTools:
         time_from: TimeFrom = None,
         time_to: TimeTo = None,
         hard: Annotated[bool, Field(description="Also erase history and archive (irreversible).")] = False,
-        agent_id: AgentId = DEFAULT_AGENT,
+        agent_id: AgentId = None,
     ) -> ForgetResult:
         """Forget memories that are wrong, obsolete, or that the user asked you to forget. Soft by default
         (kept in history); `hard` erases everything."""
-        flt = None if ids else _filter(agent_id, session_id, types, tags, time_from, time_to)
-        req = ForgetRequest(ids=ids or [], filter=flt, hard=hard, agent_id=agent_id)
+        flt = None if ids else _filter(session_id, types, tags, time_from, time_to)
+        req = ForgetRequest(ids=ids or [], filter=flt, hard=hard, agent_id=agent_of(ctx, agent_id))
         return await _call(partial(self.service.forget, tenant_of(ctx), req))
 
     async def memory_restore(
@@ -330,20 +355,23 @@ class MemoryTools:
         memory_id: Annotated[
             MemoryId, Field(description="The id of an archived memory (status 'archived').")
         ],
-        agent_id: AgentId = DEFAULT_AGENT,
+        agent_id: AgentId = None,
     ) -> RestoreResult:
         """Bring an archived memory back into active memory, with its full content and history, so that
         memory_search finds it again. Use it when memory_search with include_archived found an archived
         memory you need."""
-        return await _call(partial(self.service.restore, tenant_of(ctx), memory_id, agent_id))
+        return await _call(partial(self.service.restore, tenant_of(ctx), memory_id, agent_of(ctx, agent_id)))
 
-    async def memory_history(self, ctx: Context, memory_id: MemoryIdArg) -> HistoryResult:
+    async def memory_history(
+        self, ctx: Context, memory_id: MemoryIdArg, agent_id: AgentId = None
+    ) -> HistoryResult:
         """Why does the agent believe this? Every change to a memory (written, merged, updated, superseded,
         forgotten, archived, restored), oldest first, with before/after."""
-        return await _call(partial(self.service.history, tenant_of(ctx), memory_id))
+        return await _call(partial(self.service.history, tenant_of(ctx), memory_id, agent_of(ctx, agent_id)))
 
     async def memory_stats(self, ctx: Context) -> Stats:
-        """Counts of your memories by type and status, and the embedding model in use."""
+        """Counts of your tenant's memories (every agent's) by type and status, and the embedding model in
+        use."""
         return await _call(partial(self.service.stats, tenant_of(ctx)))
 
     async def memory_summarize(
@@ -355,20 +383,23 @@ class MemoryTools:
         time_from: TimeFrom = None,
         time_to: TimeTo = None,
         type: Annotated[MemoryType, Field(description="Type of the summary memory.")] = MemoryType.EPISODIC,
-        agent_id: AgentId = DEFAULT_AGENT,
+        agent_id: AgentId = None,
     ) -> WriteResult:
         """Consolidate a session's (or a time range's) working and episodic memories into one memory that
         links its sources. Call at the end of a long session."""
         call = partial(
             self.service.summarize, tenant_of(ctx), session_id=session_id,
             time_from=_time(time_from, "time_from"), time_to=_time(time_to, "time_to"), summary_type=type,
-            agent_id=agent_id,
+            agent_id=agent_of(ctx, agent_id),
         )  # fmt: skip
         return await _call(call)
 
     async def profile(self, agent_id: str, ctx: Context) -> str:
-        """The `memory://profile/{agent_id}` resource: the agent's profile as a markdown list."""
-        memories = await _call(partial(self.service.profile, tenant_of(ctx), agent_id))
+        """The `memory://profile/{agent_id}` resource: the agent's profile as a markdown list.
+
+        A credential bound to an agent reads that agent's profile only.
+        """
+        memories = await _call(partial(self.service.profile, tenant_of(ctx), agent_of(ctx, agent_id)))
         lines = [f"- {m.content}" for m in memories]
         return "# Profile\n\n" + ("\n".join(lines) if lines else "(nothing known yet)") + "\n"
 
@@ -412,6 +443,7 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:
         "memory://profile/{agent_id}",
         name="profile",
         description="What is known about the user as seen by an agent (its semantic memories, most important "
-        f"first). Use agent_id '{DEFAULT_AGENT}' unless you write memories under your own agent id.",
+        f"first). Use agent_id '{DEFAULT_AGENT}' unless you write memories under your own agent id; a "
+        "credential bound to an agent reads that agent's profile only.",
         mime_type="text/markdown",
     )(_resource_errors(MemoryTools(service).profile))

@@ -6,7 +6,9 @@ Guarantees:
   repairs) and never fails a search (the result says `degraded: true`);
 - every check runs before anything is written; multi-record changes (supersede, merge) are
   committed atomically;
-- every store and index call is scoped by the caller's tenant;
+- every store and index call is scoped by the caller's tenant, and every id and filter path by
+  the caller's agent: another agent's `private` memory is never read or changed, and answers as
+  absent (`visibility`); only `stats` counts it, in the tenant's totals;
 - strength is anchored at `last_accessed_at` and decays with time unused (`lifecycle_policy`):
   ranking and every view show the decayed value, nothing is rewritten as time passes;
 - archived memories keep a stub in the store (`archival`); their body is in the `Archive`, which
@@ -31,7 +33,6 @@ from rearview.errors import (
     EmbedderError,
     IndexUnavailableError,
     InvalidInputError,
-    NotFoundError,
 )
 from rearview.models import (
     DEFAULT_AGENT,
@@ -51,6 +52,7 @@ from rearview.models import (
     SearchResult,
     Stats,
     UpdateRequest,
+    Visibility,
     WriteRequest,
     WriteResult,
 )
@@ -69,6 +71,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
 from rearview.service.history import change_event
 from rearview.service.searching import Searcher
+from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.writing import Writer, scope_key
 from rearview.text import content_hash
 
@@ -122,12 +125,12 @@ class MemoryService:
 
     # ---------------------------------------------------------------------- get/update/forget
 
-    def get(self, tenant_id: str, memory_id: str) -> MemoryView:
-        """The memory (any status; an archived one as its stub), or NotFoundError."""
-        memory = self.store.get(tenant_id, validation.check_id(memory_id))
-        if memory is None:
-            raise NotFoundError(memory_id)
-        return self._present(memory)
+    def get(self, tenant_id: str, memory_id: str, agent_id: str = DEFAULT_AGENT) -> MemoryView:
+        """The memory (any status; an archived one as its stub), or NotFoundError.
+
+        Another agent's private memory is NotFoundError too, exactly like an unknown id.
+        """
+        return self._present(load_visible(self.store, tenant_id, memory_id, agent_id))
 
     def _present(self, memory: Memory) -> MemoryView:
         """The memory as the API shows it: strength decayed to now."""
@@ -140,7 +143,7 @@ class MemoryService:
         With `expected_version`, a memory at another version is a ConflictError (no lost update).
         Without it the caller asked for no version, so losing a race to a concurrent change is not
         theirs to handle: the memory is re-read and the change re-applied, up to `UPDATE_ATTEMPTS`
-        times (then ConflictError).
+        times (then ConflictError). Another agent's private memory is NotFoundError.
         """
         validation.check_agent_id(req.agent_id)
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
@@ -153,9 +156,7 @@ class MemoryService:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _update_once(self, tenant_id: str, req: UpdateRequest) -> MemoryView:
-        current = self.store.get(tenant_id, validation.check_id(req.memory_id))
-        if current is None:
-            raise NotFoundError(req.memory_id)
+        current = load_visible(self.store, tenant_id, req.memory_id, req.agent_id)
         if current.status is not MemoryStatus.ACTIVE:
             raise InvalidInputError(
                 "memory_id", f"memory is {current.status.value}; only active memories can be updated"
@@ -205,8 +206,9 @@ class MemoryService:
     def forget(self, tenant_id: str, req: ForgetRequest) -> ForgetResult:
         """Soft (status `deleted`, history kept) or hard (store, index and archive purged) deletion.
 
-        By ids (all must exist, else NotFoundError and nothing changes) or by a filter with at
-        least one criterion (archived memories included); a filter forgets at most
+        By ids (all must exist and be visible to `req.agent_id`, else NotFoundError and nothing
+        changes) or by a filter with at least one criterion, scoped to what `req.agent_id` may see
+        (archived memories included); a filter forgets at most
         `MAX_FORGET_BATCH` per call (`more` says so). A hard forget erases the memory from every
         archive object it was ever written to before purging the store, so a failed one can be
         repeated until it completes.
@@ -238,12 +240,10 @@ class MemoryService:
     def _forget_targets(self, tenant_id: str, req: ForgetRequest) -> tuple[list[Memory], bool]:
         validation.check_agent_id(req.agent_id)
         if req.ids:
-            ids = validation.check_ids(req.ids)
-            found = {m.id: m for m in self.store.get_many(tenant_id, ids)}
-            missing = [i for i in ids if i not in found]
-            if missing:
-                raise NotFoundError(missing[0])
-            return [found[i] for i in ids if req.hard or found[i].status is not MemoryStatus.DELETED], False
+            found = load_all_visible(
+                self.store, tenant_id, validation.check_ids(req.ids), req.agent_id, "ids"
+            )
+            return [m for m in found if req.hard or m.status is not MemoryStatus.DELETED], False
         flt = req.filter and validation.check_filter(req.filter)
         if flt is None or not any((flt.session_id, flt.types, flt.tags, flt.time_from, flt.time_to)):
             raise InvalidInputError(
@@ -253,8 +253,9 @@ class MemoryService:
             (MemoryStatus.DELETED,) if req.hard else ()
         )
         page = self.store.list(
-            tenant_id, flt.model_copy(update={"statuses": statuses}), limit=MAX_FORGET_BATCH
-        )
+            tenant_id, scoped(flt, req.agent_id).model_copy(update={"statuses": statuses}),
+            limit=MAX_FORGET_BATCH,
+        )  # fmt: skip
         return page.items, page.cursor is not None
 
     def _erase_archived(self, tenant_id: str, memory: Memory) -> None:
@@ -272,13 +273,11 @@ class MemoryService:
         It returns with the status it had when archived (active or superseded), a fresh retention
         counted from now, its strength reinforced as by a recall, and its history intact (plus a
         `restored` event); the archived copy is then removed. NotFoundError if there is no such
-        memory, InvalidInputError if it is not archived, ArchiveError if the archive fails (and
-        then nothing changed).
+        memory that `agent_id` may see, InvalidInputError if it is not archived, ArchiveError if the
+        archive fails (and then nothing changed).
         """
         validation.check_agent_id(agent_id)
-        stub = self.store.get(tenant_id, validation.check_id(memory_id))
-        if stub is None:
-            raise NotFoundError(memory_id)
+        stub = load_visible(self.store, tenant_id, memory_id, agent_id)
         if stub.status is not MemoryStatus.ARCHIVED or stub.archive_ref is None:
             raise InvalidInputError(
                 "memory_id", f"memory is {stub.status.value}; only archived memories can be restored"
@@ -320,17 +319,21 @@ class MemoryService:
 
     # ------------------------------------------------------------------------- history/stats
 
-    def history(self, tenant_id: str, memory_id: str) -> HistoryResult:
-        """The memory's events, oldest first: why the agent believes what it believes."""
-        memory = self.store.get(tenant_id, validation.check_id(memory_id))
-        events = self.store.history(tenant_id, memory_id)
-        if memory is None and not events:
-            raise NotFoundError(memory_id)
-        view = self._present(memory) if memory else None
-        return HistoryResult(memory_id=memory_id, memory=view, events=events)
+    def history(self, tenant_id: str, memory_id: str, agent_id: str = DEFAULT_AGENT) -> HistoryResult:
+        """The memory's events, oldest first: why the agent believes what it believes.
+
+        NotFoundError unless the memory exists (unexpired) and `agent_id` may see it.
+        """
+        memory = load_visible(self.store, tenant_id, memory_id, agent_id)
+        events = self.store.history(tenant_id, memory.id)
+        return HistoryResult(memory_id=memory.id, memory=self._present(memory), events=events)
 
     def stats(self, tenant_id: str) -> Stats:
-        """Counts by type and status, the embedding model, and the index's document count if reachable."""
+        """Counts by type and status, the embedding model, and the index's document count if reachable.
+
+        The counts are the tenant's, every agent's private memories included: they are aggregates
+        (no id, content or agent), and an agent's view of them would need per-agent counts in every store.
+        """
         base = self.store.stats(tenant_id)
         try:
             indexed: int | None = self.index.count(tenant_id)
@@ -349,19 +352,20 @@ class MemoryService:
     ) -> WriteResult:
         """Consolidate a session's (or time range's) working and episodic memories into one memory.
 
-        Abstractive when the consolidator has a language model, else extractive (the sources' own
-        statements); `metadata.summary_method` says which. The new memory's `derived_from` links
-        the sources, which stay as they are.
+        Only sources `agent_id` may see are read. Abstractive when the consolidator has a language
+        model, else extractive (the sources' own statements); `metadata.summary_method` says which.
+        The new memory's `derived_from` links the sources, which stay as they are; it is `private`
+        (to `agent_id`) when any source is, since it repeats them.
         """
         validation.check_agent_id(agent_id)
         validation.check_session_id(session_id)
         if session_id is None and time_from is None and time_to is None:
             raise InvalidInputError("session_id", "give a session_id or a time range (time_from/time_to)")
         flt = MemoryFilter(
-            agent_id=agent_id, session_id=session_id, time_from=time_from, time_to=time_to,
+            session_id=session_id, time_from=time_from, time_to=time_to,
             types=(MemoryType.WORKING, MemoryType.EPISODIC),
         )  # fmt: skip
-        sources = self.store.list(tenant_id, flt, limit=SUMMARY_MAX_SOURCES).items
+        sources = self.store.list(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
         if not sources:
             raise InvalidInputError(
                 "session_id", "no working or episodic memories match: nothing to summarize"
@@ -380,6 +384,9 @@ class MemoryService:
             metadata=metadata,
             type=summary_type,
             agent_id=agent_id,
+            visibility=Visibility.PRIVATE
+            if any(m.visibility is Visibility.PRIVATE for m in sources)
+            else Visibility.SHARED,
             session_id=session_id if summary_type is MemoryType.WORKING else None,
             tags=list(dict.fromkeys(t for m in sources for t in m.tags))[:MAX_TAGS],
             importance=max(m.importance for m in sources),
@@ -394,6 +401,8 @@ class MemoryService:
         The `PROFILE_MAX_MEMORIES` most recently updated ones, ordered by importance then content,
         with strength decayed to now.
         """
-        flt = MemoryFilter(agent_id=validation.check_agent_id(agent_id), types=(MemoryType.SEMANTIC,))
-        page = self.store.list(tenant_id, flt, limit=PROFILE_MAX_MEMORIES)
+        flt = MemoryFilter(types=(MemoryType.SEMANTIC,))
+        page = self.store.list(
+            tenant_id, scoped(flt, validation.check_agent_id(agent_id)), limit=PROFILE_MAX_MEMORIES
+        )
         return [self._present(m) for m in sorted(page.items, key=lambda m: (-m.importance, m.content))]

@@ -26,6 +26,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.ranking import Fused, reciprocal_rank_fusion, rerank_score
 from rearview.service.rendering import render_context
 from rearview.service.store_search import store_keyword_search
+from rearview.service.visibility import scoped
 from rearview.text import estimate_tokens
 
 ARCHIVED_RELEVANCE = 0.5
@@ -62,9 +63,12 @@ class Searcher:
         `fallback_scan_limit` archived stubs in the filter. A keyword-only match, an archived hit's
         relevance is scaled by `ARCHIVED_RELEVANCE` (what a live memory found by one of two
         channels gets); it carries its preview as content and is not reinforced.
+
+        Only memories `req.agent_id` may see are matched: the filter is scoped to it (`visibility`).
         """
         query = validation.check_query(req.query)
         validation.check_filter(req.filter)
+        req = req.model_copy(update={"filter": scoped(req.filter, req.agent_id)})
         top_k = validation.check_top_k(req.top_k)
         if req.min_score < 0:
             raise InvalidInputError("min_score", f"must be >= 0 (got {req.min_score})")

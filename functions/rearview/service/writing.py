@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from rearview.clock import Clock
-from rearview.errors import ConflictError, IndexUnavailableError, InvalidInputError
+from rearview.errors import ConflictError, IndexUnavailableError, InvalidInputError, NotFoundError
 from rearview.ids import new_id
 from rearview.models import (
     MAX_IDEMPOTENCY_KEY_CHARS,
@@ -35,6 +35,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
 from rearview.service.history import change_event
 from rearview.service.merge_safety import information_difference
+from rearview.service.visibility import agent_idempotency_key, load_visible
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)
@@ -153,8 +154,9 @@ class Writer:
     def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
         """Store one memory, or merge it into an exact/near duplicate in the same scope.
 
-        With `supersedes`, the named active memory is retired (kept, `superseded_by` set) in the
-        same atomic commit. With `idempotency_key`, a repeated call returns the first result.
+        With `supersedes`, the named active memory (one `req.agent_id` may see) is retired (kept,
+        `superseded_by` set) in the same atomic commit. With `idempotency_key`, a repeated call by
+        the same agent returns the first result (keys are per agent: `visibility`).
         With a language model (and `contradiction_check`), a similar active memory in the scope
         that the model judges contradicted is retired the same way (never by a consolidation).
         Every check runs before anything is written.
@@ -163,7 +165,7 @@ class Writer:
         replay = self._replay(tenant_id, req.idempotency_key)
         if replay is not None:
             return replay
-        target = self._supersede_target(tenant_id, req.supersedes)
+        target = self._supersede_target(tenant_id, req)
         draft = self.draft(req)
         return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target))
 
@@ -213,15 +215,26 @@ class Writer:
             return self._find_contradicted(tenant_id, draft, draft.vector) or Create()
         return Create()
 
-    def _supersede_target(self, tenant_id: str, memory_id: str | None) -> Memory | None:
+    def _supersede_target(self, tenant_id: str, req: WriteRequest) -> Memory | None:
+        """The active memory `req.supersedes` names, if `req` may retire it (InvalidInputError otherwise).
+
+        A private write may not retire a shared memory: the other agents would lose the fact
+        without ever seeing its correction.
+        """
+        memory_id = req.supersedes
         if memory_id is None:
             return None
-        target = self.store.get(tenant_id, validation.check_id(memory_id, "supersedes"))
-        if target is None:
-            raise InvalidInputError("supersedes", f"memory `{memory_id}` not found")
+        try:
+            target = load_visible(self.store, tenant_id, memory_id, req.agent_id, "supersedes")
+        except NotFoundError as exc:
+            raise InvalidInputError("supersedes", f"memory `{memory_id}` not found") from exc
         if target.status is not MemoryStatus.ACTIVE:
             raise InvalidInputError(
                 "supersedes", f"memory `{memory_id}` is {target.status.value}, not active"
+            )
+        if req.visibility is Visibility.PRIVATE and target.visibility is Visibility.SHARED:
+            raise InvalidInputError(
+                "supersedes", f"memory `{memory_id}` is shared: write its correction as shared, not private"
             )
         return target
 
@@ -405,18 +418,24 @@ class Writer:
 
 
 def _validated(req: WriteRequest) -> WriteRequest:
-    """`req` with its content and labels checked and normalized (InvalidInputError otherwise)."""
+    """`req` with its content and labels checked and normalized (InvalidInputError otherwise).
+
+    Its idempotency key becomes the stored one, scoped to the writing agent.
+    """
+    agent_id = validation.check_agent_id(req.agent_id)
+    key = req.idempotency_key and validation.check_text(
+        req.idempotency_key, "idempotency_key", MAX_IDEMPOTENCY_KEY_CHARS
+    )
     return req.model_copy(
         update={
+            "idempotency_key": agent_idempotency_key(agent_id, key) if key else None,
             "content": validation.check_content(req.content),
             "tags": validation.check_labels(req.tags, "tags"),
             "entities": validation.check_labels(req.entities, "entities"),
             "metadata": validation.check_metadata(req.metadata),
             "ttl_days": validation.check_ttl_days(req.ttl_days),
-            "agent_id": validation.check_agent_id(req.agent_id),
+            "agent_id": agent_id,
             "session_id": validation.check_session_id(req.session_id),
-            "idempotency_key": req.idempotency_key
-            and validation.check_text(req.idempotency_key, "idempotency_key", MAX_IDEMPOTENCY_KEY_CHARS),
         }
     )
 

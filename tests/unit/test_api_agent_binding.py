@@ -1,0 +1,191 @@
+"""Credentials bound to an agent: then the agent comes from the credential, as the tenant does.
+
+`[api_keys]` entries may be `{ tenant = ..., agent = ... }` tables; `TenantAuth` passes the bound
+agent down; every tool (and the profile resource) acts as that agent and refuses an `agent_id`
+argument naming another one. Unbound credentials keep taking the agent from the argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import CallToolResult
+from starlette.types import Receive, Scope, Send
+
+from rearview.api.app import build_mcp
+from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY, ApiKeyResolver, TenantAuth
+from rearview.errors import ConfigurationError
+from rearview.models import MemoryFilter, MemoryStatus, MemoryType, Visibility, WriteRequest
+from rearview.principal import Principal
+from rearview.service.memory_service import MemoryService
+from rearview.settings import Settings, hash_key
+
+BOUND, OTHER = "claude-code", "cursor"
+
+
+@dataclass
+class _Request:
+    scope: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _RequestContext:
+    request: _Request
+
+
+def _ctx(tenant_id: str, agent_id: str | None) -> Context:
+    """A request context carrying what `TenantAuth` sets in the ASGI scope's state."""
+    state = {TENANT_STATE_KEY: tenant_id, AGENT_STATE_KEY: agent_id}
+    return Context(request_context=_RequestContext(_Request({"state": state})))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def mcp(service: MemoryService) -> MCPServer[Any]:
+    return build_mcp(service)
+
+
+async def _call(mcp: MCPServer[Any], tool: str, args: dict[str, Any], agent: str | None) -> CallToolResult:
+    result = await mcp.call_tool(tool, args, _ctx("t1", agent))
+    assert isinstance(result, CallToolResult)
+    return result
+
+
+async def _refusal(mcp: MCPServer[Any], tool: str, args: dict[str, Any], agent: str | None) -> str:
+    """The message of the tool error a call gets (in process, `call_tool` raises what a client would read)."""
+    with pytest.raises(ToolError) as raised:
+        await mcp.call_tool(tool, args, _ctx("t1", agent))
+    return str(raised.value).removeprefix(f"Error executing tool {tool}: ")
+
+
+# ------------------------------------------------------------------------------------ tools
+
+
+async def test_a_bound_credential_acts_as_its_agent(mcp: MCPServer[Any], service: MemoryService) -> None:
+    for args in ({}, {"agent_id": BOUND}):
+        result = await _call(
+            mcp, "memory_write", {"content": f"Note {len(args)}", "visibility": "private", **args}, BOUND
+        )
+        assert result.structured_content is not None
+        memory_id = result.structured_content["memory"]["id"]
+        assert service.get("t1", memory_id, BOUND).agent_id == BOUND
+
+
+def _tool_calls(memory_id: str) -> dict[str, dict[str, Any]]:
+    """One valid call of every tool that takes `agent_id`, on `memory_id` where it takes an id."""
+    return {
+        "memory_write": {"content": "A new fact"},
+        "memory_search": {"query": "secret"},
+        "memory_get": {"memory_id": memory_id},
+        "memory_update": {"memory_id": memory_id, "content": "Rewritten"},
+        "memory_forget": {"ids": [memory_id], "hard": True},
+        "memory_restore": {"memory_id": memory_id},
+        "memory_history": {"memory_id": memory_id},
+        "memory_summarize": {"session_id": "s1"},
+    }
+
+
+@pytest.mark.parametrize("tool", list(_tool_calls("x")))
+async def test_a_bound_credential_refuses_any_other_agent_id(
+    mcp: MCPServer[Any], service: MemoryService, tool: str
+) -> None:
+    req = WriteRequest(
+        content="The secret is in vault", agent_id=OTHER, visibility=Visibility.PRIVATE,
+        type=MemoryType.EPISODIC, session_id="s1",
+    )  # fmt: skip
+    private = service.write("t1", req).memory
+    args = {**_tool_calls(private.id)[tool], "agent_id": OTHER}
+
+    message = await _refusal(mcp, tool, args, BOUND)
+
+    assert message.startswith(
+        "invalid_input: invalid `agent_id`: this credential is bound to agent `claude-code`"
+    )
+    everything = MemoryFilter(statuses=tuple(MemoryStatus))
+    assert [m.view() for m in service.store.list("t1", everything).items] == [private]  # nothing changed
+
+
+async def test_an_unbound_credential_takes_the_agent_from_the_argument_or_the_default(
+    mcp: MCPServer[Any],
+) -> None:
+    for args, agent in (({"agent_id": OTHER}, OTHER), ({}, "default")):
+        result = await _call(mcp, "memory_write", {"content": f"Fact for {agent}", **args}, None)
+        assert result.structured_content is not None
+        assert result.structured_content["memory"]["agent_id"] == agent
+
+
+async def test_the_profile_resource_of_a_bound_credential_is_its_agents_only(
+    mcp: MCPServer[Any], service: MemoryService
+) -> None:
+    service.write(
+        "t1", WriteRequest(content="Cursor's user likes tea", agent_id=OTHER, visibility=Visibility.PRIVATE)
+    )
+    with pytest.raises(ResourceError, match="invalid_input: invalid `agent_id`"):
+        await mcp.read_resource(f"memory://profile/{OTHER}", _ctx("t1", BOUND))
+    [own] = await mcp.read_resource(f"memory://profile/{BOUND}", _ctx("t1", BOUND))
+    assert own.content == "# Profile\n\n(nothing known yet)\n"
+
+
+# ------------------------------------------------------------------------------ middleware
+
+
+async def _state_after_auth(resolver: ApiKeyResolver, key: str) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.update(scope["state"])
+
+    scope = {"type": "http", "path": "/mcp", "headers": [(b"authorization", f"Bearer {key}".encode())]}
+    await TenantAuth(app, resolver)(scope, None, None)  # type: ignore[arg-type]
+    return seen
+
+
+async def test_tenant_auth_passes_the_bound_agent_down_and_none_for_an_unbound_key() -> None:
+    resolver = ApiKeyResolver(
+        {hash_key("bound"): Principal("alice", BOUND), hash_key("plain"): Principal("alice")}, None
+    )
+    assert await _state_after_auth(resolver, "bound") == {TENANT_STATE_KEY: "alice", AGENT_STATE_KEY: BOUND}
+    assert await _state_after_auth(resolver, "plain") == {TENANT_STATE_KEY: "alice", AGENT_STATE_KEY: None}
+
+
+# ------------------------------------------------------------------------------ config.toml
+
+
+def _keys(tmp_path: Path, body: str) -> dict[str, Principal]:
+    config = tmp_path / "config.toml"
+    config.write_text(body, encoding="utf-8")
+    return Settings.load(data_dir=tmp_path, config_file=config).api_keys()
+
+
+def test_config_keys_map_to_a_tenant_or_to_a_tenant_and_agent(tmp_path: Path) -> None:
+    keys = _keys(
+        tmp_path,
+        '[api_keys]\n"plain" = "alice"\n"bound" = { tenant = "alice", agent = "claude-code" }\n'
+        f'"{hash_key("hashed")}" = {{ tenant = "bob" }}\n',
+    )
+    assert keys == {
+        hash_key("plain"): Principal("alice"),
+        hash_key("bound"): Principal("alice", BOUND),
+        hash_key("hashed"): Principal("bob"),
+    }
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        '""',
+        "7",
+        '{ agent = "claude-code" }',
+        '{ tenant = "alice", agent = "" }',
+        '{ tenant = "alice", agnet = "claude-code" }',
+        '{ tenant = "alice", agent = 3 }',
+    ],
+)
+def test_a_malformed_config_key_entry_is_refused_by_position_never_by_key(tmp_path: Path, entry: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"\[api_keys\] entry 2 must map to a tenant id") as info:
+        _keys(tmp_path, f'[api_keys]\n"fine" = "alice"\n"the-secret-key" = {entry}\n')
+    assert "the-secret-key" not in str(info.value)
