@@ -7,7 +7,8 @@
 The map is the JSON object `{"sha256:<hex>": "<tenant>"}` (or `{"tenant": ..., "agent": ...}` for a
 key bound to an agent) that `rearview.api.lambda_auth` reads from an SSM SecureString parameter
 (`REARVIEW_API_KEYS_PARAMETER`, the template's `ApiKeysParameterName`) or a Secrets Manager secret
-(`REARVIEW_API_KEYS_SECRET`). Only the digest is stored (`rearview.settings.hash_key`); a generated key is printed once and never stored.
+(`REARVIEW_API_KEYS_SECRET`). Only the digest is stored (`rearview.settings.hash_key`); a generated
+key is printed once and never stored.
 
 Contract: the existing map is read, validated with the Lambda's own parser (a malformed map is
 refused, not overwritten), changed by one entry and written back whole; the function picks it
