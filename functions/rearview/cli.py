@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a traceback means a bug.
     """
     _calm_math_threads()
-    args = _parser().parse_args(argv)  # usage errors exit 2 here
+    args = build_parser().parse_args(argv)  # usage errors exit 2 here
     try:
         result: int = args.func(_settings(args), args)
     except BrokenPipeError:
@@ -119,7 +119,8 @@ def _global_options(on_command: bool) -> argparse.ArgumentParser:
     return options
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: global options (before or after the command), commands and their options."""
     parser = argparse.ArgumentParser(
         prog="rearview",
         description="Long-term memory for LLM agents (MCP over HTTP).",
