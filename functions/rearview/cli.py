@@ -251,7 +251,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         if timer is not None:
             timer.stop()
-    return 0
+    return EXIT_OK
 
 
 def _lifecycle_timer(settings: Settings, service: MemoryService) -> LifecycleTimer | None:
@@ -283,7 +283,7 @@ def _job(settings: Settings, args: argparse.Namespace) -> int:
         print(report.model_dump_json())
     if not reports:
         print("(no tenants)")
-    return 0 if all(r.complete for r in reports) else 3
+    return EXIT_OK if all(r.complete for r in reports) else EXIT_STOPPED
 
 
 def _tenant(settings: Settings, args: argparse.Namespace) -> str:
@@ -365,7 +365,7 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
     )
     if args.json:
         print(result.model_dump_json(indent=2))
-        return 0
+        return EXIT_OK
     for rank, hit in enumerate(result.results, start=1):
         label = f"{hit.type.value}, {hit.event_time:%Y-%m-%d}"
         print(f"{rank:>2}. [{hit.score:.3f}] ({label}) {hit.content}  <{hit.id}>")
@@ -373,14 +373,14 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
         print("(no matching memories)")
     if result.degraded:
         print(f"degraded: {result.degraded_reason}", file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
 def _stats(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
 
     print(build_service(settings).stats(_tenant(settings, args)).model_dump_json(indent=2))
-    return 0
+    return EXIT_OK
 
 
 def _reindex(settings: Settings, args: argparse.Namespace) -> int:
@@ -395,7 +395,7 @@ def _reindex(settings: Settings, args: argparse.Namespace) -> int:
         counts = reindex_all(service, tenants, progress=bar.update)
     for tenant, total in counts.items():
         print(f"tenant '{tenant}': {total} memories indexed")
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":
