@@ -24,8 +24,9 @@ LOCAL_TENANT_HELP = "tenant to act on (default: the configured default tenant)"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 EXIT_CODES = """exit status:
   0  success
-  1  runtime error: a backend failed, a file could not be read, an import skipped or stopped at a line
-  2  usage error: bad arguments, settings (REARVIEW_*), or config file
+  1  runtime error: a backend failed, a file could not be read,
+     an import skipped a line or stopped at one
+  2  usage error: bad arguments, settings (REARVIEW_*) or config file
   3  a lifecycle job stopped at its --budget-s (the next run resumes)"""
 NO_MERGE_THRESHOLD = 1.01
 """A near-duplicate threshold above any cosine: `import --no-merge` merges exact duplicates only."""
@@ -179,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_import(imp: argparse.ArgumentParser) -> None:
-    imp.add_argument("file", type=Path, metavar="FILE")
+    imp.add_argument(
+        "file", type=Path, metavar="FILE", help="JSON Lines: a WriteRequest or an export record per line"
+    )
     imp.add_argument(
         "--tenant",
         help="tenant to write to (default: the configured default tenant; export lines: their own tenant)",
