@@ -8,15 +8,24 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.bootstrap import build_service
 from rearview.cli import main
+from rearview.clock import SystemClock
+from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import ForgetRequest, MemoryStatus, UpdateRequest, WriteRequest
 from rearview.ports import StoreWrite
 from rearview.service.archival import archived_event, archived_stub
+from rearview.service.memory_service import MemoryService
+from rearview.service.portability import Restorer, export_tenant
 from rearview.settings import Settings
+
+pytest_plugins = ["tests.fixtures.aws"]  # moto fixtures (dynamodb_client, dynamodb_table)
 
 
 @pytest.fixture(autouse=True)
@@ -126,3 +135,25 @@ def test_export_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     export.stdout.close()  # what `head -1` does: the reader leaves while 200 kB are still to come
     assert export.wait(timeout=60) == 1
     assert export.stderr.read() == b""  # no traceback, no "Exception ignored" at exit
+
+
+def test_an_export_of_the_local_store_restores_exactly_into_dynamodb(
+    tmp_path: Path, dynamodb_client: Any, dynamodb_table: str
+) -> None:
+    _every_status(tmp_path / "local")
+    local = build_service(Settings(data_dir=tmp_path / "local")).store
+    clock = SystemClock()
+    aws = MemoryService(
+        DynamoDBMemoryStore(dynamodb_table, dynamodb_client, clock=clock),
+        InMemoryMemoryIndex(256),
+        HashingEmbedder(256),
+        clock,
+    )
+    restorer = Restorer(aws)
+    for tenant in ("alice", "bob"):
+        for record in export_tenant(local, tenant):
+            restorer.restore(record)
+    restorer.flush()
+    for tenant in ("alice", "bob"):
+        assert list(export_tenant(aws.store, tenant)) == list(export_tenant(local, tenant))
+    assert sorted(aws.store.tenants()) == ["alice", "bob"]
