@@ -21,13 +21,14 @@ if TYPE_CHECKING:
 LOCAL_TENANT_HELP = "tenant to act on (default: the configured default tenant)"
 
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CODES = """exit status:
-  0  success
-  1  runtime error: a backend failed, a file could not be read,
-     an import skipped a line or stopped at one
-  2  usage error: bad arguments, settings (REARVIEW_*) or config file
-  3  a lifecycle job stopped at its --budget-s (the next run resumes)"""
+  0    success
+  1    runtime error: a backend failed, a file could not be read,
+       an import skipped a line or stopped at one
+  2    usage error: bad arguments, settings (REARVIEW_*) or config file
+  3    a lifecycle job stopped at its --budget-s (the next run resumes)
+  130  interrupted (Ctrl-C)"""
 NO_MERGE_THRESHOLD = 1.01
 """A near-duplicate threshold above any cosine: `import --no-merge` merges exact duplicates only."""
 
@@ -47,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # at interpreter exit does not raise again (the recipe in Python's `signal` docs).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("rearview: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:
         failure = _failure(exc)
         if failure is None:

@@ -124,7 +124,7 @@ def test_help_documents_the_global_options_and_exit_codes(capsys: pytest.Capture
     out = capsys.readouterr().out
     for option in ("--host H", "--port P", "--config FILE", "--data-dir DIR"):
         assert option in out
-    assert "2  usage error" in out and "1  runtime error" in out
+    assert "2    usage error" in out and "1    runtime error" in out
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,6 +145,17 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
     err = capsys.readouterr().err
     assert err.startswith("rearview: error: ") and err.count("\n") == 1 and "Traceback" not in err
     return err
+
+
+def test_ctrl_c_ends_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*_: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("rearview.cli._stats", interrupted)
+    assert main(["stats", "--data-dir", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == "rearview: interrupted\n"
 
 
 def test_a_bad_setting_is_a_usage_error(
