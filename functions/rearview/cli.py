@@ -1,16 +1,16 @@
-"""The `rearview` command: serve the MCP endpoint; import/search/stats/reindex; run the lifecycle jobs."""
+"""The `rearview` command: serve MCP; import/export/search/stats/reindex; run the lifecycle jobs."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
-from rearview.errors import RearviewError
+from rearview.errors import ConfigurationError, InvalidInputError, RearviewError
 from rearview.models import DEFAULT_AGENT
 from rearview.settings import Settings
 
@@ -22,18 +22,71 @@ if TYPE_CHECKING:
 LOCAL_TENANT_HELP = "tenant to act on (default: the configured default tenant)"
 
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_CODES = """exit status:
+  0    success
+  1    runtime error: a backend failed, a file could not be read,
+       an import skipped a line or stopped at one
+  2    usage error: bad arguments, settings (REARVIEW_*) or config file
+  3    a lifecycle job stopped at its --budget-s (the next run resumes)
+  130  interrupted (Ctrl-C)"""
+NO_MERGE_THRESHOLD = 1.01
+"""A near-duplicate threshold above any cosine: `import --no-merge` merges exact duplicates only."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script."""
+    """Entry point of the console script; returns the exit status (see `EXIT_CODES`).
+
+    An error the user can act on is one line `rearview: error: ...` on stderr, never a traceback;
+    a traceback means a bug.
+    """
     _calm_math_threads()
-    parser = _parser()
-    args = parser.parse_args(argv)
-    settings = Settings.load(data_dir=args.data_dir, config_file=getattr(args, "config", None))
+    args = build_parser().parse_args(argv)  # usage errors exit 2 here
     try:
-        result: int = args.func(settings, args)
-    except RearviewError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        result: int = args.func(_settings(args), args)
+    except BrokenPipeError:
+        # The reader left (`rearview export | head`). Point stdout at devnull so that the flush
+        # at interpreter exit does not raise again (the recipe in Python's `signal` docs).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("rearview: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        failure = _failure(exc)
+        if failure is None:
+            raise
+        status, message = failure
+        print(f"rearview: error: {message}".replace("\n", " "), file=sys.stderr)
+        return status
     return result
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """Settings from the environment and the flags; a bad value is a `ConfigurationError` naming it."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings.load(data_dir=args.data_dir, config_file=args.config)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "REARVIEW_" + "_".join(str(part) for part in first["loc"]).upper()
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ConfigurationError(name, f"{first['msg']}, got {first['input']!r}{more}") from exc
+
+
+def _failure(exc: Exception) -> tuple[int, str] | None:
+    """The exit status and message of an error the user can act on; None for a bug (traceback)."""
+    if isinstance(exc, ConfigurationError | InvalidInputError):
+        return EXIT_USAGE, str(exc)
+    if isinstance(exc, RearviewError | OSError):
+        return EXIT_FAILED, str(exc)
+    # An unreachable or refusing AWS endpoint that no adapter translated. botocore is loaded
+    # only when an AWS backend is in use, and only then can its errors be raised.
+    aws = sys.modules.get("botocore.exceptions")
+    if aws is not None and isinstance(exc, aws.BotoCoreError | aws.ClientError):
+        return EXIT_FAILED, f"AWS: {exc}"
+    return None
 
 
 def _calm_math_threads() -> None:
@@ -47,25 +100,63 @@ def _calm_math_threads() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rearview", description="Long-term memory for LLM agents (MCP over HTTP)."
-    )
-    parser.add_argument("--data-dir", type=Path, help="where the embedded backend keeps its files")
-    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+def _global_options(on_command: bool) -> argparse.ArgumentParser:
+    """`--data-dir` and `--config`, accepted before the command and after it.
 
-    serve = sub.add_parser("serve", help="serve MCP over HTTP at http://HOST:PORT/mcp")
-    serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port (default 8080)")
-    serve.add_argument("--config", type=Path, help="TOML file with [api_keys] key = tenant")
+    The command's copy defaults to SUPPRESS: argparse would otherwise let the command's default
+    (None) overwrite a value given before the command.
+    """
+    default = argparse.SUPPRESS if on_command else None
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--data-dir",
+        type=Path,
+        default=default,
+        metavar="DIR",
+        help="where the embedded backend keeps its files (default $XDG_DATA_HOME/rearview)",
+    )
+    options.add_argument(
+        "--config",
+        type=Path,
+        default=default,
+        metavar="FILE",
+        help="TOML file with [api_keys] and [lifecycle] (default DIR/config.toml)",
+    )
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: global options (before or after the command), commands and their options."""
+    parser = argparse.ArgumentParser(
+        prog="rearview",
+        description="Long-term memory for LLM agents (MCP over HTTP).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[_global_options(on_command=False)],
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    common = _global_options(on_command=True)
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=text,
+            description=text,
+            epilog=EXIT_CODES,
+            parents=[common],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    serve = command("serve", "serve MCP over HTTP at http://HOST:PORT/mcp")
+    serve.add_argument("--host", default=None, metavar="H", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, metavar="P", help="port (default 8080)")
     serve.set_defaults(func=_serve)
 
-    imp = sub.add_parser("import", help="load memories from a JSON Lines file (one WriteRequest per line)")
-    imp.add_argument("file", type=Path)
-    imp.add_argument("--tenant", help=LOCAL_TENANT_HELP)
-    imp.set_defaults(func=_import)
+    _add_import(command("import", "load memories from a JSON Lines file (WriteRequests or an export)"))
+    _add_export(command("export", "write memories with their history as JSON Lines (for `rearview import`)"))
 
-    search = sub.add_parser("search", help="search memories and print the results")
+    search = command("search", "search memories and print the results")
     search.add_argument("query")
     search.add_argument("--tenant", help=LOCAL_TENANT_HELP)
     search.add_argument("-k", "--top-k", type=int, default=10)
@@ -75,16 +166,16 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print the full result as JSON")
     search.set_defaults(func=_search)
 
-    stats = sub.add_parser("stats", help="print counts by type and status")
+    stats = command("stats", "print counts by type and status")
     stats.add_argument("--tenant", help=LOCAL_TENANT_HELP)
     stats.set_defaults(func=_stats)
 
-    reindex = sub.add_parser("reindex", help="rebuild the search index from the store")
+    reindex = command("reindex", "rebuild the search index from the store")
     reindex.add_argument("--tenant", help="only this tenant (default: all)")
     reindex.set_defaults(func=_reindex)
 
     for job, text in JOB_HELP.items():
-        cmd = sub.add_parser(job, help=text)
+        cmd = command(job, text)
         cmd.add_argument("--tenant", help="only this tenant (default: all)")
         cmd.add_argument(
             "--budget-s",
@@ -94,6 +185,46 @@ def _parser() -> argparse.ArgumentParser:
         )
         cmd.set_defaults(func=_job, job=job)
     return parser
+
+
+def _add_import(imp: argparse.ArgumentParser) -> None:
+    imp.add_argument(
+        "file", type=Path, metavar="FILE", help="JSON Lines: a WriteRequest or an export record per line"
+    )
+    imp.add_argument(
+        "--tenant",
+        help="tenant to write to (default: the configured default tenant; export lines: their own tenant)",
+    )
+    imp.add_argument(
+        "--no-merge",
+        action="store_true",
+        help="make every line its own memory: no near-duplicate merge and no contradiction check "
+        "(a line identical to a stored memory in its scope still merges, so a re-run adds nothing)",
+    )
+    imp.add_argument(
+        "--continue-on-error",
+        action="store_true",
+        help="skip bad lines and import the rest (default: import nothing if a line does not parse, "
+        "stop at the first line the service refuses)",
+    )
+    imp.set_defaults(func=_import)
+
+
+def _add_export(exp: argparse.ArgumentParser) -> None:
+    which = exp.add_mutually_exclusive_group()
+    which.add_argument("--tenant", help=LOCAL_TENANT_HELP)
+    which.add_argument("--all-tenants", action="store_true", help="every tenant in the store")
+    exp.add_argument("--output", "-o", type=Path, metavar="FILE", help="write here (default: stdout)")
+    exp.set_defaults(func=_export)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rearview")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "(not installed)"
 
 
 JOB_HELP: dict[JobName, str] = {
@@ -115,9 +246,10 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     )
     keys = settings.api_keys()
     if not keys and settings.host not in LOOPBACK:
-        raise RearviewError(
+        raise ConfigurationError(
+            "--host",
             f"refusing to serve on {settings.host} without API keys: add [api_keys] to "
-            f"{settings.config_file or settings.data_dir / 'config.toml'} or bind to 127.0.0.1"
+            f"{settings.config_file or settings.data_dir / 'config.toml'} or bind to 127.0.0.1",
         )
     service = build_service(settings)
     resolver = ApiKeyResolver(keys, settings.default_tenant if not keys else None)
@@ -130,7 +262,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         if timer is not None:
             timer.stop()
-    return 0
+    return EXIT_OK
 
 
 def _lifecycle_timer(settings: Settings, service: MemoryService) -> LifecycleTimer | None:
@@ -162,45 +294,77 @@ def _job(settings: Settings, args: argparse.Namespace) -> int:
         print(report.model_dump_json())
     if not reports:
         print("(no tenants)")
-    return 0 if all(r.complete for r in reports) else 3
+    return EXIT_OK if all(r.complete for r in reports) else EXIT_STOPPED
 
 
 def _tenant(settings: Settings, args: argparse.Namespace) -> str:
     return str(args.tenant or settings.default_tenant)
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if line.strip():
-                try:
-                    yield number, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise RearviewError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-
-
 def _import(settings: Settings, args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
     from tqdm import tqdm
 
     from rearview.bootstrap import build_service
-    from rearview.models import WriteRequest
+    from rearview.import_file import ImportRun, read_lines
 
-    service = build_service(settings)
-    tenant = _tenant(settings, args)
-    lines = sum(1 for line in args.file.open(encoding="utf-8") if line.strip())
-    counts: dict[str, int] = {}
-    failures = 0
-    for number, record in tqdm(_read_jsonl(args.file), total=lines, unit="memory", desc="import"):
-        try:
-            action = service.write(tenant, WriteRequest.model_validate(record)).action.value
-        except (ValidationError, RearviewError) as exc:
-            failures += 1
-            print(f"{args.file}:{number}: skipped: {exc}".replace("\n", " "), file=sys.stderr)
-            continue
-        counts[action] = counts.get(action, 0) + 1
-    print(f"imported into tenant '{tenant}': {counts or 'nothing'}; {failures} skipped")
-    return 1 if failures else 0
+    lines, bad = read_lines(args.file)
+    if bad and not args.continue_on_error:
+        _print_skipped(args.file, bad)
+        advice = "fix them or pass --continue-on-error"
+        print(f"nothing imported: {len(bad)} bad line(s); {advice}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.no_merge:
+        settings = settings.model_copy(
+            update={"near_duplicate_threshold": NO_MERGE_THRESHOLD, "contradiction_check": False}
+        )
+    run = ImportRun(build_service(settings), args.tenant or settings.default_tenant, args.tenant is not None)
+    for number, line in tqdm(lines, unit="line", desc="import"):
+        reason = run.apply(line)
+        if reason is not None:
+            bad.append((number, reason))
+            if not args.continue_on_error or run.stopped:
+                break
+    run.finish()
+    bad.sort()
+    _print_skipped(args.file, bad)
+    where = f"tenant '{run.tenant}'" if args.tenant or not run.counts.get("restored") else "their tenants"
+    stop = f"; stopped at line {bad[-1][0]}" if bad and (run.stopped or not args.continue_on_error) else ""
+    print(f"imported into {where}: {run.counts or 'nothing'}; {len(bad)} skipped{stop}{run.unindexed_note()}")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def _print_skipped(path: Path, bad: list[tuple[int, str]]) -> None:
+    for number, reason in bad:
+        print(f"{path}:{number}: skipped: {reason}".replace("\n", " "), file=sys.stderr)
+
+
+def _export(settings: Settings, args: argparse.Namespace) -> int:
+    from rearview.bootstrap import build_service
+    from rearview.service.portability import export_tenant
+
+    store = build_service(settings).store
+    tenants = sorted(store.tenants()) if args.all_tenants else [_tenant(settings, args)]
+    count = 0
+    with _output(args.output) as out:
+        for tenant in tenants:
+            for record in export_tenant(store, tenant):
+                out.write(record.model_dump_json() + "\n")
+                count += 1
+    where = f" to {args.output}" if args.output else ""
+    print(f"exported {count} memories of {len(tenants)} tenant(s){where}", file=sys.stderr)
+    return EXIT_OK
+
+
+@contextmanager
+def _output(path: Path | None) -> Iterator[TextIO]:
+    """stdout, or a file that appears complete or not at all (written beside it, then renamed)."""
+    if path is None:
+        yield sys.stdout
+        return
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", encoding="utf-8") as fh:
+        yield fh
+    partial.replace(path)
 
 
 def _search(settings: Settings, args: argparse.Namespace) -> int:
@@ -213,7 +377,7 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
     )
     if args.json:
         print(result.model_dump_json(indent=2))
-        return 0
+        return EXIT_OK
     for rank, hit in enumerate(result.results, start=1):
         label = f"{hit.type.value}, {hit.event_time:%Y-%m-%d}"
         print(f"{rank:>2}. [{hit.score:.3f}] ({label}) {hit.content}  <{hit.id}>")
@@ -221,14 +385,14 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
         print("(no matching memories)")
     if result.degraded:
         print(f"degraded: {result.degraded_reason}", file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
 def _stats(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
 
     print(build_service(settings).stats(_tenant(settings, args)).model_dump_json(indent=2))
-    return 0
+    return EXIT_OK
 
 
 def _reindex(settings: Settings, args: argparse.Namespace) -> int:
@@ -243,7 +407,7 @@ def _reindex(settings: Settings, args: argparse.Namespace) -> int:
         counts = reindex_all(service, tenants, progress=bar.update)
     for tenant, total in counts.items():
         print(f"tenant '{tenant}': {total} memories indexed")
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -129,7 +129,10 @@ class Settings(BaseSettings):
                 raise ConfigurationError("config_file", f"{path} does not exist")
             return {}
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            try:
+                return tomllib.load(fh)
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigurationError(str(path), f"not valid TOML: {exc}") from exc
 
     def tenant_lifecycle(self) -> dict[str, TenantLifecycle]:
         """Per-tenant lifecycle overrides from `[lifecycle.tenants.<tenant id>]` tables of the config file."""

@@ -15,21 +15,35 @@ def _hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REARVIEW_EMBEDDER", "hashing")
 
 
+def _jsonl(path: Path, lines: list[object]) -> Path:
+    path.write_text("\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+def _total(data: Path, capsys: pytest.CaptureFixture[str]) -> int:
+    capsys.readouterr()
+    assert main(["stats", "--data-dir", str(data)]) == 0
+    total: int = json.loads(capsys.readouterr().out)["total"]
+    return total
+
+
 def test_import_search_stats_reindex(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
-    lines = [
-        {"content": "The user prefers dark roast coffee", "tags": ["pref"]},
-        {"content": "Deploys need a green CI run first", "type": "procedural", "importance": 4},
-        {"content": "the user prefers dark roast coffee."},
-        {"content": "", "type": "semantic"},
-        {"content": "bad type", "type": "bogus"},
-    ]
-    src = tmp_path / "memories.jsonl"
-    src.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    assert main(["--data-dir", str(data), "import", str(src)]) == 1  # two lines skipped
+    src = _jsonl(
+        tmp_path / "memories.jsonl",
+        [
+            {"content": "The user prefers dark roast coffee", "tags": ["pref"]},
+            {"content": "Deploys need a green CI run first", "type": "procedural", "importance": 4},
+            {"content": "the user prefers dark roast coffee."},
+            {"content": "", "type": "semantic"},
+            {"content": "bad type", "type": "bogus"},
+        ],
+    )
+    assert main(["--data-dir", str(data), "import", "--continue-on-error", str(src)]) == 1
     out, err = capsys.readouterr()
     assert "{'created': 2, 'merged': 1}; 2 skipped" in out
-    assert "memories.jsonl:4: skipped: invalid `content`" in err and "memories.jsonl:5" in err
+    assert "memories.jsonl:4: skipped: invalid `content`" in err
+    assert "memories.jsonl:5: skipped: invalid `type`: Input should be" in err
 
     assert main(["--data-dir", str(data), "search", "coffee roast"]) == 0
     out, _ = capsys.readouterr()
@@ -63,8 +77,138 @@ def test_search_is_an_agents_search(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "private note on the flaky deploy" in capsys.readouterr().out
 
 
+def test_import_writes_nothing_when_a_line_does_not_parse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    src = _jsonl(tmp_path / "m.jsonl", [{"content": "first"}, "{not json", [1, 2], {"content": "last"}])
+    assert main(["import", str(src), "--data-dir", str(data)]) == 1
+    err = capsys.readouterr().err
+    assert "m.jsonl:2: skipped: not JSON" in err and "m.jsonl:3: skipped: expected a JSON object" in err
+    assert "nothing imported: 2 bad line(s)" in err
+    assert _total(data, capsys) == 0
+
+
+def test_import_stops_at_the_first_refused_line_unless_told_to_continue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _jsonl(tmp_path / "m.jsonl", [{"content": "first"}, {"content": "   "}, {"content": "third"}])
+    assert main(["import", str(src), "--data-dir", str(tmp_path / "a")]) == 1
+    out, err = capsys.readouterr()
+    assert "{'created': 1}; 1 skipped; stopped at line 2" in out and "m.jsonl:2: skipped: invalid" in err
+    assert _total(tmp_path / "a", capsys) == 1
+
+    assert main(["import", "--continue-on-error", str(src), "--data-dir", str(tmp_path / "b")]) == 1
+    out, err = capsys.readouterr()
+    assert "{'created': 2}; 1 skipped" in out and "stopped" not in out
+    assert _total(tmp_path / "b", capsys) == 2
+
+
+def test_no_merge_keeps_near_duplicates_apart_but_still_merges_identical_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = "Ticket from customer about login page: the user cannot sign in on the login page"
+    src = _jsonl(
+        tmp_path / "m.jsonl", [{"content": text}, {"content": text + " again"}, {"content": text + "."}]
+    )
+    assert main(["import", str(src), "--data-dir", str(tmp_path / "merged")]) == 0
+    assert "{'created': 1, 'merged': 2}" in capsys.readouterr().out
+
+    assert main(["import", "--no-merge", str(src), "--data-dir", str(tmp_path / "apart")]) == 0
+    assert "{'created': 2, 'merged': 1}" in capsys.readouterr().out  # line 3 is line 1 normalized
+    assert main(["import", "--no-merge", str(src), "--data-dir", str(tmp_path / "apart")]) == 0
+    assert "{'merged': 3}" in capsys.readouterr().out  # a re-run adds nothing
+    assert _total(tmp_path / "apart", capsys) == 2
+
+
+def test_global_options_are_accepted_before_and_after_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "before").mkdir()
+    src = _jsonl(tmp_path / "m.jsonl", [{"content": "one fact"}])
+    assert main(["--data-dir", str(tmp_path / "before"), "import", str(src)]) == 0
+    assert main(["import", str(src), "--data-dir", str(tmp_path / "after")]) == 0
+    assert _total(tmp_path / "before", capsys) == 1 and _total(tmp_path / "after", capsys) == 1
+    # after the command wins over before it, as for any repeated option
+    assert main(["--data-dir", str(tmp_path / "none"), "stats", "--data-dir", str(tmp_path / "after")]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] == 1
+
+
+def test_help_documents_the_global_options_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--host H", "--port P", "--config FILE", "--data-dir DIR"):
+        assert option in out
+    assert "2    usage error" in out and "1    runtime error" in out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("rearview ")
+
+
 def test_serve_refuses_a_public_address_without_keys(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--data-dir", str(tmp_path), "serve", "--host", "0.0.0.0"]) == 2
     assert "refusing to serve on 0.0.0.0 without API keys" in capsys.readouterr().err
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("rearview: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_ctrl_c_ends_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*_: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("rearview.cli._stats", interrupted)
+    assert main(["stats", "--data-dir", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == "rearview: interrupted\n"
+
+
+def test_a_bad_setting_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("REARVIEW_STORE", "postgres")
+    assert main(["stats", "--data-dir", str(tmp_path)]) == 2
+    assert "invalid `REARVIEW_STORE`: Input should be 'sqlite', 'dynamodb' or 'memory'" in _one_line_error(
+        capsys
+    )
+
+
+def test_a_malformed_config_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "config.toml").write_text("[api_keys\nkey = 'tenant'\n")
+    assert main(["stats", "--data-dir", str(tmp_path)]) == 2
+    assert f"invalid `{tmp_path / 'config.toml'}`: not valid TOML" in _one_line_error(capsys)
+    assert main(["stats", "--config", str(tmp_path / "absent.toml")]) == 2
+    assert "absent.toml does not exist" in _one_line_error(capsys)
+
+
+def test_a_missing_import_file_is_a_runtime_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(tmp_path / "absent.jsonl"), "--data-dir", str(tmp_path)]) == 1
+    assert "No such file or directory" in _one_line_error(capsys)
+
+
+def test_an_unreachable_aws_endpoint_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, value in {
+        "REARVIEW_STORE": "dynamodb",
+        "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9",  # the discard port: nothing listens
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_MAX_ATTEMPTS": "1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    assert main(["stats", "--data-dir", str(tmp_path)]) == 1
+    assert "127.0.0.1:9" in _one_line_error(capsys)
