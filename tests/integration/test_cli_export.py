@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rearview.backends.dynamodb_store import DynamoDBMemoryStore
+from rearview.backends.dynamodb import DynamoDBMemoryStore
 from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.bootstrap import build_service
 from rearview.cli import main
