@@ -16,8 +16,8 @@ from rearview.cli import build_parser, main
 
 README = Path(__file__).parents[2] / "README.md"
 SNIPPET = re.compile(r"`(rearview [^`]+)`")
-REQUIRED = {"serve", "import", "search", "stats", "reindex", "decay", "archive", "reconcile"}
-"""Commands the README must show (add `export` once it documents it)."""
+REQUIRED = {"serve", "import", "search", "stats", "reindex", "decay", "archive", "reconcile", "export"}
+"""Commands the README must show."""
 
 
 def _commands(values: dict[str, str], positional: str) -> list[list[str]]:
@@ -55,6 +55,7 @@ def _values(workdir: Path) -> dict[str, str]:
         "--tenant": "local",
         "--output": str(workdir / "export.jsonl"),
         "--budget-s": "60",
+        "--agent": "default",
     }
 
 
