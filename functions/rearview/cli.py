@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
 JOB_HELP: dict[JobName, str] = {
     "decay": "archive memories whose strength decayed below the threshold (importance 5 never)",
     "archive": "archive memories that reach their retention before the next run (renew recalled ones)",
-    "reconcile": "remove index documents of archived/deleted memories; re-index what the index lacks",
+    "reconcile": "rewrite stale index documents, drop those of archived/deleted memories, index missing ones",
 }
 
 

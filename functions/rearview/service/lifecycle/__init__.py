@@ -4,8 +4,9 @@ Jobs (each per tenant, each returning its own typed report of what it did):
 
 - `decay` and `archive` (retention): an `ArchivingScan` with a `DecayRule` or a `RetentionRule`
   (`rules`): archive faded memories; archive expiring ones before they expire, or renew them.
-- `reconcile`: removes index documents of archived/deleted memories, and re-indexes the
-  tenant when the index holds fewer documents than the store has searchable memories.
+- `reconcile`: compares the index's document versions with the store's: rewrites stale
+  documents, removes those of archived, deleted or purged memories, and indexes the searchable
+  memories the index lacks.
 - `handle_expired` (`expiry`): the DynamoDB stream consumer's entry point for a TTL deletion:
   archives the old image (with its history) and drops it from the index.
 
