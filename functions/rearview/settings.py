@@ -69,8 +69,10 @@ class Settings(BaseSettings):
     """TOML file with `[api_keys]` mapping a key (or `sha256:<hex>` of it) to a tenant id."""
     default_tenant: str = "local"
     """The single tenant used when no API keys are configured (loopback only)."""
-    public_url: str | None = None
+    public_url: str | None = Field(default=None, pattern=r"^https?://[^\s\"\\]+$")
     """Base URL clients use (for the protected-resource metadata); derived from the request if unset."""
+    trust_forwarded_headers: bool = False
+    """Derive that URL from `X-Forwarded-Proto`/`X-Forwarded-Host`: only behind a proxy that sets them."""
     jwt_issuer: str | None = None
     """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server)."""
 
