@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rearview.config_file import ANY, ANY_HIDDEN, Shape, read_config
 from rearview.errors import ConfigurationError
 
 StoreKind = Literal["sqlite", "dynamodb", "memory"]
@@ -48,6 +48,13 @@ class TenantLifecycle(BaseModel):
     working_days: float | None = Field(default=None, gt=0)
     decay_half_life_days: dict[int, float] | None = None
     archive_strength_threshold: float | None = Field(default=None, ge=0, le=2)
+
+
+CONFIG_SHAPE: Shape = {
+    "api_keys": {ANY_HIDDEN: {"tenant": None, "agent": None}},  # "key" = "tenant", or a table
+    "lifecycle": {"tenants": {ANY: dict.fromkeys(TenantLifecycle.model_fields)}},
+}
+"""Every table and key `config.toml` may hold; any other name refuses to start (`read_config`)."""
 
 
 class Settings(BaseSettings):
@@ -128,8 +135,7 @@ class Settings(BaseSettings):
             if self.config_file is not None:
                 raise ConfigurationError("config_file", f"{path} does not exist")
             return {}
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        return read_config(path, CONFIG_SHAPE)
 
     def tenant_lifecycle(self) -> dict[str, TenantLifecycle]:
         """Per-tenant lifecycle overrides from `[lifecycle.tenants.<tenant id>]` tables of the config file."""
