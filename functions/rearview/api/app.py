@@ -21,6 +21,7 @@ from rearview.api import tools
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth
 from rearview.api.errors import error_body
 from rearview.api.origin import request_origin
+from rearview.api.request_ids import RequestIdGuard
 from rearview.service.memory_service import MemoryService
 
 MCP_PATH = "/mcp"
@@ -112,4 +113,5 @@ def create_app(
         host=host,
     )
     metadata_url = f"{public_url}{METADATA_PATH}" if public_url else None
-    return MethodGuard(TenantAuth(starlette, resolver, metadata_url, trust_forwarded_headers))
+    guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
+    return MethodGuard(TenantAuth(guarded, resolver, metadata_url, trust_forwarded_headers))
