@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
+from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import ForgetRequest, Memory, MemoryStatus, SearchRequest, UpdateRequest, WriteRequest
-from rearview.ports import IndexDocument, StoreWrite
+from rearview.ports import IndexDocument, MemoryIndex, StoreWrite
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService, ReconcileReport
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from tests.factories import T0
@@ -31,10 +33,15 @@ class Steps:
         return self.left < 0
 
 
-@pytest.fixture
-def service() -> MemoryService:
+@pytest.fixture(params=["memory", "sqlite"])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> MemoryService:
+    """A service over the in-memory store and each embedded index (versions paging is theirs)."""
     clock = ManualClock(T0)
-    store, index, embedder = InMemoryMemoryStore(clock), InMemoryMemoryIndex(256), HashingEmbedder(256)
+    index: MemoryIndex = InMemoryMemoryIndex(256)
+    if request.param == "sqlite":
+        index = SQLiteMemoryIndex(tmp_path / "index.sqlite3", 256)
+        index.ensure_schema()
+    store, embedder = InMemoryMemoryStore(clock), HashingEmbedder(256)
     return MemoryService(store, index, embedder, clock, NO_MERGE, archive=InMemoryArchive())
 
 

@@ -12,8 +12,9 @@ Jobs (each per tenant, each returning its own typed report of what it did):
 
 How they behave:
 
-- **paginated**: one store page (`page_size`) at a time, over a listing whose membership and
-  order the jobs' own writes never change, so any store cursor stays valid while a job works;
+- **paginated**: one page (`page_size`) at a time, of the store (or of the index's versions, for
+  reconcile), over a listing whose membership and order the jobs' own writes never change, so a
+  cursor stays valid while a job works;
 - **resumable**: one runner (`runner.run_resumable`) drives every paged job: after every page
   the position is saved in the `CheckpointStore` (per tenant and job); a run that meets its
   `Budget` stops there and the next run continues;
