@@ -91,6 +91,7 @@ class McpRuntime:
             host=SERVED_HOST,
             public_url=settings.public_url,
             authorization_server=settings.jwt_issuer or None,
+            trust_forwarded_headers=settings.trust_forwarded_headers,
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 

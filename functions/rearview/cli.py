@@ -230,7 +230,7 @@ def _version() -> str:
 JOB_HELP: dict[JobName, str] = {
     "decay": "archive memories whose strength decayed below the threshold (importance 5 never)",
     "archive": "archive memories that reach their retention before the next run (renew recalled ones)",
-    "reconcile": "remove index documents of archived/deleted memories; re-index what the index lacks",
+    "reconcile": "rewrite stale index documents, drop those of archived/deleted memories, index missing ones",
 }
 
 
@@ -253,12 +253,20 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         )
     service = build_service(settings)
     resolver = ApiKeyResolver(keys, settings.default_tenant if not keys else None)
-    app = create_app(service, resolver, host=settings.host, public_url=settings.public_url)
+    app = create_app(
+        service,
+        resolver,
+        host=settings.host,
+        public_url=settings.public_url,
+        trust_forwarded_headers=settings.trust_forwarded_headers,
+    )
     mode = f"{len(keys)} API key(s)" if keys else f"no API keys: single tenant '{settings.default_tenant}'"
     print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; data in {settings.data_dir})")
     timer = _lifecycle_timer(settings, service)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+        # uvicorn rewrites the scheme and client from X-Forwarded-* by default; only behind a proxy
+        proxied = settings.trust_forwarded_headers
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", proxy_headers=proxied)
     finally:
         if timer is not None:
             timer.stop()

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rearview.config_file import ANY, ANY_HIDDEN, Shape, read_config
 from rearview.errors import ConfigurationError
 from rearview.principal import Principal, principal_from_entry
 
@@ -51,6 +51,13 @@ class TenantLifecycle(BaseModel):
     archive_strength_threshold: float | None = Field(default=None, ge=0, le=2)
 
 
+CONFIG_SHAPE: Shape = {
+    "api_keys": {ANY_HIDDEN: {"tenant": None, "agent": None}},  # "key" = "tenant", or a table
+    "lifecycle": {"tenants": {ANY: dict.fromkeys(TenantLifecycle.model_fields)}},
+}
+"""Every table and key `config.toml` may hold; any other name refuses to start (`read_config`)."""
+
+
 class Settings(BaseSettings):
     """Everything that selects backends and shapes behaviour. Defaults = the local embedded setup."""
 
@@ -71,8 +78,10 @@ class Settings(BaseSettings):
     `{ tenant = ..., agent = ... }` table that binds the key to an agent."""
     default_tenant: str = "local"
     """The single tenant used when no API keys are configured (loopback only)."""
-    public_url: str | None = None
+    public_url: str | None = Field(default=None, pattern=r"^https?://[^\s\"\\]+$")
     """Base URL clients use (for the protected-resource metadata); derived from the request if unset."""
+    trust_forwarded_headers: bool = False
+    """Derive that URL from `X-Forwarded-Proto`/`X-Forwarded-Host`: only behind a proxy that sets them."""
     jwt_issuer: str | None = None
     """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server)."""
 
@@ -128,11 +137,7 @@ class Settings(BaseSettings):
             if self.config_file is not None:
                 raise ConfigurationError("config_file", f"{path} does not exist")
             return {}
-        with path.open("rb") as fh:
-            try:
-                return tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigurationError(str(path), f"not valid TOML: {exc}") from exc
+        return read_config(path, CONFIG_SHAPE)
 
     def tenant_lifecycle(self) -> dict[str, TenantLifecycle]:
         """Per-tenant lifecycle overrides from `[lifecycle.tenants.<tenant id>]` tables of the config file."""

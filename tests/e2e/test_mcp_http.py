@@ -124,6 +124,26 @@ async def test_malformed_json_rpc_and_get_are_answered(url: str) -> None:
         assert get.status_code == 405 and get.headers["allow"] == "POST"
 
 
+@pytest.mark.parametrize("request_id", [{"x": 1}, [1], True, None, 1.5])
+async def test_a_request_whose_id_is_not_a_string_or_integer_is_refused_not_dropped(
+    url: str, request_id: object
+) -> None:
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
+    async with httpx.AsyncClient(timeout=5) as http:
+        refused = await http.post(url, json=message, headers=headers)
+        assert refused.status_code == 400  # was 202, as for a notification, and never executed
+        assert refused.json() == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": "Invalid Request: `id` must be a string or an integer"},
+        }
+        for good_id in (7, "seven"):
+            answered = await http.post(url, json={**message, "id": good_id}, headers=headers)
+            assert answered.status_code == 200 and answered.json()["id"] == good_id
+            assert answered.json()["result"]["tools"]
+
+
 async def test_memory_survives_a_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with running_server(data) as url:

@@ -188,7 +188,7 @@ def test_a_bad_setting_is_a_usage_error(
 def test_a_malformed_config_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "config.toml").write_text("[api_keys\nkey = 'tenant'\n")
     assert main(["stats", "--data-dir", str(tmp_path)]) == 2
-    assert f"invalid `{tmp_path / 'config.toml'}`: not valid TOML" in _one_line_error(capsys)
+    assert f"invalid `{tmp_path / 'config.toml'}`: is not valid TOML" in _one_line_error(capsys)
     assert main(["stats", "--config", str(tmp_path / "absent.toml")]) == 2
     assert "absent.toml does not exist" in _one_line_error(capsys)
 

@@ -332,9 +332,6 @@ def test_a_single_long_source_is_summarized_or_refused(tenant_a: BlockingClient)
 # ---------------------------------------------------------------------- JSON-RPC envelopes
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 10 defect 10: a request with a non-scalar id gets 202 and no answer"
-)
 @pytest.mark.parametrize("request_id", [{"a": 1}, [1], True], ids=["object", "array", "bool"])
 def test_request_with_an_invalid_id_gets_a_json_rpc_error(keyed_url: str, request_id: object) -> None:
     headers = {"Authorization": "Bearer key-tenant-a", "accept": "application/json, text/event-stream"}

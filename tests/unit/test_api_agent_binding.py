@@ -181,11 +181,18 @@ def test_config_keys_map_to_a_tenant_or_to_a_tenant_and_agent(tmp_path: Path) ->
         "7",
         '{ agent = "claude-code" }',
         '{ tenant = "alice", agent = "" }',
-        '{ tenant = "alice", agnet = "claude-code" }',
         '{ tenant = "alice", agent = 3 }',
     ],
 )
 def test_a_malformed_config_key_entry_is_refused_by_position_never_by_key(tmp_path: Path, entry: str) -> None:
     with pytest.raises(ConfigurationError, match=r"\[api_keys\] entry 2 must map to a tenant id") as info:
         _keys(tmp_path, f'[api_keys]\n"fine" = "alice"\n"the-secret-key" = {entry}\n')
+    assert "the-secret-key" not in str(info.value)
+
+
+def test_a_misspelt_field_in_a_bound_key_is_named_never_the_key(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigurationError, match=r"unknown `api_keys.<key>.agnet` \(did you mean `api_keys.<key>.agent`"
+    ) as info:
+        _keys(tmp_path, '[api_keys]\n"the-secret-key" = { tenant = "alice", agnet = "claude-code" }\n')
     assert "the-secret-key" not in str(info.value)

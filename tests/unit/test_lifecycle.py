@@ -1,4 +1,4 @@
-"""Memory lifecycle: decay, retention, archive → restore, interrupted jobs, TTL expiry, reconcile."""
+"""Memory lifecycle: decay, retention, archive → restore, interrupted jobs, TTL expiry (reconcile: test_reconcile)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMem
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.errors import ConfigurationError, IndexUnavailableError, InvalidInputError, NotFoundError
+from rearview.errors import ConfigurationError, InvalidInputError, NotFoundError
 from rearview.models import (
     ForgetRequest,
     HistoryAction,
@@ -33,7 +33,6 @@ from rearview.service.lifecycle import (
     LifecycleConfig,
     LifecycleService,
     LifecycleTimer,
-    ReconcileReport,
     RetentionReport,
     run_job,
 )
@@ -357,7 +356,7 @@ def test_a_memory_changed_during_the_job_is_left_active_and_its_copy_dropped(clo
 
 
 class Pages:
-    """A budget of `n` steps (store pages, or reconcile's count)."""
+    """A budget of `n` steps (store pages)."""
 
     def __init__(self, n: int) -> None:
         self.left = n
@@ -455,56 +454,6 @@ def test_ttl_expiry_of_a_deleted_memory_is_not_archived(service: MemoryService, 
     assert list(service.archive.iter_refs("t1")) == []
     with pytest.raises(InvalidInputError):
         jobs(service).handle_expired("t2", old_image)
-
-
-# ------------------------------------------------------------------------------- reconcile
-
-
-def test_reconcile_drops_orphans_and_restores_missing_documents(
-    service: MemoryService, clock: ManualClock
-) -> None:
-    outage = Fault(down=True, error=IndexUnavailableError)
-    index = FlakyMemoryIndex(outage, 256)
-    service = build(clock, index=index)
-    gone = write(service, "Archived while the index was down", importance=1)
-    kept = write(service, "Kept and searchable", importance=4)
-    clock.advance(days=6, hours=12)
-    assert jobs(service).apply_retention("t1").archived == 1
-    assert index.count("t1") == 2  # the archived memory's document is an orphan now
-    InMemoryMemoryIndex.delete(index, "t1", [kept])  # and a searchable memory lost its document
-    outage.down = False
-
-    report = jobs(service).reconcile("t1")
-    assert report.complete and report.orphans_removed == 1
-    assert (report.store_indexed, report.index_documents, report.reindexed) == (1, 0, 1)
-    assert index.count("t1") == 1 and status(service, gone) is MemoryStatus.ARCHIVED
-    assert service.search("t1", SearchRequest(query="kept searchable")).results[0].id == kept
-    assert jobs(service).reconcile("t1").reindexed == 0  # consistent now: nothing to do
-
-
-def test_reconcile_hands_over_at_its_budget_and_resumes_phase_by_phase(service: MemoryService) -> None:
-    ids = [write(service, f"Searchable note {i}", importance=4) for i in range(3)]
-    service.index.delete("t1", ids)  # the index lost every document
-    lifecycle = jobs(service, page=2)
-    reports: list[ReconcileReport] = []
-    while not reports or not reports[-1].complete:
-        reports.append(lifecycle.reconcile("t1", Pages(1)))
-        assert len(reports) <= 4
-    # one step per run: drop unindexed (an empty page), count, re-index 2, re-index 1
-    assert [r.resumed for r in reports] == [False, True, True, True]
-    assert (reports[1].store_indexed, reports[1].index_documents) == (3, 0)
-    assert [r.reindexed for r in reports] == [0, 0, 2, 1]
-    assert service.index.count("t1") == 3
-
-
-def test_reconcile_resumes_a_checkpoint_that_names_its_phase_by_number(service: MemoryService) -> None:
-    memory_id = write(service, "Searchable note", importance=4)
-    service.index.delete("t1", [memory_id])
-    checkpoints = InMemoryCheckpointStore()
-    checkpoints.save("t1", "reconcile", '{"phase": 2, "started_at": "2026-01-01T00:00:00Z"}')  # re-index
-    report = jobs(service, checkpoints).reconcile("t1")
-    assert report.complete and report.resumed
-    assert (report.orphans_removed, report.store_indexed, report.reindexed) == (0, None, 1)
 
 
 # ----------------------------------------------------------------------- wiring and timer

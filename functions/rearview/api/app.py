@@ -18,8 +18,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview import __version__
 from rearview.api import tools
-from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth, base_url
+from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth
 from rearview.api.errors import error_body
+from rearview.api.origin import request_origin
+from rearview.api.request_ids import RequestIdGuard
 from rearview.service.memory_service import MemoryService
 
 MCP_PATH = "/mcp"
@@ -70,8 +72,12 @@ def create_app(
     host: str = "127.0.0.1",
     public_url: str | None = None,
     authorization_server: str | None = None,
+    trust_forwarded_headers: bool = False,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
+
+    URLs handed out (metadata, 401) use `public_url`, else the request's origin, where the
+    `X-Forwarded-Proto`/`X-Forwarded-Host` a proxy sets count only with `trust_forwarded_headers`.
 
     `authorization_server` (an OAuth/OIDC issuer) is advertised in the protected-resource metadata
     (RFC 9728) so clients can discover where to get a token; API-key deployments leave it unset.
@@ -83,7 +89,7 @@ def create_app(
         return JSONResponse({"status": "ok", "version": __version__})
 
     async def protected_resource(request: Request) -> Response:
-        base = public_url or base_url(request.scope, request.headers)
+        base = public_url or request_origin(request.scope, request.headers, trust_forwarded_headers)
         metadata: dict[str, object] = {
             "resource": f"{base}{MCP_PATH}",
             "bearer_methods_supported": ["header"],
@@ -107,4 +113,5 @@ def create_app(
         host=host,
     )
     metadata_url = f"{public_url}{METADATA_PATH}" if public_url else None
-    return MethodGuard(TenantAuth(starlette, resolver, metadata_url))
+    guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
+    return MethodGuard(TenantAuth(guarded, resolver, metadata_url, trust_forwarded_headers))

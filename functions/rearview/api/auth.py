@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview.api.errors import error_body
+from rearview.api.origin import quoted_string, request_origin
 from rearview.principal import Principal
 from rearview.settings import hash_key
 
@@ -60,12 +61,23 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
 
 
 class TenantAuth:
-    """ASGI middleware: authenticate, then pass the tenant (and a bound agent) down in `scope["state"]`."""
+    """ASGI middleware: authenticate, then pass the tenant (and a bound agent) down in `scope["state"]`.
 
-    def __init__(self, app: ASGIApp, resolver: ApiKeyResolver, metadata_url: str | None = None) -> None:
+    The 401 points at `metadata_url` (from the configured public URL), else at the metadata on
+    the request's origin (`origin.request_origin`; forwarded headers only if `trust_forwarded`).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        resolver: ApiKeyResolver,
+        metadata_url: str | None = None,
+        trust_forwarded: bool = False,
+    ) -> None:
         self.app = app
         self.resolver = resolver
         self.metadata_url = metadata_url
+        self.trust_forwarded = trust_forwarded
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
@@ -82,7 +94,9 @@ class TenantAuth:
         await self.app(scope, receive, send)
 
     async def _unauthorized(self, scope: Scope, send: Send, headers: Mapping[str, str]) -> None:
-        metadata = self.metadata_url or f"{base_url(scope, headers)}{METADATA_PATH}"
+        metadata = (
+            self.metadata_url or f"{request_origin(scope, headers, self.trust_forwarded)}{METADATA_PATH}"
+        )
         body = error_body("unauthorized", "missing or invalid API key")
         await send(
             {
@@ -90,15 +104,8 @@ class TenantAuth:
                 "status": 401,
                 "headers": [
                     (b"content-type", b"application/json"),
-                    (b"www-authenticate", f'Bearer resource_metadata="{metadata}"'.encode()),
+                    (b"www-authenticate", f"Bearer resource_metadata={quoted_string(metadata)}".encode()),
                 ],
             }
         )
         await send({"type": "http.response.body", "body": body})
-
-
-def base_url(scope: Scope, headers: Mapping[str, str]) -> str:
-    """scheme://host of the request, honouring X-Forwarded-Proto (API Gateway, proxies)."""
-    scheme = headers.get("x-forwarded-proto", scope.get("scheme", "http"))
-    host = headers.get("host", "localhost")
-    return f"{scheme}://{host}"

@@ -4,15 +4,17 @@ Jobs (each per tenant, each returning its own typed report of what it did):
 
 - `decay` and `archive` (retention): an `ArchivingScan` with a `DecayRule` or a `RetentionRule`
   (`rules`): archive faded memories; archive expiring ones before they expire, or renew them.
-- `reconcile`: removes index documents of archived/deleted memories, and re-indexes the
-  tenant when the index holds fewer documents than the store has searchable memories.
+- `reconcile`: compares the index's document versions with the store's: rewrites stale
+  documents, removes those of archived, deleted or purged memories, and indexes the searchable
+  memories the index lacks.
 - `handle_expired` (`expiry`): the DynamoDB stream consumer's entry point for a TTL deletion:
   archives the old image (with its history) and drops it from the index.
 
 How they behave:
 
-- **paginated**: one store page (`page_size`) at a time, over a listing whose membership and
-  order the jobs' own writes never change, so any store cursor stays valid while a job works;
+- **paginated**: one page (`page_size`) at a time, of the store (or of the index's versions, for
+  reconcile), over a listing whose membership and order the jobs' own writes never change, so a
+  cursor stays valid while a job works;
 - **resumable**: one runner (`runner.run_resumable`) drives every paged job: after every page
   the position is saved in the `CheckpointStore` (per tenant and job); a run that meets its
   `Budget` stops there and the next run continues;

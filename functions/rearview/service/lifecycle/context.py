@@ -21,6 +21,8 @@ class LifecycleConfig:
     lookahead: timedelta = timedelta(hours=36)
     """Archive what expires within this much time: at least the interval between runs."""
     reindex_batch: int = 64
+    versions_page: int = 1000
+    """(memory id, version) pairs read per index page when reconcile lists what the index holds."""
 
 
 @dataclass(frozen=True, slots=True)

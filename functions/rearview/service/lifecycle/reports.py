@@ -56,18 +56,21 @@ class RetentionReport(JobReport):
 
 
 class ReconcileReport(JobReport):
-    """`reconcile`: index documents removed for unindexed memories, and what the counts showed.
+    """`reconcile`: the index documents it fixed, and what the counts showed.
 
-    `surplus` > 0 means the index still holds documents the store cannot name (purged or
-    expired memories): search ignores them; `rearview reindex` into a fresh index drops them.
+    `stale_fixed`: documents of an older version than the store's, rewritten; `orphans_removed`:
+    documents the index held for memories the store no longer holds, or holds archived or
+    deleted; `missing_indexed`: searchable memories the index lacked, indexed. `store_indexed`
+    and `index_documents` are the counts compared once the index was checked (None when this
+    run did not reach that phase).
     """
 
     job: JobName = "reconcile"
+    stale_fixed: int = 0
     orphans_removed: int = 0
+    missing_indexed: int = 0
     store_indexed: int | None = None
     index_documents: int | None = None
-    reindexed: int = 0
-    surplus: int = 0
 
 
 class ExpiryReport(BaseModel):
