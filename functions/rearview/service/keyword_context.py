@@ -38,6 +38,7 @@ __all__ = [
     "date_words",
     "documents_with_context",
     "neighbour_documents",
+    "reindex_contexts",
     "session_contexts",
 ]
 
