@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from rearview.clock import ManualClock
-from rearview.models import ForgetRequest, MemoryFilter, MemoryStatus, UpdateRequest, WriteRequest
+from rearview.models import ForgetRequest, MemoryFilter, MemoryType, UpdateRequest, WriteRequest
 from rearview.ports import IndexQuery
 from rearview.service.keyword_context import NEIGHBOUR_GAP, date_words, session_contexts
 from rearview.service.memory_service import MemoryService
@@ -16,17 +16,21 @@ from tests.factories import T0, make_memory
 
 
 def _write(
-    service: MemoryService, clock: ManualClock, content: str, session: str | None, hours: float
+    service: MemoryService,
+    clock: ManualClock,
+    content: str,
+    session: str | None,
+    hours: float,
+    kind: MemoryType = MemoryType.EPISODIC,
 ) -> str:
     clock.advance(seconds=1)  # write order follows the clock
-    req = WriteRequest(content=content, session_id=session, event_time=T0 + timedelta(hours=hours))
+    at = T0 + timedelta(hours=hours)
+    req = WriteRequest(content=content, type=kind, session_id=session, event_time=at)
     return service.write("t1", req).memory.id
 
 
-def _keyword(
-    service: MemoryService, text: str, statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
-) -> set[str]:
-    query = IndexQuery(tenant_id="t1", filter=MemoryFilter(statuses=statuses), limit=20, text=text)
+def _keyword(service: MemoryService, text: str) -> set[str]:
+    query = IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=20, text=text)
     return {memory_id for memory_id, _ in service.index.search(query).keyword}
 
 
@@ -42,6 +46,15 @@ def test_neighbours_in_one_session_find_each_other(service: MemoryService, clock
     assert _keyword(service, "puppy") == {first, second}  # the second through its previous turn
     assert _keyword(service, "chew") == {first, second}  # the first rewritten when the second arrived
     assert _keyword(service, "shoes") == {other}  # not across sessions
+
+
+def test_facts_in_a_session_lend_each_other_no_words(service: MemoryService, clock: ManualClock) -> None:
+    tea = _write(service, clock, "The user drinks green tea", "s1", 0, MemoryType.SEMANTIC)
+    deploy = _write(service, clock, "Deploys happen on Tuesdays", "s1", 0, MemoryType.PROCEDURAL)
+    turn = _write(service, clock, "Caroline: lovely weather today", "s1", 0)
+    assert _keyword(service, "tea") == {tea}
+    assert _keyword(service, "Tuesdays") == {deploy}
+    assert _keyword(service, "weather") == {turn}
 
 
 def test_no_link_across_a_gap_longer_than_six_hours(service: MemoryService, clock: ManualClock) -> None:
@@ -75,7 +88,10 @@ def test_an_update_rewrites_the_neighbours_context(service: MemoryService, clock
 def test_a_superseded_memory_is_no_ones_neighbour(service: MemoryService, clock: ManualClock) -> None:
     a = _write(service, clock, "Caroline: my favourite colour is teal", "s1", 0)
     b = _write(service, clock, "Melanie: the meeting moved to Friday", "s1", 1)
-    service.write("t1", WriteRequest(content="Caroline: my favourite colour is now amber", supersedes=a))
+    newer = WriteRequest(
+        content="Caroline: my favourite colour is now amber", type=MemoryType.EPISODIC, supersedes=a
+    )
+    service.write("t1", newer)
     assert _keyword(service, "teal") == set()  # b's context no longer holds the retired memory
     assert b in _keyword(service, "Friday")
 

@@ -259,11 +259,17 @@ def test_archiving_and_restoring_a_memory_rebuilds_its_neighbours_keyword_contex
         query = IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=10, text=text)
         return {memory_id for memory_id, _ in service.index.search(query).keyword}
 
-    first = write(service, "Caroline: we planted the vegetable garden", session_id="s1", importance=5)
+    first = write(
+        service, "Caroline: we planted the vegetable garden", session_id="s1", type="episodic", importance=5
+    )
     clock.advance(seconds=1)
-    middle = write(service, "Melanie: the zucchini grew enormous", session_id="s1", importance=2)
+    middle = write(
+        service, "Melanie: the zucchini grew enormous", session_id="s1", type="episodic", importance=2
+    )
     clock.advance(seconds=1)
-    last = write(service, "Caroline: the rabbits ate the lettuce", session_id="s1", importance=5)
+    last = write(
+        service, "Caroline: the rabbits ate the lettuce", session_id="s1", type="episodic", importance=5
+    )
     assert keyword("zucchini") == {first, middle, last}
     clock.advance(days=29, hours=12)  # within a day of the middle one's expiry
     assert jobs(service).apply_retention("t1").archived == 1

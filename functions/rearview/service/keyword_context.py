@@ -7,9 +7,11 @@ turns around it usually have them. So the index keeps, beside each memory's own 
     [8 May 2023] <previous memory's content>
     <next memory's content>
 
-`previous` and `next` are the memory's neighbours among the *active* memories of its
-`session_id`, in write order (`created_at`, then id), each linked only when the two event times
-are at most `NEIGHBOUR_GAP` apart. A memory without a session gets its date alone. The context is
+`previous` and `next` are the memory's neighbours among the *active* conversational memories
+(`NEIGHBOUR_TYPES`: episodic, working) of its `session_id`, in write order (`created_at`, then
+id), each linked only when the two event times are at most `NEIGHBOUR_GAP` apart. Any other
+memory (no session, or a semantic or procedural one: a fact stands alone, and unrelated facts
+written back to back must not lend each other words) gets its date alone. The context is
 never embedded, stored or shown: the memory stays as written, and the context is rebuilt from
 the store whenever a neighbour appears, changes or goes (write, update, forget, archive,
 restore) and by `rearview reindex`. On LoCoMo it lifted keyword-and-vector recall@10 from 0.656
@@ -27,11 +29,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
-from rearview.models import Memory, MemoryFilter, MemoryStatus
+from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType
 from rearview.ports import IndexDocument, MemoryStore
 
 __all__ = [
     "NEIGHBOUR_GAP",
+    "NEIGHBOUR_TYPES",
     "SESSION_LIMIT",
     "WRITE_WINDOW",
     "context_text",
@@ -44,6 +47,8 @@ __all__ = [
 
 NEIGHBOUR_GAP: Final = timedelta(hours=6)
 """Two memories of a session further apart in event time than this are not each other's context."""
+NEIGHBOUR_TYPES: Final = (MemoryType.EPISODIC, MemoryType.WORKING)
+"""The types whose memories are turns of a conversation, and so each other's context in a session."""
 WRITE_WINDOW: Final = 16
 """Memories of its session a write reads (newest `updated_at` first) to find its neighbours."""
 SESSION_LIMIT: Final = 1000
@@ -88,8 +93,8 @@ def session_contexts(members: Iterable[Memory]) -> dict[str, str]:
 
 
 def _session(store: MemoryStore, tenant_id: str, session_id: str, limit: int) -> list[Memory]:
-    """Up to `limit` active memories of the session, most recently updated first."""
-    flt = MemoryFilter(session_id=session_id, statuses=(MemoryStatus.ACTIVE,))
+    """Up to `limit` active conversational memories of the session, most recently updated first."""
+    flt = MemoryFilter(session_id=session_id, types=NEIGHBOUR_TYPES, statuses=(MemoryStatus.ACTIVE,))
     found: list[Memory] = []
     cursor: str | None = None
     while len(found) < limit:
@@ -104,7 +109,7 @@ def _session(store: MemoryStore, tenant_id: str, session_id: str, limit: int) ->
 def _by_session(memories: Iterable[Memory]) -> dict[str, list[Memory]]:
     sessions: dict[str, list[Memory]] = {}
     for m in memories:
-        if m.session_id is not None:
+        if m.session_id is not None and m.type in NEIGHBOUR_TYPES:
             sessions.setdefault(m.session_id, []).append(m)
     return sessions
 
