@@ -25,6 +25,7 @@ __all__ = [
     "Archive",
     "ChannelHits",
     "CheckpointStore",
+    "CONTEXT_WEIGHT",
     "Clock",
     "Embedder",
     "IndexDocument",
@@ -114,12 +115,29 @@ class MemoryStore(Protocol):
         """Every tenant that has written a memory (for operators: reindex, lifecycle jobs)."""
 
 
+CONTEXT_WEIGHT = 0.5
+"""How much a query word found only in a document's `context` counts, relative to its own text.
+
+Every index applies it the same way (FTS5 column weight, BM25 term-frequency weight, OpenSearch
+field boost). Here, in the port, because it is part of what every index promises and the
+backends may not import the service; 0.5 kept a set of independent facts written back to back
+as well ranked as without context (benchmarks/recall_lab.py, `facts`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class IndexDocument:
-    """What the index keeps of a memory: the filterable fields, the text and the vector."""
+    """What the index keeps of a memory: the filterable fields, the text and the vector.
+
+    `context` is extra text the keyword channel also matches, at `CONTEXT_WEIGHT` relative to the
+    memory's content (its date in words and its session neighbours: `service.keyword_context`).
+    It is never embedded, returned or shown. None means "no context" for a document written with
+    its vector, and "keep the indexed context" for a vector-less update; a vector-less update
+    with a context replaces only the context (the content and vector stay together).
+    """
 
     memory: Memory
     vector: Vector | None
+    context: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +197,10 @@ class MemoryIndex(Protocol):
 
         A document whose memory version is lower than the indexed document's is skipped (not an
         error); an equal version replaces it (re-embedding, reindex). A document whose `vector`
-        is None updates only the filterable fields (status, tags, ...) and the version of an
-        existing document and keeps its vector; it is ignored if the document is absent, newer,
-        or indexed with other content (`content_hash`): the text must arrive with its vector.
+        is None updates only the filterable fields (status, tags, ...), the version and, when
+        given, the `context` of an existing document and keeps its vector and text; it is
+        ignored if the document is absent, newer, or indexed with other content (`content_hash`):
+        the text must arrive with its vector (a context is not content: it may come alone).
         Engines that keep deletion versions (OpenSearch, `index.gc_deletes`) may refuse, for a
         while, a memory deleted and written again without a new version.
         """

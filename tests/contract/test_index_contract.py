@@ -236,3 +236,41 @@ def test_versions_lists_every_document_once_by_memory_id_in_pages(index: MemoryI
     with pytest.raises(InvalidInputError) as exc:
         index.versions("t1", cursor="%%%")
     assert exc.value.field == "cursor"
+
+
+def test_a_word_only_in_the_context_finds_the_document(index: MemoryIndex) -> None:
+    said = make_memory("Caroline: I went there yesterday", memory_id="turn")
+    index.upsert([IndexDocument(said, unit_vector(1), context="[8 May 2023] Melanie: the support group")])
+    index.upsert([IndexDocument(make_memory("unrelated words", memory_id="other"), unit_vector(2))])
+    assert [i for i, _ in index.search(_q(text="support group")).keyword] == ["turn"]
+    assert [i for i, _ in index.search(_q(text="May 2023")).keyword] == ["turn"]
+
+
+def test_a_word_in_the_text_outranks_the_same_word_in_a_context(index: MemoryIndex) -> None:
+    index.upsert(
+        [
+            IndexDocument(
+                make_memory("we adopted a puppy", memory_id="own"), unit_vector(1), context="later"
+            ),
+            IndexDocument(make_memory("we went out later", memory_id="ctx"), unit_vector(2), context="puppy"),
+            IndexDocument(make_memory("a rainy weekend", memory_id="none"), unit_vector(3)),
+        ]
+    )
+    hits = index.search(_q(text="puppy")).keyword
+    assert [i for i, _ in hits] == ["own", "ctx"]
+    assert hits[0][1] > hits[1][1]
+
+
+def test_a_partial_update_replaces_or_keeps_the_context(index: MemoryIndex) -> None:
+    m = make_memory("the trip", memory_id="m1")
+    index.upsert([IndexDocument(m, unit_vector(4), context="Paris")])
+    index.upsert([IndexDocument(m.model_copy(update={"tags": ["kept"]}), None)])  # no context: kept
+    assert [i for i, _ in index.search(_q(filter=MemoryFilter(tags=("kept",)), text="Paris")).keyword] == [
+        "m1"
+    ]
+    index.upsert([IndexDocument(m, None, context="Lisbon")])  # same version: the context replaced
+    assert index.search(_q(text="Paris")).keyword == []
+    hits = index.search(_q(text="Lisbon trip", vector=unit_vector(4)))
+    assert [i for i, _ in hits.keyword] == ["m1"]
+    assert hits.vector[0][1] == pytest.approx(1.0, abs=1e-3)  # the vector stays
+    assert index.versions("t1").items == [("m1", m.version)]

@@ -35,7 +35,7 @@ from rearview.backends.opensearch import (
     index_body,
     signing_auth,
 )
-from rearview.backends.opensearch.mapping import VERSION_FIELDS
+from rearview.backends.opensearch.mapping import ADDED_FIELDS
 from rearview.errors import IndexUnavailableError, InvalidInputError
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType, Visibility
 from rearview.ports import IndexDocument, IndexQuery
@@ -634,20 +634,25 @@ def test_the_client_sends_signed_requests_and_serverless_sends_no_ids_or_refresh
 
 
 @needs_engine
-def test_ensure_schema_adds_the_version_fields_to_an_index_created_before_them(
+def test_ensure_schema_adds_the_fields_added_since_to_an_index_created_before_them(
     make_index: IndexFactory,
 ) -> None:
     index = make_index(index_version=2)
     alias = index.config.alias
     index.client.indices.delete(index=f"{alias}-v2")
     body = index_body(index.config)
-    for name in VERSION_FIELDS:
+    for name in ADDED_FIELDS:
         del body["mappings"]["properties"][name]
     index.client.indices.create(index=f"{alias}-v2", body=body)
     index.client.indices.put_alias(index=f"{alias}-v2", name=alias)
 
     index.ensure_schema()
     props = index.client.indices.get_mapping(index=alias)[f"{alias}-v2"]["mappings"]["properties"]
-    assert {name: props[name] for name in VERSION_FIELDS} == VERSION_FIELDS
-    index.upsert([IndexDocument(memory("m1", version=4), unit(np.random.default_rng(1)))])
+    assert {name: props[name] for name in ADDED_FIELDS} == ADDED_FIELDS
+    doc = IndexDocument(
+        memory("m1", version=4), unit(np.random.default_rng(1)), context="[8 May 2023] lighthouse"
+    )
+    index.upsert([doc])
     assert index.versions("t1").items == [("m1", 4)]
+    query = IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=5, text="lighthouse")
+    assert [i for i, _ in index.search(query).keyword] == ["m1"]

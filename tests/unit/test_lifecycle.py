@@ -24,7 +24,7 @@ from rearview.models import (
     UpdateRequest,
     WriteRequest,
 )
-from rearview.ports import Archive, StoreWrite
+from rearview.ports import Archive, IndexQuery, StoreWrite
 from rearview.service.archival import PREVIEW_CHARS, preview
 from rearview.service.lifecycle import (
     JOBS,
@@ -249,6 +249,33 @@ def test_archive_restore_search_finds_it_again_with_history_intact(
     assert copies(service.archive, "t1", [memory_id]) == Counter()  # copy removed
     with pytest.raises(InvalidInputError):
         service.restore("t1", memory_id)
+
+
+def test_archiving_and_restoring_a_memory_rebuilds_its_neighbours_keyword_context(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    def keyword(text: str) -> set[str]:
+        query = IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=10, text=text)
+        return {memory_id for memory_id, _ in service.index.search(query).keyword}
+
+    first = write(
+        service, "Caroline: we planted the vegetable garden", session_id="s1", type="episodic", importance=5
+    )
+    clock.advance(seconds=1)
+    middle = write(
+        service, "Melanie: the zucchini grew enormous", session_id="s1", type="episodic", importance=2
+    )
+    clock.advance(seconds=1)
+    last = write(
+        service, "Caroline: the rabbits ate the lettuce", session_id="s1", type="episodic", importance=5
+    )
+    assert keyword("zucchini") == {first, middle, last}
+    clock.advance(days=29, hours=12)  # within a day of the middle one's expiry
+    assert jobs(service).apply_retention("t1").archived == 1
+    assert keyword("zucchini") == set()  # gone from its neighbours' contexts too
+    assert keyword("rabbits") == {first, last}  # which now link to each other
+    service.restore("t1", middle)
+    assert keyword("zucchini") == {first, middle, last}
 
 
 def test_restore_errors(service: MemoryService) -> None:

@@ -10,15 +10,25 @@ import builtins
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
-from rearview.bm25 import bm25_rank
+from rearview.bm25 import bm25_rank_fields
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
-from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, StoreWrite, Touch, Vector
+from rearview.ports import (
+    CONTEXT_WEIGHT,
+    ChannelHits,
+    IndexDocument,
+    IndexedVersions,
+    IndexQuery,
+    StoreWrite,
+    Touch,
+    Vector,
+)
 from rearview.text import tokens
 
 
@@ -140,12 +150,14 @@ class InMemoryMemoryStore:
 class InMemoryMemoryIndex:
     """A brute-force `MemoryIndex`: BM25 over `text.tokens`, exact cosine over numpy vectors.
 
+    BM25 counts the context's words at `CONTEXT_WEIGHT` (`bm25_rank_fields`, FTS5's semantics).
+
     Version-conditional like every index: the indexed `Memory` carries its version.
     """
 
     def __init__(self, dimension: int | None = None) -> None:
         self._dimension = dimension
-        self._docs: dict[tuple[str, str], tuple[Memory, Vector, list[str]]] = {}
+        self._docs: dict[tuple[str, str], _Indexed] = {}
         self._lock = threading.Lock()
 
     def ensure_schema(self) -> None:
@@ -156,14 +168,16 @@ class InMemoryMemoryIndex:
             for doc in docs:
                 key = (doc.memory.tenant_id, doc.memory.id)
                 indexed = self._docs.get(key)
-                if indexed is not None and indexed[0].version > doc.memory.version:
+                if indexed is not None and indexed.memory.version > doc.memory.version:
                     continue  # a newer version is indexed: this write is stale
                 if doc.vector is None:
-                    if indexed is not None and indexed[0].content_hash == doc.memory.content_hash:
-                        self._docs[key] = (doc.memory, indexed[1], indexed[2])
+                    if indexed is not None and indexed.memory.content_hash == doc.memory.content_hash:
+                        context = indexed.context if doc.context is None else tokens(doc.context)
+                        self._docs[key] = _Indexed(doc.memory, indexed.vector, indexed.body, context)
                     continue
                 vector = check_vector(doc.vector, self._dimension)
-                self._docs[key] = (doc.memory, vector, tokens(doc.memory.content))
+                body, context = tokens(doc.memory.content), tokens(doc.context or "")
+                self._docs[key] = _Indexed(doc.memory, vector, body, context)
 
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
         with self._lock:
@@ -178,8 +192,8 @@ class InMemoryMemoryIndex:
         after = after_id(cursor)
         with self._lock:
             pairs = sorted(
-                (memory_id, m.version)
-                for (tenant, memory_id), (m, _, _) in self._docs.items()
+                (memory_id, d.memory.version)
+                for (tenant, memory_id), d in self._docs.items()
                 if tenant == tenant_id and (after is None or memory_id > after)
             )
         page = pairs[:limit]
@@ -187,19 +201,30 @@ class InMemoryMemoryIndex:
 
     def search(self, query: IndexQuery) -> ChannelHits:
         candidates = [
-            (m, v, t)
-            for (tenant, _), (m, v, t) in list(self._docs.items())
-            if tenant == query.tenant_id and query.filter.matches(m)
+            d
+            for (tenant, _), d in list(self._docs.items())
+            if tenant == query.tenant_id and query.filter.matches(d.memory)
         ]
         hits = ChannelHits()
         if query.text is not None:
-            hits.keyword.extend(bm25_rank([(m.id, t) for m, _, t in candidates], query.text, query.limit))
+            fields = [(d.memory.id, d.body, d.context) for d in candidates]
+            hits.keyword.extend(bm25_rank_fields(fields, query.text, query.limit, CONTEXT_WEIGHT))
         if query.vector is not None and candidates:
             q = check_vector(query.vector, self._dimension)
-            sims = np.stack([v for _, v, _ in candidates]) @ q
-            ranked = sorted((-float(sims[i]), m.id) for i, (m, _, _) in enumerate(candidates))
+            sims = np.stack([d.vector for d in candidates]) @ q
+            ranked = sorted((-float(sims[i]), d.memory.id) for i, d in enumerate(candidates))
             hits.vector.extend((memory_id, -neg) for neg, memory_id in ranked[: query.limit])
         return hits
+
+
+@dataclass(frozen=True, slots=True)
+class _Indexed:
+    """One document of `InMemoryMemoryIndex`: the memory, its vector, its content and context tokens."""
+
+    memory: Memory
+    vector: Vector
+    body: list[str]
+    context: list[str]
 
 
 def check_vector(vector: Vector, dimension: int | None) -> Vector:

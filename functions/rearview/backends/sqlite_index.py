@@ -6,7 +6,9 @@ the query. The vector channel is an exact cosine scan over a per-tenant numpy ma
 memory (built lazily from the file, updated in place on writes) with the filter applied as a
 boolean mask before ranking, so a small scope still gets its `limit` results.
 
-Text is indexed as `text.tokens` (casefolded words, CJK bigrams) with FTS5's porter stemmer.
+Text is indexed as `text.tokens` (casefolded words, CJK bigrams) with FTS5's porter stemmer, in
+two columns: the memory's content (`body`) and its keyword context (`ctx`, weighted
+`CONTEXT_WEIGHT` by the BM25 ranking).
 
 Writes are conditional on the memory's version (stored per document, checked in the write's
 transaction, and the matrix is updated only for the writes that applied). Keyword queries run on
@@ -34,7 +36,7 @@ from rearview.backends.sqlite_common import SQLiteDatabase, filter_sql
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, StoreError
 from rearview.models import Memory, MemoryFilter, Visibility
-from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
+from rearview.ports import CONTEXT_WEIGHT, ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
 from rearview.text import query_tokens, tokens
 
 _MIGRATIONS = [
@@ -52,7 +54,20 @@ _MIGRATIONS = [
     ALTER TABLE docs ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE docs ADD COLUMN content_hash TEXT
     """,
+    # A second column for the keyword context (`IndexDocument.context`). FTS5 cannot add a
+    # column: the table is rebuilt, existing documents keep their text with an empty context.
+    """
+    CREATE VIRTUAL TABLE docs_fts_ctx USING fts5(
+        body, ctx, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO docs_fts_ctx (rowid, body, ctx) SELECT rowid, body, '' FROM docs_fts;
+    DROP TABLE docs_fts;
+    ALTER TABLE docs_fts_ctx RENAME TO docs_fts
+    """,
 ]
+
+_BM25 = f"bm25(docs_fts, 1.0, {CONTEXT_WEIGHT!r})"
+"""FTS5 BM25 with the context column counted at `CONTEXT_WEIGHT` (lower is better, as FTS5 ranks)."""
 
 _FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
 """FTS5 can remove a deleted row's terms from its segments in place (else: `optimize` after deletes)."""
@@ -225,7 +240,7 @@ class SQLiteMemoryIndex:
             for doc, vector in zip(docs, vectors, strict=True):
                 m = doc.memory
                 doc_row = _DocRow.of(m)
-                if not _write(conn, m, doc_row, vector):
+                if not _write(conn, doc, doc_row, vector):
                     continue
                 cached = self._tenants.get(m.tenant_id)
                 if cached is not None:
@@ -287,9 +302,9 @@ class SQLiteMemoryIndex:
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         where, params = filter_sql(query.filter, "d")
         sql = (
-            "SELECT d.memory_id, -bm25(docs_fts) FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid"
+            f"SELECT d.memory_id, -{_BM25} FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid"
             f" WHERE docs_fts MATCH ? AND d.tenant_id = ? AND {where}"
-            " ORDER BY bm25(docs_fts), d.memory_id LIMIT ?"
+            f" ORDER BY {_BM25}, d.memory_id LIMIT ?"
         )
         with self._db.reading() as conn:  # not the write lock: a long query must not stall writers
             rows = conn.execute(sql, (match, query.tenant_id, *params, query.limit)).fetchall()
@@ -325,11 +340,12 @@ class SQLiteMemoryIndex:
         return tm
 
 
-def _write(conn: sqlite3.Connection, m: Memory, doc_row: _DocRow, vector: Vector | None) -> bool:
+def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vector: Vector | None) -> bool:
     """Write one document unless the indexed one is newer (or, vector-less, absent or of other content).
 
     Returns whether it was written.
     """
+    m = doc.memory
     row = conn.execute(
         "SELECT rowid, version, content_hash FROM docs WHERE tenant_id = ? AND memory_id = ?",
         (m.tenant_id, m.id),
@@ -346,6 +362,8 @@ def _write(conn: sqlite3.Connection, m: Memory, doc_row: _DocRow, vector: Vector
             " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
             (*cols, row[0]),
         )
+        if doc.context is not None:
+            conn.execute("UPDATE docs_fts SET ctx = ? WHERE rowid = ?", (_fts_text(doc.context), row[0]))
         return True
     if row is not None:
         conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
@@ -356,6 +374,12 @@ def _write(conn: sqlite3.Connection, m: Memory, doc_row: _DocRow, vector: Vector
         (m.tenant_id, m.id, *cols, vector.tobytes()),
     )
     conn.execute(
-        "INSERT INTO docs_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, " ".join(tokens(m.content)))
+        "INSERT INTO docs_fts (rowid, body, ctx) VALUES (?, ?, ?)",
+        (cur.lastrowid, _fts_text(m.content), _fts_text(doc.context or "")),
     )
     return True
+
+
+def _fts_text(text: str) -> str:
+    """What FTS5 indexes of a text: its `text.tokens`, space-separated."""
+    return " ".join(tokens(text))

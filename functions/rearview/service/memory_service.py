@@ -65,7 +65,7 @@ from rearview.ports import (
     MemoryStore,
     StoreWrite,
 )
-from rearview.service import indexing, validation
+from rearview.service import indexing, keyword_context, validation
 from rearview.service.archival import ARCHIVABLE_STATUSES, RestoreResult, archive_refs
 from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
@@ -171,12 +171,13 @@ class MemoryService:
         )
         event = change_event(updated, HistoryAction.UPDATED, current, updated.updated_at, req.agent_id)
         self.store.commit([StoreWrite(updated, event, current.version)])
+        # The neighbours' contexts hold this memory's text (and its time decides their links).
+        docs = keyword_context.documents_with_context(self.store, tenant_id, [IndexDocument(updated, vector)])
         if content_changed and vector is None:
-            indexing.delete(
-                self.index, tenant_id, [updated.id]
-            )  # stale vector must not answer for new content
-        else:
-            indexing.upsert(self.index, [IndexDocument(updated, vector)])
+            # A stale vector must not answer for the new content; the neighbours still change.
+            indexing.delete(self.index, tenant_id, [updated.id])
+            docs = docs[1:]
+        indexing.upsert(self.index, docs)
         return self._present(updated)
 
     def _update_changes(self, tenant_id: str, current: Memory, req: UpdateRequest) -> dict[str, object]:
@@ -235,6 +236,8 @@ class MemoryService:
             for start in range(0, len(writes), MAX_WRITES_PER_COMMIT):  # atomic per chunk only
                 self.store.commit(writes[start : start + MAX_WRITES_PER_COMMIT])
         indexing.delete(self.index, tenant_id, [m.id for m in targets])
+        gone = [m.model_copy(update={"status": MemoryStatus.DELETED}) for m in targets]
+        indexing.upsert(self.index, keyword_context.neighbour_documents(self.store, tenant_id, gone))
         return ForgetResult(forgotten=[m.id for m in targets], hard=req.hard, more=more)
 
     def _forget_targets(self, tenant_id: str, req: ForgetRequest) -> tuple[list[Memory], bool]:
@@ -305,7 +308,10 @@ class MemoryService:
         )
         self.store.commit([StoreWrite(restored, event, stub.version)])
         vector = indexing.embed_document(self.embedder, restored.content)
-        indexed = vector is not None and indexing.upsert(self.index, [IndexDocument(restored, vector)])
+        indexed = vector is not None and indexing.upsert(
+            self.index,
+            keyword_context.documents_with_context(self.store, tenant_id, [IndexDocument(restored, vector)]),
+        )
         try:
             self._require_archive().delete(tenant_id, ref, stub.id)
         except ArchiveError as exc:  # the copy stays findable through history: a hard forget erases it

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from rearview.models import Memory, MemoryFilter, MemoryStatus
 from rearview.ports import IndexDocument, MemoryIndex, VersionedIndex
+from rearview.service.keyword_context import reindex_contexts
 from rearview.service.memory_service import MemoryService
 
 REINDEX_BATCH = 64
@@ -26,6 +27,13 @@ def _pages(service: MemoryService, tenant_id: str) -> Iterator[list[Memory]]:
             return
 
 
+def index_documents(service: MemoryService, tenant_id: str, items: Sequence[Memory]) -> list[IndexDocument]:
+    """Full documents of `items`: re-embedded, each with its keyword context rebuilt from the store."""
+    vectors = service.embedder.embed_documents([m.content for m in items])
+    contexts = reindex_contexts(service.store, tenant_id, items)
+    return [IndexDocument(m, vectors[i], context=contexts.get(m.id)) for i, m in enumerate(items)]
+
+
 def reindex_tenant(
     service: MemoryService,
     tenant_id: str,
@@ -34,13 +42,14 @@ def reindex_tenant(
 ) -> int:
     """Re-embed every active/superseded memory of a tenant and upsert it (default: into the live index).
 
+    Every keyword context is rebuilt too (`keyword_context`; one store listing per session and page).
+
     Idempotent and restartable: upserts replace documents by id. Returns how many were indexed.
     """
     upsert = write or service.index.upsert
     total = 0
     for items in _pages(service, tenant_id):
-        vectors = service.embedder.embed_documents([m.content for m in items])
-        upsert([IndexDocument(m, vectors[i]) for i, m in enumerate(items)])
+        upsert(index_documents(service, tenant_id, items))
         total += len(items)
         if progress is not None:
             progress(len(items))
@@ -72,8 +81,7 @@ def reindex_all(
         for items in _pages(service, tenant):
             fresh = [m for m in items if m.updated_at >= started]
             if fresh:
-                vectors = service.embedder.embed_documents([m.content for m in fresh])
-                index.upsert([IndexDocument(m, vectors[i]) for i, m in enumerate(fresh)])
+                index.upsert(index_documents(service, tenant, fresh))
             if items[-1].updated_at < started:
                 break  # pages are newest-first: nothing older can have changed
     return counts

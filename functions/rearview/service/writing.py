@@ -30,7 +30,7 @@ from rearview.models import (
     WriteResult,
 )
 from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
-from rearview.service import indexing, validation
+from rearview.service import indexing, keyword_context, validation
 from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
 from rearview.service.history import change_event
@@ -323,7 +323,12 @@ class Writer:
             if replay is None:
                 raise
             return replay
-        indexed = draft.vector is not None and indexing.upsert(self.index, changes.index_docs)
+        indexed = draft.vector is not None and indexing.upsert(
+            self.index,
+            keyword_context.documents_with_context(
+                self.store, tenant_id, changes.index_docs, keyword_context.WRITE_WINDOW
+            ),
+        )
         action = WriteAction.SUPERSEDED if changes.superseded_ids else WriteAction.CREATED
         return WriteResult(
             action=action,

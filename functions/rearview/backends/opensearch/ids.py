@@ -5,8 +5,9 @@ Two strategies, chosen once when the adapter is built (`OpenSearchConfig.uses_as
 - `OwnIds` (managed domain, local node): `_id = "<tenant_id>:<memory_id>"`; upserts are bulk
   `index` actions with the memory version as an external version (`external_gte`), so the engine
   itself refuses a stale write (the adapter counts that conflict as skipped, not failed); a
-  vector-less upsert first reads its document by id (realtime `mget`) for the vector and text it
-  keeps. Deletes are bulk `delete` actions by id, without reading first.
+  vector-less upsert first reads its document by id (realtime `mget`) for the vector and text
+  (and context, unless it brings one) it keeps. Deletes are bulk `delete` actions by id,
+  without reading first.
 - `AssignedIds` (Serverless vector collections, which reject custom ids and have no refresh
   control): the memory id is only a field. An upsert looks up the existing documents of the
   batch by `(tenant_id, memory_id)`, then deletes them by their assigned `_id` and indexes the
@@ -25,12 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from rearview.backends.opensearch.mapping import Json, document_source
+from rearview.backends.opensearch.mapping import CONTEXT_FIELD, Json, document_source
 from rearview.backends.opensearch.queries import as_mapping, hit_list, lookup_body
 
 if TYPE_CHECKING:
     from rearview.models import Memory
-    from rearview.ports import Vector
+    from rearview.ports import IndexDocument, Vector
 
 __all__ = ["AssignedIds", "BulkOp", "DocumentIds", "Fetch", "OwnIds", "Search"]
 
@@ -49,12 +50,12 @@ _LOOKUP_CHUNK: Final = 1000  # memory ids per lookup query
 class DocumentIds(Protocol):
     """Turns upserts and deletes of memories into bulk operations on one index."""
 
-    def upsert_ops(self, index: str, batch: Sequence[tuple[Memory, Vector | None]]) -> list[BulkOp]:
-        """Operations that write every memory of `batch` (distinct memories, vectors already checked).
+    def upsert_ops(self, index: str, batch: Sequence[IndexDocument]) -> list[BulkOp]:
+        """Operations that write every document of `batch` (distinct memories, vectors already checked).
 
-        A None vector updates only the filterable fields of an existing document, keeping its
-        vector and text; an absent document, or one of other content, is left alone. No
-        operation may replace a document of a newer version.
+        A None vector updates only the filterable fields (and a given context) of an existing
+        document, keeping its vector and text; an absent document, or one of other content, is
+        left alone. No operation may replace a document of a newer version.
         """
         ...
 
@@ -72,21 +73,20 @@ class OwnIds:
     def __init__(self, fetch: Fetch) -> None:
         self._fetch = fetch
 
-    def upsert_ops(self, index: str, batch: Sequence[tuple[Memory, Vector | None]]) -> list[BulkOp]:
-        partial = [_own_id(m.tenant_id, m.id) for m, vector in batch if vector is None]
+    def upsert_ops(self, index: str, batch: Sequence[IndexDocument]) -> list[BulkOp]:
+        partial = [_own_id(d.memory.tenant_id, d.memory.id) for d in batch if d.vector is None]
         existing = self._existing(index, partial) if partial else {}
         ops: list[BulkOp] = []
-        for memory, vector in batch:
+        for doc in batch:
+            memory = doc.memory
             doc_id = _own_id(memory.tenant_id, memory.id)
-            if vector is not None:
-                source = document_source(memory, vector)
+            if doc.vector is not None:
+                source = document_source(memory, doc.vector, doc.context)
             else:
                 found = existing.get(doc_id)
                 if found is None or not _may_write(memory, None, [found]):
                     continue
-                source = _without_nulls(
-                    {**document_source(memory, None), "content": found.content, "vector": found.vector}
-                )
+                source = _kept(doc, found)
             ops.append((_versioned_index(index, doc_id, memory.version), source))
         return ops
 
@@ -113,27 +113,28 @@ class AssignedIds:
     def __init__(self, search: Search) -> None:
         self._search = search
 
-    def upsert_ops(self, index: str, batch: Sequence[tuple[Memory, Vector | None]]) -> list[BulkOp]:
+    def upsert_ops(self, index: str, batch: Sequence[IndexDocument]) -> list[BulkOp]:
         by_tenant: dict[str, list[str]] = defaultdict(list)
-        for memory, _ in batch:
-            by_tenant[memory.tenant_id].append(memory.id)
-        need_vectors = any(vector is None for _, vector in batch)
+        for doc in batch:
+            by_tenant[doc.memory.tenant_id].append(doc.memory.id)
+        need_vectors = any(doc.vector is None for doc in batch)
         existing: dict[tuple[str, str], list[_Found]] = {}
         for tenant_id, ids in by_tenant.items():
             for mid, copies in self._lookup(index, tenant_id, ids, with_vector=need_vectors).items():
                 existing[(tenant_id, mid)] = copies
         ops: list[BulkOp] = []
-        for memory, vector in batch:
+        for doc in batch:
+            memory = doc.memory
             old = existing.get((memory.tenant_id, memory.id), [])
-            if not _may_write(memory, vector, old):
+            if not _may_write(memory, doc.vector, old):
                 continue
-            if vector is None:
-                kept = next((f.vector for f in old if f.vector is not None), None)
-                source = {**document_source(memory, None), "content": old[0].content, "vector": kept}
+            if doc.vector is None:
+                with_vector = next((f for f in old if f.vector is not None), old[0])
+                source = _kept(doc, with_vector)
             else:
-                source = document_source(memory, vector)
+                source = _without_nulls(document_source(memory, doc.vector, doc.context))
             ops.extend(_delete_op(index, found.id) for found in old)
-            ops.append(({"index": {"_index": index}}, _without_nulls(source)))
+            ops.append(({"index": {"_index": index}}, source))
         return ops
 
     def delete_ops(self, index: str, tenant_id: str, memory_ids: Sequence[str]) -> list[BulkOp]:
@@ -156,7 +157,7 @@ class AssignedIds:
 
 @dataclass(frozen=True, slots=True)
 class _Found:
-    """An existing document: its `_id`, memory version, content hash, vector and text.
+    """An existing document: its `_id`, memory version, content hash, vector, text and context.
 
     Version 0 and hash None: written before versions were indexed.
     """
@@ -166,17 +167,19 @@ class _Found:
     content_hash: str | None
     vector: list[float] | None
     content: str
+    context: str
 
     @classmethod
     def of(cls, doc_id: str, src: Mapping[str, Any]) -> _Found:
         version, digest = src.get("memory_version"), src.get("content_hash")
-        vector, content = src.get("vector"), src.get("content")
+        vector, content, context = src.get("vector"), src.get("content"), src.get(CONTEXT_FIELD)
         return cls(
             id=doc_id,
             version=version if isinstance(version, int) else 0,
             content_hash=digest if isinstance(digest, str) else None,
             vector=vector if isinstance(vector, list) else None,
             content=content if isinstance(content, str) else "",
+            context=context if isinstance(context, str) else "",
         )
 
 
@@ -191,6 +194,14 @@ def _may_write(memory: Memory, vector: Vector | None, existing: Sequence[_Found]
     if vector is not None:
         return True
     return bool(existing) and all(f.content_hash in (None, memory.content_hash) for f in existing)
+
+
+def _kept(doc: IndexDocument, found: _Found) -> Json:
+    """The source of a vector-less update: `found`'s vector and text (and context, unless `doc` has one)."""
+    fresh = document_source(doc.memory, None, doc.context)
+    return _without_nulls(
+        {CONTEXT_FIELD: found.context, **fresh, "content": found.content, "vector": found.vector}
+    )
 
 
 def _delete_op(index: str, doc_id: str) -> BulkOp:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -33,8 +34,9 @@ from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, R
 
 from rearview.backends.opensearch.config import OpenSearchConfig, Refresh, build_client
 from rearview.backends.opensearch.ids import AssignedIds, BulkOp, DocumentIds, OwnIds
-from rearview.backends.opensearch.mapping import VERSION_FIELDS, Json, index_body
+from rearview.backends.opensearch.mapping import ADDED_FIELDS, Json, index_body
 from rearview.backends.opensearch.queries import (
+    KEPT_FIELDS,
     LOOKUP_FIELDS,
     MAX_WINDOW,
     as_mapping,
@@ -48,7 +50,6 @@ from rearview.backends.opensearch.queries import (
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, InvalidInputError
 from rearview.lazy import Lazy
-from rearview.models import Memory
 from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
 
 __all__ = ["OpenSearchMemoryIndex"]
@@ -86,15 +87,16 @@ class OpenSearchMemoryIndex:
         """Create `<alias>-v<index_version>` and point the alias at it, unless the alias exists.
 
         Idempotent and safe to race: an index created concurrently is reused. An alias that
-        already points elsewhere (e.g. after a reindex) is left alone, but gains the version
-        fields (`VERSION_FIELDS`) if it was created before them. Its documents still carry the
-        engine's own versions: rebuild it (`rearview reindex`) so writes compare memory versions.
+        already points elsewhere (e.g. after a reindex) is left alone, but gains the fields added
+        since (`ADDED_FIELDS`: versions, keyword context) if it was created before them. Its
+        documents still carry the engine's own versions and no context: rebuild it (`rearview
+        reindex`) so writes compare memory versions and the keyword channel sees the context.
         """
         with _engine_errors("ensure_schema"):
             if self._alias_targets():
                 self.client.indices.put_mapping(
                     index=self._config.alias,
-                    body={"properties": VERSION_FIELDS},
+                    body={"properties": ADDED_FIELDS},
                     request_timeout=self._config.bulk_timeout_s,
                 )
                 return
@@ -167,8 +169,9 @@ class OpenSearchMemoryIndex:
         """Insert or replace documents by memory id (through the alias), never over a newer version.
 
         A stale write is refused by the engine (external versioning) and skipped without an
-        error. A document whose `vector` is None updates only the filterable fields of an existing
-        document, keeping its vector and text; it is ignored if the document is absent. A zero
+        error. A document whose `vector` is None updates only the filterable fields (and, when
+        given, the context) of an existing document, keeping its vector and text; it is ignored if
+        the document is absent. A zero
         vector (which the `cosinesimil` space rejects) is not indexed: that memory is found by
         the keyword channel only.
         """
@@ -265,10 +268,10 @@ class OpenSearchMemoryIndex:
     # -- writes -----------------------------------------------------------------------------
 
     def _upsert(self, index: str, docs: Sequence[IndexDocument], refresh: Refresh) -> None:
-        latest: dict[tuple[str, str], tuple[Memory, Vector | None]] = {}
+        latest: dict[tuple[str, str], IndexDocument] = {}
         for doc in docs:  # the last document of a memory in the batch wins
             vector = None if doc.vector is None else self._check_vector(doc.vector)
-            latest[(doc.memory.tenant_id, doc.memory.id)] = (doc.memory, vector)
+            latest[(doc.memory.tenant_id, doc.memory.id)] = replace(doc, vector=vector)
         if not latest:
             return
         ops = self._ids.upsert_ops(index, list(latest.values()))
@@ -288,7 +291,7 @@ class OpenSearchMemoryIndex:
             return as_mapping(
                 self.client.mget(
                     body=body,
-                    _source_includes=[*LOOKUP_FIELDS, "content", "vector"],
+                    _source_includes=[*LOOKUP_FIELDS, *KEPT_FIELDS],
                     request_timeout=self._config.bulk_timeout_s,
                 )
             )

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from rearview.ports import Vector
 
 __all__ = [
+    "ADDED_FIELDS",
+    "CONTEXT_FIELD",
     "INDEX_ANALYZER",
     "KEYWORD_FIELDS",
     "QUERY_ANALYZER",
@@ -39,6 +41,14 @@ VERSION_FIELDS: Final = {"memory_version": {"type": "long"}, "content_hash": {"t
 """What a document knows of its memory's version: conditional writes and `versions` read them.
 
 Added to an index created before they existed by `ensure_schema` (mappings only grow)."""
+
+CONTEXT_FIELD: Final = "context"
+"""The text field of `IndexDocument.context`: analyzed like `content`, searched at `CONTEXT_WEIGHT`."""
+
+_TEXT: Final = {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": QUERY_ANALYZER}
+
+ADDED_FIELDS: Final = {**VERSION_FIELDS, CONTEXT_FIELD: _TEXT}
+"""The fields added since the first mapping: `ensure_schema` puts them on an index created before them."""
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -82,7 +92,8 @@ def index_body(config: OpenSearchConfig) -> Json:
             "properties": {
                 **{name: keyword for name in KEYWORD_FIELDS},
                 **VERSION_FIELDS,
-                "content": {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": QUERY_ANALYZER},
+                "content": _TEXT,
+                CONTEXT_FIELD: _TEXT,
                 "event_time": {"type": "date"},
                 "event_time_us": {"type": "long"},
                 "updated_at": {"type": "date"},
@@ -101,8 +112,11 @@ def index_body(config: OpenSearchConfig) -> Json:
     }
 
 
-def document_source(memory: Memory, vector: Vector | None) -> Json:
-    """The indexed document of a memory (`vector` None: the fields a vector-less update sets)."""
+def document_source(memory: Memory, vector: Vector | None, context: str | None) -> Json:
+    """The indexed document of a memory (`vector` None: the fields a vector-less update sets).
+
+    `context` None: no context in a full document, the indexed one kept by a vector-less update.
+    """
     source: Json = {
         "memory_id": memory.id,
         "tenant_id": memory.tenant_id,
@@ -119,6 +133,8 @@ def document_source(memory: Memory, vector: Vector | None) -> Json:
         "memory_version": memory.version,
         "content_hash": memory.content_hash,
     }
+    if context is not None or vector is not None:
+        source[CONTEXT_FIELD] = context or ""
     if vector is not None:
         source["content"] = memory.content
         if vector.any():  # cosinesimil rejects a zero vector; such a memory is found by keyword only

@@ -12,8 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from rearview.backends.opensearch.mapping import INDEX_ANALYZER, Json, epoch_us
+from rearview.backends.opensearch.mapping import CONTEXT_FIELD, INDEX_ANALYZER, Json, epoch_us
 from rearview.errors import IndexUnavailableError
+from rearview.ports import CONTEXT_WEIGHT
 from rearview.text import STOPWORDS, tokens
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from rearview.ports import IndexQuery, Vector
 
 __all__ = [
+    "KEPT_FIELDS",
     "LOOKUP_FIELDS",
     "MAX_WINDOW",
     "as_mapping",
@@ -37,7 +39,9 @@ __all__ = [
 
 MAX_WINDOW: Final = 10_000  # index.max_result_window and the k-NN `k` ceiling
 LOOKUP_FIELDS: Final = ["memory_id", "memory_version", "content_hash"]
-"""What a write reads of an existing document (plus `content` and `vector` when it must keep them)."""
+"""What a write reads of an existing document (plus `KEPT_FIELDS` when it must keep them)."""
+KEPT_FIELDS: Final = ["content", CONTEXT_FIELD, "vector"]
+"""What a vector-less update keeps of the document it replaces."""
 
 
 def filter_clauses(tenant_id: str, flt: MemoryFilter) -> list[Json]:
@@ -71,7 +75,11 @@ def filter_clauses(tenant_id: str, flt: MemoryFilter) -> list[Json]:
 
 
 def keyword_body(query: IndexQuery, text: str) -> Json:
-    """The BM25 channel: a `match` on `content` under the query's bool filter."""
+    """The BM25 channel: `match` on `content` or on `context` (boost `CONTEXT_WEIGHT`), bool-filtered.
+
+    A document matches through either field; the scores of both add up (as FTS5's column weights
+    do, though each field has its own length norm here).
+    """
     match: Json = {"query": text}
     words = tokens(text)
     if words and all(w in STOPWORDS for w in words):
@@ -83,7 +91,11 @@ def keyword_body(query: IndexQuery, text: str) -> Json:
         "_source": ["memory_id"],
         "query": {
             "bool": {
-                "must": [{"match": {"content": match}}],
+                "should": [
+                    {"match": {"content": match}},
+                    {"match": {CONTEXT_FIELD: {**match, "boost": CONTEXT_WEIGHT}}},
+                ],
+                "minimum_should_match": 1,
                 "filter": filter_clauses(query.tenant_id, query.filter),
             }
         },
@@ -108,10 +120,10 @@ def vector_body(query: IndexQuery, vector: Vector, ef_search: int | None) -> Jso
 
 
 def lookup_body(tenant_id: str, memory_ids: Sequence[str], *, with_vector: bool) -> Json:
-    """Every document of the tenant's `memory_ids` (up to 4 copies each), with content and vector if asked."""
+    """Every document of the tenant's `memory_ids` (up to 4 copies each), with `KEPT_FIELDS` if asked."""
     return {
         "size": min(MAX_WINDOW, 4 * len(memory_ids)),
-        "_source": [*LOOKUP_FIELDS, "content", "vector"] if with_vector else LOOKUP_FIELDS,
+        "_source": [*LOOKUP_FIELDS, *KEPT_FIELDS] if with_vector else LOOKUP_FIELDS,
         "query": {
             "bool": {
                 "filter": [{"term": {"tenant_id": tenant_id}}, {"terms": {"memory_id": list(memory_ids)}}]

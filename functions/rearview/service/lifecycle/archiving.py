@@ -21,7 +21,7 @@ from typing import Protocol
 from rearview.errors import ConflictError, NotFoundError
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType
 from rearview.ports import StoreWrite
-from rearview.service import indexing
+from rearview.service import indexing, keyword_context
 from rearview.service.archival import ARCHIVABLE_STATUSES, archived_event, archived_stub
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import JobReport
@@ -132,7 +132,10 @@ class ArchivingScan:
             else:
                 archive.delete(tenant_id, ref, memory.id)
                 self.report.conflicts += 1
-        indexing.delete(self.ctx.service.index, tenant_id, archived)
+        service = self.ctx.service
+        indexing.delete(service.index, tenant_id, archived)
+        gone = [m.model_copy(update={"status": MemoryStatus.ARCHIVED}) for m, _ in batch if m.id in archived]
+        indexing.upsert(service.index, keyword_context.neighbour_documents(service.store, tenant_id, gone))
         self.report.archived += len(archived)
         state.pending = None
 

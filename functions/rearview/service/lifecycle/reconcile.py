@@ -22,6 +22,7 @@ from enum import IntEnum
 
 from rearview.models import Memory, MemoryFilter, MemoryStatus
 from rearview.ports import IndexDocument
+from rearview.service.keyword_context import reindex_contexts
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import ReconcileReport
 from rearview.service.lifecycle.runner import Checkpoint, JobState
@@ -147,4 +148,7 @@ class ReconcileJob:
         for start in range(0, len(items), batch):
             chunk = items[start : start + batch]
             vectors = service.embedder.embed_documents([m.content for m in chunk])
-            service.index.upsert([IndexDocument(m, vectors[i]) for i, m in enumerate(chunk)])
+            contexts = reindex_contexts(service.store, self.ctx.tenant_id, chunk)
+            service.index.upsert(
+                [IndexDocument(m, vectors[i], context=contexts.get(m.id)) for i, m in enumerate(chunk)]
+            )
