@@ -406,12 +406,31 @@ def test_stream_archives_ttl_expired_memories_and_drops_them_from_the_index() ->
     assert list(archive.iter_refs(expired.tenant_id)) == [stub.archive_ref]
 
 
-def test_stream_reports_the_first_failing_record() -> None:
+def test_stream_reports_the_first_failing_record_and_every_record_after_it() -> None:
     event = load_event("stream/ttl-remove")
     down = FlakyArchive(Fault(down=True, error=ArchiveError))  # S3 is down: the record is reported, not lost
     service = _service(InMemoryMemoryIndex(256), down)
-    first = event["Records"][0]["dynamodb"]["SequenceNumber"]
-    assert stream.process(event, lambda: service) == {"batchItemFailures": [{"itemIdentifier": first}]}
+    sequences = [r["dynamodb"]["SequenceNumber"] for r in event["Records"]]
+    assert stream.process(event, lambda: service) == {
+        "batchItemFailures": [{"itemIdentifier": s} for s in sequences]
+    }
+
+
+def test_stream_attempts_nothing_after_a_failure() -> None:
+    event = load_event("stream/ttl-remove")
+    skipped, expiring = event["Records"][1], event["Records"][0]
+    again = json.loads(json.dumps(expiring))
+    again["dynamodb"]["SequenceNumber"] = "4421584500000000017450439099"
+    event["Records"] = [skipped, expiring, again]
+    fault = Fault(on_call=1, error=ArchiveError)  # only the first archive call fails
+    service = _service(InMemoryMemoryIndex(256), FlakyArchive(fault))
+    assert stream.process(event, lambda: service) == {
+        "batchItemFailures": [
+            {"itemIdentifier": expiring["dynamodb"]["SequenceNumber"]},
+            {"itemIdentifier": "4421584500000000017450439099"},
+        ]
+    }
+    assert fault.calls == 1  # the record after the failure was not attempted
 
 
 def test_stream_skips_application_deletes_and_non_memory_items() -> None:
