@@ -8,7 +8,8 @@ Contract of `AsgiBridge`:
   Lambda freezes the process, and every task the lifespan started (the MCP SDK's session
   manager and its task group, which may be started only once per process) is resumed by the
   next invocation's `run_until_complete`. A naive adapter that runs the lifespan per request
-  fails on the second call; this one does not.
+  fails on the second call; this one does not. That is why this is not Mangum: it enters and
+  exits the lifespan around every invocation (`Mangum.__call__` enters a `LifespanCycle` each time).
 - `invoke()` turns one event into one ASGI `http` request and the app's response into the
   proxy-integration result (`statusCode`, `headers`, `cookies`, `body`, `isBase64Encoded`).
   It never waits past `timeout_s`: an app that has not answered by then is cancelled and the

@@ -4,22 +4,25 @@ Event (the schedule's `Input`, delivered as is): `{"job": "decay" | "archive" | 
 "tenant": "<id>"}`; `tenant` is optional (every tenant when absent).
 
 Contract:
-- The job logic is `rearview.service.lifecycle.run_job`; this handler validates the event,
-  gives the run a budget that ends before the invocation's timeout, and renders the report:
+- The job logic is `rearview.service.lifecycle.run_job`; this handler validates the event
+  (Powertools `event_parser` with the `JobEvent` model), gives the run a budget that ends before
+  the invocation's timeout, and renders the report:
   `{"job", "tenant", "status": "complete" | "incomplete", "result": <LifecycleRun as JSON>}`.
   `incomplete` means the run stopped at its budget; the next scheduled run resumes it.
-- A malformed event raises `InvalidJobEventError`: the invocation fails, Lambda retries it
+- A malformed event raises pydantic's `ValidationError` (a `ValueError`) before the service is
+  built: the invocation fails, Lambda retries it
   (asynchronous invocation) and then sends it to the jobs dead-letter queue, where it is seen.
 - An error raised by the job propagates the same way (retried, then dead-lettered, alarmed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from aws_lambda_powertools.utilities.parser import event_parser
+from pydantic import BaseModel, ConfigDict, Field
 
 from handlers._service import lambda_checkpoints, lambda_service
 from rearview.service.job_names import JobName
@@ -30,13 +33,9 @@ if TYPE_CHECKING:
     from rearview.ports import CheckpointStore
     from rearview.service.memory_service import MemoryService
 
-__all__ = ["InvalidJobEventError", "JobEvent", "handler", "run"]
+__all__ = ["JobEvent", "handler", "run"]
 
 logger = Logger()  # service name: POWERTOOLS_SERVICE_NAME (template.yaml sets it)
-
-
-class InvalidJobEventError(ValueError):
-    """The scheduled event is not `{"job": "decay"|"archive"|"reconcile", "tenant"?: str}`."""
 
 
 class JobEvent(BaseModel):
@@ -49,19 +48,15 @@ class JobEvent(BaseModel):
 
 
 def run(
-    event: Mapping[str, Any],
+    job: JobEvent,
     service: Callable[[], MemoryService],
     remaining_ms: int | None = None,
     checkpoints: Callable[[], CheckpointStore] | None = None,
 ) -> dict[str, Any]:
-    """Validate the event and run its job; `service` and `checkpoints` are called only once it is valid.
+    """Run the event's job and render its report.
 
     Without `checkpoints` progress is kept in memory (it survives warm invocations only).
     """
-    try:
-        job = JobEvent.model_validate(event)
-    except ValidationError as exc:
-        raise InvalidJobEventError(f"invalid job event: {exc.errors(include_url=False)}") from exc
     from rearview.service.lifecycle import Deadline, run_job
 
     budget = Deadline.from_remaining_ms(remaining_ms) if remaining_ms is not None else None
@@ -76,9 +71,10 @@ def run(
 
 
 @logger.inject_lambda_context(clear_state=True)
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Lambda entry point (`handlers.jobs.handler`)."""
-    logger.append_keys(job=event.get("job"), tenant=event.get("tenant"))
+@event_parser(model=JobEvent)
+def handler(event: JobEvent, context: LambdaContext) -> dict[str, Any]:
+    """Lambda entry point (`handlers.jobs.handler`); `event` arrives parsed (a malformed one fails first)."""
+    logger.append_keys(job=event.job, tenant=event.tenant)
     result = run(event, lambda_service, context.get_remaining_time_in_millis(), lambda_checkpoints)
     logger.info("job finished", extra={"status": result["status"]})
     return result

@@ -9,9 +9,11 @@ to `rearview.service.lifecycle.on_expired`: the old image is archived with its h
 takes its place, and it leaves the search index. That call is idempotent, because a batch can
 be delivered more than once.
 
-Failures are reported per record (`ReportBatchItemFailures`): processing stops at the first
-failing record and returns its sequence number, so Lambda retries from there (in stream order);
-after the mapping's retries the batch goes to the stream dead-letter queue.
+Failures are reported per record (`ReportBatchItemFailures`) by Powertools' `BatchProcessor`:
+processing stops at the first failing record, which is reported with every record after it (not
+attempted), so Lambda retries from there in stream order; after the mapping's retries the batch
+goes to the stream dead-letter queue. A failing record without a sequence number is reported with
+a null `itemIdentifier`, which Lambda treats as a failure of the whole batch.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
     DynamoDBRecord,
     DynamoDBRecordEventName,
-    DynamoDBStreamEvent,
 )
 
 from handlers._service import lambda_service
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from rearview.models import Memory
     from rearview.service.memory_service import MemoryService
 
-__all__ = ["expired_memory", "handler", "is_ttl_removal", "process"]
+__all__ = ["EarlierRecordFailedError", "expired_memory", "handler", "is_ttl_removal", "process"]
 
 logger = Logger()  # service name: POWERTOOLS_SERVICE_NAME (template.yaml sets it)
 
@@ -62,25 +64,33 @@ def expired_memory(record: DynamoDBRecord) -> Memory | None:
     return memory_from_item(image)
 
 
+class EarlierRecordFailedError(Exception):
+    """A record not attempted because one before it failed (it is retried with that one, in order)."""
+
+
 def process(event: Mapping[str, Any], service: Callable[[], MemoryService]) -> dict[str, Any]:
     """Handle a batch; returns `{"batchItemFailures": [...]}` (empty when every record succeeded)."""
     from rearview.service.lifecycle import on_expired
 
+    processor = BatchProcessor(EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
     actions: dict[str, int] = {}
-    for record in DynamoDBStreamEvent(dict(event)).records:
-        sequence = record.dynamodb.sequence_number if record.dynamodb is not None else None
+
+    def expire(record: DynamoDBRecord) -> str:
+        if processor.fail_messages:  # keep stream order: nothing after a failure is attempted
+            raise EarlierRecordFailedError(record.dynamodb.sequence_number if record.dynamodb else None)
         try:
             memory = expired_memory(record) if is_ttl_removal(record) else None
             action = "skipped" if memory is None else on_expired(service(), memory).action
         except Exception:
+            sequence = record.dynamodb.sequence_number if record.dynamodb is not None else None
             logger.exception("expiring a memory failed", extra={"sequence_number": sequence})
-            if not sequence:  # cannot name the record: fail the whole batch (retried, bisected)
-                raise
-            logger.info("batch stopped", extra={"actions": actions})
-            return {"batchItemFailures": [{"itemIdentifier": sequence}]}
+            raise
         actions[action] = actions.get(action, 0) + 1
-    logger.info("batch done", extra={"actions": actions})
-    return {"batchItemFailures": []}
+        return action
+
+    response = process_partial_response(event=dict(event), record_handler=expire, processor=processor)
+    logger.info("batch done", extra={"actions": actions, "failed": len(processor.fail_messages)})
+    return dict(response)
 
 
 @logger.inject_lambda_context(clear_state=True)

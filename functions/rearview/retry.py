@@ -1,4 +1,9 @@
-"""Bounded retries: one backoff policy for every adapter that talks to a remote service."""
+"""Bounded retries for what botocore's own retry modes do not cover.
+
+SDK calls are retried by botocore (standard mode, configured on each client). This policy is for
+the DynamoDB outcomes it does not retry: transaction conflicts, throttled items inside a cancelled
+transaction, and unprocessed batch keys (`backends/dynamodb/table_client.py`).
+"""
 
 from __future__ import annotations
 

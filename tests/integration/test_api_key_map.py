@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from infra import put_api_key
-from rearview.api.lambda_auth import LambdaAuthSettings, build_resolver
+from rearview.api.lambda_auth import LambdaAuthSettings, RefreshingKeyResolver, build_resolver
 from rearview.errors import ConfigurationError
 from rearview.principal import Principal
 from rearview.settings import hash_key
@@ -40,6 +40,19 @@ def test_an_unreadable_key_map_fails_init_with_a_clear_error(mocked_aws: None) -
         match=r"REARVIEW_API_KEYS_PARAMETER.*/missing cannot be read \(ParameterNotFound\)",
     ):
         build_resolver(LambdaAuthSettings(api_keys_parameter="/missing"), region=REGION)
+
+
+def test_a_rotated_key_map_is_seen_after_max_age_or_a_forced_refresh(mocked_aws: None) -> None:
+    ssm = boto3.client("ssm")
+    ssm.put_parameter(Name="/keys", Value=json.dumps({DIGEST_A: "tenant-a"}), Type="SecureString")
+    resolver = build_resolver(LambdaAuthSettings(api_keys_parameter="/keys"), region=REGION)
+    assert isinstance(resolver, RefreshingKeyResolver)
+    rotated = json.dumps({hash_key("key-b"): "tenant-b"})
+    ssm.put_parameter(Name="/keys", Value=rotated, Type="SecureString", Overwrite=True)
+    assert resolver.principal_for("key-a") == Principal("tenant-a")  # cached for max_age (300 s)
+    resolver.expire()
+    assert resolver.principal_for("key-a") is None
+    assert resolver.principal_for("key-b") == Principal("tenant-b")
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,8 @@ from functools import partial
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBStreamEvent
+from pydantic import ValidationError
 
 from handlers import jobs, mcp, stream
 from handlers._service import lambda_checkpoints, lambda_service
@@ -389,7 +391,7 @@ def _service(index: InMemoryMemoryIndex, archive: InMemoryArchive) -> MemoryServ
 
 def test_stream_archives_ttl_expired_memories_and_drops_them_from_the_index() -> None:
     event = load_event("stream/ttl-remove")
-    expired = stream.expired_memory(next(iter(stream.DynamoDBStreamEvent(event).records)))
+    expired = stream.expired_memory(next(iter(DynamoDBStreamEvent(event).records)))
     assert expired is not None
     index, archive = InMemoryMemoryIndex(256), InMemoryArchive()
     service = _service(index, archive)
@@ -406,17 +408,36 @@ def test_stream_archives_ttl_expired_memories_and_drops_them_from_the_index() ->
     assert list(archive.iter_refs(expired.tenant_id)) == [stub.archive_ref]
 
 
-def test_stream_reports_the_first_failing_record() -> None:
+def test_stream_reports_the_first_failing_record_and_every_record_after_it() -> None:
     event = load_event("stream/ttl-remove")
     down = FlakyArchive(Fault(down=True, error=ArchiveError))  # S3 is down: the record is reported, not lost
     service = _service(InMemoryMemoryIndex(256), down)
-    first = event["Records"][0]["dynamodb"]["SequenceNumber"]
-    assert stream.process(event, lambda: service) == {"batchItemFailures": [{"itemIdentifier": first}]}
+    sequences = [r["dynamodb"]["SequenceNumber"] for r in event["Records"]]
+    assert stream.process(event, lambda: service) == {
+        "batchItemFailures": [{"itemIdentifier": s} for s in sequences]
+    }
+
+
+def test_stream_attempts_nothing_after_a_failure() -> None:
+    event = load_event("stream/ttl-remove")
+    skipped, expiring = event["Records"][1], event["Records"][0]
+    again = json.loads(json.dumps(expiring))
+    again["dynamodb"]["SequenceNumber"] = "4421584500000000017450439099"
+    event["Records"] = [skipped, expiring, again]
+    fault = Fault(on_call=1, error=ArchiveError)  # only the first archive call fails
+    service = _service(InMemoryMemoryIndex(256), FlakyArchive(fault))
+    assert stream.process(event, lambda: service) == {
+        "batchItemFailures": [
+            {"itemIdentifier": expiring["dynamodb"]["SequenceNumber"]},
+            {"itemIdentifier": "4421584500000000017450439099"},
+        ]
+    }
+    assert fault.calls == 1  # the record after the failure was not attempted
 
 
 def test_stream_skips_application_deletes_and_non_memory_items() -> None:
     event = load_event("stream/ttl-remove")
-    records = list(stream.DynamoDBStreamEvent(event).records)
+    records = list(DynamoDBStreamEvent(event).records)
     assert [stream.is_ttl_removal(r) for r in records] == [True, True, False]
     assert stream.expired_memory(records[1]) is None  # a dedup lookup item, not a memory
 
@@ -462,11 +483,16 @@ def test_jobs_handler_keeps_progress_in_the_table(
     assert saved is not None and json.loads(saved)["completed_at"] is not None
 
 
-def test_jobs_handler_rejects_a_malformed_event() -> None:
-    with pytest.raises(jobs.InvalidJobEventError, match="job"):
-        jobs.run({"job": "compact"}, lambda: pytest.fail("the service must not be built"))
-    with pytest.raises(jobs.InvalidJobEventError):
-        jobs.run({"job": "decay", "tenants": "x"}, lambda: pytest.fail("the service must not be built"))
+def test_jobs_handler_rejects_a_malformed_event_before_building_the_service() -> None:
+    lambda_service.cache_clear()
+    context = FakeLambdaContext(function_name="jobs", remaining_ms=900_000)
+    with pytest.raises(ValidationError, match="job"):
+        jobs.handler({"job": "compact"}, context)
+    with pytest.raises(ValidationError, match="tenants"):
+        jobs.handler({"job": "decay", "tenants": "x"}, context)
+    with pytest.raises(ValidationError, match="tenant"):
+        jobs.handler({"job": "decay", "tenant": ""}, context)
+    assert lambda_service.cache_info().currsize == 0
 
 
 def test_every_http_event_is_valid_payload_v2() -> None:

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import boto3
+import botocore.endpoint
 import numpy as np
 import pytest
 from botocore.awsrequest import AWSResponse
@@ -22,8 +23,8 @@ from botocore.stub import Stubber
 
 from rearview.embedders.bedrock import BedrockTitanEmbedder
 from rearview.errors import EmbedderError, InvalidInputError
-from rearview.retry import RetryPolicy
 from rearview.testing import RecordingSleep
+from tests.fixtures.aws import WireAnswers, wire_error
 
 REGION = "us-east-1"
 MODEL = "amazon.titan-embed-text-v2:0"
@@ -54,13 +55,29 @@ def client() -> Any:
 
 
 @pytest.fixture
-def sleeps() -> RecordingSleep:
-    return RecordingSleep()
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> RecordingSleep:
+    """botocore's backoff sleeps, recorded instead of slept."""
+    recording = RecordingSleep()
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", recording)
+    return recording
 
 
-def make(client: Any, sleeps: RecordingSleep, **kwargs: Any) -> BedrockTitanEmbedder:
+def make(client: Any, **kwargs: Any) -> BedrockTitanEmbedder:
     kwargs.setdefault("dimension", 256)
-    return BedrockTitanEmbedder(client=client, retry=RetryPolicy(max_attempts=4, sleep=sleeps), **kwargs)
+    return BedrockTitanEmbedder(client=client, **kwargs)
+
+
+@pytest.fixture
+def retrying(monkeypatch: pytest.MonkeyPatch, sleeps: RecordingSleep) -> BedrockTitanEmbedder:
+    """An embedder with the client it creates itself (botocore standard retries, 4 attempts)."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    return BedrockTitanEmbedder(dimension=256, max_attempts=4)
+
+
+def titan_answer(text: str) -> tuple[int, dict[str, Any]]:
+    return 200, {"embedding": titan_vector(text, 256), "inputTextTokenCount": 3}
 
 
 class FakeTitan:
@@ -112,77 +129,87 @@ def test_unsupported_dimension_is_refused(dimension: int):
     assert info.value.field == "dimension" and info.value.allowed == ["256", "512", "1024"]
 
 
-def test_constructor_does_no_io_and_the_lazy_client_leaves_retries_to_us(monkeypatch: pytest.MonkeyPatch):
+def test_constructor_does_no_io_and_the_lazy_client_retries_in_standard_mode(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     embedder = BedrockTitanEmbedder()
     assert not embedder._client.built
-    assert embedder._client.get().meta.config.retries == {"mode": "standard", "total_max_attempts": 1}
+    assert embedder._client.get().meta.config.retries == {"mode": "standard", "total_max_attempts": 5}
 
 
 # --------------------------------------------------------------------------- Stubber
 
 
-def test_query_sends_titan_v2_body_and_returns_unit_float32(client: Any, sleeps: RecordingSleep):
+def test_query_sends_titan_v2_body_and_returns_unit_float32(client: Any):
     stubber = Stubber(client)
     stubber.add_response(
         "invoke_model", titan_response(titan_vector("tea?", 1024)), expected_request("tea?", 1024)
     )
     with stubber:
-        vector = make(client, sleeps, dimension=1024).embed_query("tea?")
+        vector = make(client, dimension=1024).embed_query("tea?")
         stubber.assert_no_pending_responses()
     assert vector.shape == (1024,) and vector.dtype == np.float32
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
 
 
-def test_vectors_are_renormalized(client: Any, sleeps: RecordingSleep):
+def test_vectors_are_renormalized(client: Any):
     stubber = Stubber(client)
     stubber.add_response("invoke_model", titan_response([2.0] * 256))
     with stubber:
-        vector = make(client, sleeps).embed_query("q")
+        vector = make(client).embed_query("q")
     assert np.allclose(vector, 1 / 16) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
 
 
-def test_throttling_and_model_not_ready_are_retried(client: Any, sleeps: RecordingSleep):
-    stubber = Stubber(client)
-    stubber.add_client_error("invoke_model", "ThrottlingException", http_status_code=429)
-    stubber.add_client_error("invoke_model", "ModelNotReadyException", http_status_code=429)
-    stubber.add_client_error("invoke_model", "ServiceUnavailableException", http_status_code=503)
-    stubber.add_response("invoke_model", titan_response(titan_vector("q", 256)))
-    with stubber:
-        vector = make(client, sleeps).embed_query("q")
-    assert vector.shape == (256,)
-    assert len(sleeps.delays) == 3
-    assert all(0 <= d <= cap for d, cap in zip(sleeps.delays, (0.05, 0.1, 0.2), strict=True))  # full jitter
+def test_throttling_model_not_ready_and_5xx_are_retried_by_botocore(
+    retrying: BedrockTitanEmbedder, sleeps: RecordingSleep
+):
+    wire = WireAnswers(
+        retrying._client.get(),
+        "InvokeModel",
+        [
+            wire_error(429, "ThrottlingException"),
+            wire_error(429, "ModelNotReadyException"),
+            wire_error(503, "ServiceUnavailableException"),
+            titan_answer("q"),
+        ],
+    )
+    vector = retrying.embed_query("q")
+    assert np.allclose(vector, titan_vector("q", 256), atol=1e-6)
+    assert (wire.sends, len(sleeps.delays)) == (4, 3)
 
 
-def test_throttling_past_the_bound_is_an_embedder_error(client: Any, sleeps: RecordingSleep):
-    stubber = Stubber(client)
-    for _ in range(4):
-        stubber.add_client_error("invoke_model", "ThrottlingException", http_status_code=429)
-    with stubber, pytest.raises(EmbedderError, match="ThrottlingException"):
-        make(client, sleeps).embed_query("q")
-    assert len(sleeps.delays) == 3
+def test_throttling_past_the_bound_is_an_embedder_error(
+    retrying: BedrockTitanEmbedder, sleeps: RecordingSleep
+):
+    wire = WireAnswers(retrying._client.get(), "InvokeModel", [wire_error(429, "ThrottlingException")] * 4)
+    with pytest.raises(EmbedderError, match="ThrottlingException"):
+        retrying.embed_query("q")
+    assert (wire.sends, len(sleeps.delays)) == (4, 3)
 
 
-def test_non_retryable_errors_fail_at_once(client: Any, sleeps: RecordingSleep):
-    stubber = Stubber(client)
-    stubber.add_client_error("invoke_model", "AccessDeniedException", "no model access", http_status_code=403)
-    with stubber, pytest.raises(EmbedderError, match=r"AccessDeniedException.*no model access"):
-        make(client, sleeps).embed_query("q")
-    assert sleeps.delays == []
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(403, "AccessDeniedException"), (400, "ValidationException"), (408, "ModelTimeoutException")],
+)
+def test_other_errors_fail_at_once(
+    retrying: BedrockTitanEmbedder, sleeps: RecordingSleep, status: int, code: str
+):
+    wire = WireAnswers(retrying._client.get(), "InvokeModel", [wire_error(status, code, "no model access")])
+    with pytest.raises(EmbedderError, match=rf"{code}.*no model access"):
+        retrying.embed_query("q")
+    assert (wire.sends, sleeps.delays) == (1, [])
 
 
-def test_a_vector_of_the_wrong_dimension_is_an_error(client: Any, sleeps: RecordingSleep):
+def test_a_vector_of_the_wrong_dimension_is_an_error(client: Any):
     stubber = Stubber(client)
     stubber.add_response("invoke_model", titan_response(titan_vector("q", 1024)))
     with stubber, pytest.raises(EmbedderError, match=r"1024-d vector.*256 dimensions"):
-        make(client, sleeps).embed_query("q")
+        make(client).embed_query("q")
 
 
-def test_cache_hit_avoids_a_second_call_and_returns_a_private_copy(client: Any, sleeps: RecordingSleep):
+def test_cache_hit_avoids_a_second_call_and_returns_a_private_copy(client: Any):
     stubber = Stubber(client)
     stubber.add_response("invoke_model", titan_response(titan_vector("q", 256)))  # exactly one response
-    embedder = make(client, sleeps)
+    embedder = make(client)
     with stubber:
         first = embedder.embed_query("q")
         first[:] = 0.0  # the caller's copy; the cache is unaffected
@@ -191,9 +218,9 @@ def test_cache_hit_avoids_a_second_call_and_returns_a_private_copy(client: Any, 
     assert np.allclose(second, titan_vector("q", 256), atol=1e-6)
 
 
-def test_cache_is_lru_bounded(client: Any, sleeps: RecordingSleep):
+def test_cache_is_lru_bounded(client: Any):
     titan = FakeTitan(client)
-    embedder = make(client, sleeps, cache_size=2)
+    embedder = make(client, cache_size=2)
     for text in ("a", "b", "a", "c", "a", "b"):
         embedder.embed_query(text)
     assert titan.calls == ["a", "b", "c", "b"]  # "b" was least recently used when "c" came
@@ -202,12 +229,10 @@ def test_cache_is_lru_bounded(client: Any, sleeps: RecordingSleep):
 # --------------------------------------------------------------------------- batches
 
 
-def test_documents_embed_concurrently_in_order_and_once_per_distinct_text(
-    client: Any, sleeps: RecordingSleep
-):
+def test_documents_embed_concurrently_in_order_and_once_per_distinct_text(client: Any):
     titan = FakeTitan(client, delay=0.05)
     texts = [f"memory {i % 12}" for i in range(20)]
-    matrix = make(client, sleeps, max_workers=4).embed_documents(texts)
+    matrix = make(client, max_workers=4).embed_documents(texts)
     assert matrix.shape == (20, 256) and matrix.dtype == np.float32
     for row, text in zip(matrix, texts, strict=True):
         assert np.allclose(row, titan_vector(text, 256), atol=1e-6)
@@ -215,15 +240,15 @@ def test_documents_embed_concurrently_in_order_and_once_per_distinct_text(
     assert 2 <= titan.max_in_flight <= 4
 
 
-def test_one_failing_document_fails_the_batch(client: Any, sleeps: RecordingSleep):
+def test_one_failing_document_fails_the_batch(client: Any):
     FakeTitan(client, fail_on="bad")
     with pytest.raises(EmbedderError, match="ValidationException"):
-        make(client, sleeps).embed_documents(["good", "bad", "fine"])
+        make(client).embed_documents(["good", "bad", "fine"])
 
 
-def test_bad_text_is_refused_before_any_call(client: Any, sleeps: RecordingSleep):
+def test_bad_text_is_refused_before_any_call(client: Any):
     titan = FakeTitan(client)
-    embedder = make(client, sleeps)
+    embedder = make(client)
     for text in ("", "   ", "x" * 50_001):
         with pytest.raises(InvalidInputError) as info:
             embedder.embed_query(text)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.endpoint
 import pytest
 from botocore.stub import ANY, Stubber
 
@@ -21,11 +22,11 @@ from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import BackendError, LanguageModelError
 from rearview.models import HistoryAction, MemoryStatus, MemoryType, WriteAction, WriteRequest
-from rearview.retry import RetryPolicy
 from rearview.service.consolidation import CONTRADICTION_SYSTEM, SUMMARY_SYSTEM, Consolidator
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.testing import RecordingSleep, ScriptedModel
 from tests.factories import T0
+from tests.fixtures.aws import WireAnswers, wire_error
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "bedrock"
 MODEL = "amazon.nova-lite-v1:0"
@@ -81,20 +82,24 @@ def test_converse_answer_is_the_joined_text(client: Any, stub: Any) -> None:
     assert model.model_id == f"bedrock:{MODEL}"
 
 
-def test_throttling_is_retried_with_backoff(client: Any, stub: Any) -> None:
-    stub.add_client_error("converse", service_error_code="ThrottlingException", http_status_code=429)
-    stub.add_response("converse", recorded("converse_summary"), converse_params("sys", 50))
+def test_throttling_is_retried_by_botocore(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
     sleeps = RecordingSleep()
-    model = BedrockConverseModel(MODEL, client, retry=RetryPolicy(max_attempts=3, sleep=sleeps))
-    assert model.complete("sys", "prompt", 50)
-    assert len(sleeps.delays) == 1
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", sleeps)
+    model = BedrockConverseModel(MODEL, max_attempts=3)
+    answers = [wire_error(429, "ThrottlingException"), (200, recorded("converse_summary"))]
+    wire = WireAnswers(model._client.get(), "Converse", answers)
+    assert model.complete("sys", "prompt", 50).startswith("The team reviewed")
+    assert (wire.sends, len(sleeps.delays)) == (2, 1)
 
 
 @pytest.mark.parametrize("code", ["AccessDeniedException", "ValidationException"])
 def test_other_errors_fail_at_once(client: Any, stub: Any, code: str) -> None:
     stub.add_client_error("converse", service_error_code=code, service_message="nope", http_status_code=400)
     with pytest.raises(LanguageModelError, match=code):
-        BedrockConverseModel(MODEL, client, retry=RetryPolicy(sleep=RecordingSleep())).complete("s", "p", 10)
+        BedrockConverseModel(MODEL, client).complete("s", "p", 10)
 
 
 def test_an_answer_without_text_is_an_error(client: Any, stub: Any) -> None:

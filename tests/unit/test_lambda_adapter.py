@@ -307,45 +307,54 @@ def test_key_map_accepts_only_hashed_keys() -> None:
         assert "key-a" not in str(info.value)  # errors never echo a key
 
 
-def test_refreshing_resolver_picks_up_rotated_keys_and_survives_failed_refreshes() -> None:
+def test_refreshing_resolver_picks_up_rotated_keys_and_survives_failed_reads() -> None:
     now = [0.0]
-    maps: list[dict[str, Principal] | Exception] = [
-        {hash_key("key-b"): Principal("tenant-b")},
-        RuntimeError("ssm down"),
+    maps: list[str | Exception] = [
+        json.dumps({DIGEST_A: "tenant-a"}),
+        json.dumps({DIGEST_A: "tenant-a"}),
+        json.dumps({hash_key("key-b"): "tenant-b"}),
+        ConfigurationError("REARVIEW_API_KEYS_PARAMETER", "/keys cannot be read (ThrottlingException)"),
+        "not json",
+        json.dumps({hash_key("key-c"): "tenant-c"}),
     ]
 
-    def loader() -> dict[str, Principal]:
+    def read(force: bool) -> str:
         item = maps.pop(0)
         if isinstance(item, Exception):
             raise item
         return item
 
-    resolver = RefreshingKeyResolver(
-        {DIGEST_A: Principal("tenant-a")}, loader, max_age_s=60, monotonic=lambda: now[0]
-    )
+    resolver = RefreshingKeyResolver(read, "src", retry_after_s=60, monotonic=lambda: now[0]).load()
     assert resolver.principal_for("key-a") == Principal("tenant-a")
-    now[0] = 61
     assert resolver.principal_for("key-a") is None  # rotated out
-    assert resolver.principal_for("key-b") == Principal("tenant-b")
+    assert resolver.principal_for("key-b") == Principal("tenant-b")  # read failed: previous keys kept
+    assert resolver.principal_for("key-b") == Principal("tenant-b")  # no read until the pause is over
+    assert len(maps) == 2
+    now[0] = 61
+    assert resolver.principal_for("key-b") == Principal("tenant-b")  # malformed map: previous keys kept
     now[0] = 122
-    assert resolver.principal_for("key-b") == Principal("tenant-b")  # refresh failed: previous keys kept
+    assert resolver.principal_for("key-c") == Principal("tenant-c")
     assert resolver.open is False
 
 
-def test_expire_forces_a_refresh_even_without_a_max_age() -> None:
-    loads = []
+def test_expire_bypasses_the_cache_once() -> None:
+    reads: list[bool] = []
 
-    def loader() -> dict[str, Principal]:
-        loads.append(1)
-        return {hash_key("key-b"): Principal("tenant-b")}
+    def read(force: bool) -> str:
+        reads.append(force)
+        return json.dumps({hash_key("key-b" if len(reads) > 2 else "key-a"): "tenant-x"})
 
-    resolver = RefreshingKeyResolver({DIGEST_A: Principal("tenant-a")}, loader, max_age_s=0)
-    assert resolver.principal_for("key-a") == Principal("tenant-a")
-    assert loads == []
+    resolver = RefreshingKeyResolver(read, "src").load()
+    assert resolver.principal_for("key-a") == Principal("tenant-x")
     resolver.expire()  # what a SnapStart restore does
-    assert resolver.principal_for("key-b") == Principal("tenant-b")
-    assert resolver.principal_for("key-b") == Principal("tenant-b")
-    assert loads == [1]
+    assert resolver.principal_for("key-b") == Principal("tenant-x")
+    assert resolver.principal_for("key-b") == Principal("tenant-x")
+    assert reads == [True, False, True, False]
+
+
+def test_a_malformed_key_map_fails_init() -> None:
+    with pytest.raises(ConfigurationError, match="REARVIEW_API_KEYS_JSON"):
+        build_resolver(LambdaAuthSettings(api_keys_json="[]"))
 
 
 def test_no_keys_means_closed_not_open() -> None:
@@ -401,6 +410,6 @@ def test_key_map_entries_may_bind_a_key_to_an_agent() -> None:
     raw = json.dumps(
         {DIGEST_A: {"tenant": "tenant-a", "agent": "claude-code"}, hash_key("key-b"): "tenant-b"}
     )
-    resolver = RefreshingKeyResolver(parse_key_map(raw, "src"))
+    resolver = RefreshingKeyResolver(lambda _force: raw, "src").load()
     assert resolver.principal_for("key-a") == Principal("tenant-a", "claude-code")
     assert resolver.principal_for("key-b") == Principal("tenant-b")

@@ -8,8 +8,8 @@ Two modes, chosen by `REARVIEW_AUTH_MODE` (read once into `LambdaAuthSettings`):
   `{"sha256:...": {"tenant": "<tenant>", "agent": "<agent>"}}`) in an SSM SecureString parameter
   (`REARVIEW_API_KEYS_PARAMETER`), a Secrets Manager secret (`REARVIEW_API_KEYS_SECRET`) or, for
   tests and `sam local`, the environment (`REARVIEW_API_KEYS_JSON`). They are fetched once at
-  init and re-fetched at most every `REARVIEW_API_KEYS_MAX_AGE_S` seconds, so a revoked key stops
-  working without a deploy.
+  init through Powertools Parameters, whose cache re-fetches them when older than
+  `REARVIEW_API_KEYS_MAX_AGE_S` seconds, so a revoked key stops working without a deploy.
 - `jwt`: API Gateway's JWT authorizer has already validated the bearer token; the tenant is the
   value of one claim (`REARVIEW_TENANT_CLAIM`, default `sub`) of
   `requestContext.authorizer.jwt.claims`; with `REARVIEW_AGENT_CLAIM` set, the token is also
@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -125,55 +126,74 @@ def _is_digest(value: str) -> bool:
     )
 
 
-class RefreshingKeyResolver(ApiKeyResolver):
-    """Hashed API key -> principal, from a loader that is re-run when the keys are older than `max_age_s`.
+KeyMapReader = Callable[[bool], str]
+"""Reads the raw JSON key map; `True` bypasses the reader's cache. Raises `ConfigurationError`."""
 
-    Never open: with no keys loaded, every key is refused. A failed refresh keeps the previous keys
-    (logged), so an SSM hiccup does not lock every caller out.
+
+class RefreshingKeyResolver(ApiKeyResolver):
+    """Hashed API key -> principal, from a key map `read` on every request through its cache.
+
+    Freshness is the reader's (Powertools Parameters caches the SSM or Secrets Manager value for
+    `REARVIEW_API_KEYS_MAX_AGE_S`); the map is re-parsed only when its text changed. Never open:
+    with no reader, or nothing read yet, every key is refused. A failed read or a malformed new map
+    keeps the previous keys (logged), so an SSM hiccup does not lock every caller out; Powertools
+    does not cache a failure, so the next read is attempted only after `retry_after_s`.
     """
 
     def __init__(
         self,
-        keys: Mapping[str, Principal],
-        loader: Callable[[], dict[str, Principal]] | None = None,
-        max_age_s: float = 0.0,
+        read: KeyMapReader | None = None,
+        source: str = "key map",
+        retry_after_s: float = 60.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(keys, default_tenant=None)
-        self._inner = ApiKeyResolver(keys, default_tenant=None)
-        self._loader = loader
-        self._max_age_s = max_age_s
+        super().__init__({}, default_tenant=None)
+        self._read = read
+        self._source = source
+        self._inner = ApiKeyResolver({}, default_tenant=None)
+        self._raw: str | None = None
+        self._force = False
+        self._retry_after_s = retry_after_s
         self._monotonic = monotonic
-        self._loaded_at = monotonic()
+        self._retry_at = float("-inf")
 
     @property
     def open(self) -> bool:
         """Always False: Lambda never serves an unauthenticated default tenant."""
         return False
 
+    def load(self) -> RefreshingKeyResolver:
+        """Read and parse the key map now (at init); raises `ConfigurationError` when it cannot."""
+        if self._read is not None:
+            self._apply(self._read(True))
+        return self
+
     def expire(self) -> None:
-        """Re-fetch the keys on the next request (after a SnapStart restore: the snapshot's may be old)."""
-        self._loaded_at = float("-inf")
+        """Bypass the cache on the next request (after a SnapStart restore: the snapshot's may be old)."""
+        self._force = True
+        self._retry_at = float("-inf")
 
     def principal_for(self, presented: str | None) -> Principal | None:
         """Who a presented key authenticates, or None (also when no keys are configured)."""
-        self._maybe_refresh()
+        self._refresh()
         if self._inner.open or not presented:
             return None
         return self._inner.principal_for(presented)
 
-    def _maybe_refresh(self) -> None:
-        if self._loader is None:
+    def _refresh(self) -> None:
+        if self._read is None or self._monotonic() < self._retry_at:
             return
-        expired = self._loaded_at == float("-inf")
-        stale = self._max_age_s > 0 and self._monotonic() - self._loaded_at >= self._max_age_s
-        if not (expired or stale):
-            return
+        force, self._force = self._force, False
         try:
-            self._inner = ApiKeyResolver(self._loader(), default_tenant=None)
-        except Exception:  # keep serving with the previous keys; the next request retries
+            self._apply(self._read(force))
+        except ConfigurationError:  # keep serving with the previous keys; retried after a pause
             log.exception("refreshing the API key map failed; keeping the previous keys")
-        self._loaded_at = self._monotonic()
+            self._retry_at = self._monotonic() + self._retry_after_s
+
+    def _apply(self, raw: str) -> None:
+        if raw != self._raw:
+            self._inner = ApiKeyResolver(parse_key_map(raw, self._source), default_tenant=None)
+            self._raw = raw
 
 
 class ClaimsTenantResolver(ApiKeyResolver):
@@ -235,56 +255,69 @@ def build_resolver(settings: LambdaAuthSettings, region: str | None = None) -> A
     """
     if settings.auth_mode == "jwt":
         return ClaimsTenantResolver()
-    loader = _key_loader(settings, region)
-    if loader is None:
-        log.warning(
-            "no API keys configured (REARVIEW_API_KEYS_PARAMETER, REARVIEW_API_KEYS_SECRET or "
-            "REARVIEW_API_KEYS_JSON): every request will be refused with 401"
-        )
-        return RefreshingKeyResolver({})
-    return RefreshingKeyResolver(loader(), loader, settings.api_keys_max_age_s)
-
-
-def _key_loader(
-    settings: LambdaAuthSettings, region: str | None
-) -> Callable[[], dict[str, Principal]] | None:
     if settings.api_keys_json is not None:
         raw = settings.api_keys_json.get_secret_value()
-        return lambda: parse_key_map(raw, "REARVIEW_API_KEYS_JSON")
+        return RefreshingKeyResolver(lambda _force: raw, "REARVIEW_API_KEYS_JSON").load()
+    if settings.api_keys_parameter or settings.api_keys_secret:
+        read, source = _stored_key_map(settings, region)
+        return RefreshingKeyResolver(read, source, retry_after_s=settings.api_keys_max_age_s or 60.0).load()
+    log.warning(
+        "no API keys configured (REARVIEW_API_KEYS_PARAMETER, REARVIEW_API_KEYS_SECRET or "
+        "REARVIEW_API_KEYS_JSON): every request will be refused with 401"
+    )
+    return RefreshingKeyResolver()
+
+
+NEVER_EXPIRES_S: Final = 10 * 365 * 24 * 3600
+"""Powertools' `max_age` for `REARVIEW_API_KEYS_MAX_AGE_S=0` ("never re-fetch")."""
+
+
+def _stored_key_map(settings: LambdaAuthSettings, region: str | None) -> tuple[KeyMapReader, str]:
+    """A reader of the SSM parameter or the secret, cached by Powertools Parameters, and its name.
+
+    Powertools (and boto3) are imported here, not at module load: jwt mode and inline keys never
+    need them. One provider per resolver, so its cache is not shared with other code in the process.
+    """
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
+    from botocore.config import Config
+
+    config = Config(region_name=region)
+    max_age = math.ceil(settings.api_keys_max_age_s) or NEVER_EXPIRES_S
     if settings.api_keys_parameter:
-        name = settings.api_keys_parameter
-        return lambda: parse_key_map(_ssm_parameter(name, region), f"SSM parameter {name}")
-    if settings.api_keys_secret:
-        secret = settings.api_keys_secret
-        return lambda: parse_key_map(_secret_string(secret, region), f"secret {secret}")
-    return None
+        name, setting = settings.api_keys_parameter, "REARVIEW_API_KEYS_PARAMETER"
+        ssm = SSMProvider(boto_config=config)
 
+        def read(force: bool) -> str:
+            with _read_errors(setting, name):
+                return str(ssm.get(name, max_age=max_age, force_fetch=force, decrypt=True))
 
-def _ssm_parameter(name: str, region: str | None) -> str:
-    import boto3  # only in apikey mode with SSM: keeps boto3 off the import path otherwise
+        return read, f"SSM parameter {name}"
+    secret_id, setting = str(settings.api_keys_secret), "REARVIEW_API_KEYS_SECRET"
+    secrets = SecretsProvider(boto_config=config)
 
-    with _read_errors("REARVIEW_API_KEYS_PARAMETER", name):
-        response = boto3.client("ssm", region_name=region).get_parameter(Name=name, WithDecryption=True)
-    return str(response["Parameter"].get("Value", ""))
+    def read_secret(force: bool) -> str:
+        with _read_errors(setting, secret_id):
+            return str(secrets.get(secret_id, max_age=max_age, force_fetch=force))
 
-
-def _secret_string(secret_id: str, region: str | None) -> str:
-    import boto3
-
-    with _read_errors("REARVIEW_API_KEYS_SECRET", secret_id):
-        response = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=secret_id)
-    return str(response.get("SecretString", ""))
+    return read_secret, f"secret {secret_id}"
 
 
 @contextmanager
 def _read_errors(setting: str, name: str) -> Iterator[None]:
-    """SDK errors reading the key map become one clear configuration error (raised at init)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    """A failed read of the key map becomes one clear configuration error (raised at init).
+
+    Powertools wraps every SDK error in `GetParameterError` (without `from`): the SDK error is its
+    `__context__`, where the AWS error code is.
+    """
+    from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+    from botocore.exceptions import ClientError
 
     try:
         yield
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "error")
-        raise ConfigurationError(setting, f"{name} cannot be read ({code})") from exc
-    except BotoCoreError as exc:
-        raise ConfigurationError(setting, f"{name} cannot be read ({type(exc).__name__})") from exc
+    except GetParameterError as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, ClientError):
+            reason = str(cause.response.get("Error", {}).get("Code", "error"))
+        else:
+            reason = type(cause or exc).__name__
+        raise ConfigurationError(setting, f"{name} cannot be read ({reason})") from exc

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from rearview.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import LanguageModelError
 from rearview.lazy import Lazy
-from rearview.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -23,9 +22,10 @@ __all__ = ["BedrockConverseModel"]
 class BedrockConverseModel:
     """A `LanguageModel` on Bedrock Converse. The constructor does no I/O (the client is lazy).
 
-    Throttling, model-not-ready and 5xx answers are retried with exponential backoff and full
-    jitter, at most `retry.max_attempts` times; then `LanguageModelError`. Anything else (access
-    denied, validation, an answer without text) is a `LanguageModelError` at once.
+    Throttling, model-not-ready and 5xx answers are retried by botocore (standard mode, see
+    `rearview.bedrock_calls`), at most `max_attempts` attempts in all; then `LanguageModelError`.
+    Anything else (access denied, validation, an answer without text) is a `LanguageModelError` at
+    once. An injected `client` brings its own retry configuration.
     """
 
     def __init__(
@@ -34,12 +34,13 @@ class BedrockConverseModel:
         client: BedrockRuntimeClient | None = None,
         temperature: float = 0.0,
         *,
-        retry: RetryPolicy | None = None,
+        max_attempts: int = 4,
     ) -> None:
         self._model = model_id
-        self._client = Lazy(lambda: create_bedrock_client(read_timeout_s=60), client)
+        self._client = Lazy(
+            lambda: create_bedrock_client(read_timeout_s=60, max_attempts=max_attempts), client
+        )
         self._temperature = temperature
-        self._retry = retry or RetryPolicy(max_attempts=4, base_delay=0.5, max_delay=8.0)
 
     @property
     def model_id(self) -> str:
@@ -55,7 +56,6 @@ class BedrockConverseModel:
                 messages=[{"role": "user", "content": [{"text": prompt}]}],
                 inferenceConfig={"maxTokens": max_tokens, "temperature": self._temperature},
             ),
-            retry=self._retry,
             error=LanguageModelError,
             label=f"Bedrock Converse({self._model})",
         )

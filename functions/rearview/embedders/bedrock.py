@@ -22,7 +22,6 @@ from rearview.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.lazy import Lazy
 from rearview.ports import Vector
-from rearview.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -39,9 +38,10 @@ class BedrockTitanEmbedder:
     """An `Embedder` on Amazon Titan Text Embeddings V2. The constructor does no I/O.
 
     - `dimension` must be 256, 512 or 1024 (`InvalidInputError` otherwise, at construction).
-    - Throttling, model-not-ready and 5xx answers are retried with exponential backoff and
-      full jitter, at most `retry.max_attempts` times; then `EmbedderError`. Anything else
-      (access denied, validation, a vector of the wrong length) is an `EmbedderError` at once.
+    - Throttling, model-not-ready and 5xx answers are retried by botocore (standard mode, see
+      `rearview.bedrock_calls`), at most `max_attempts` attempts in all; then `EmbedderError`.
+      Anything else (access denied, validation, a vector of the wrong length) is an
+      `EmbedderError` at once. An injected `client` brings its own retry configuration.
     - `embed_documents` runs up to `max_workers` requests at a time; a failure of any text
       fails the whole call (no partial matrix is returned).
     - `embed_query` keeps the last `cache_size` query vectors (LRU, per process; 0 disables).
@@ -55,7 +55,7 @@ class BedrockTitanEmbedder:
         max_workers: int = 4,
         cache_size: int = 1024,
         *,
-        retry: RetryPolicy | None = None,
+        max_attempts: int = 5,
     ) -> None:
         if dimension not in DIMENSIONS:
             raise InvalidInputError("dimension", f"Titan V2 has no {dimension}-d output", allowed=DIMENSIONS)
@@ -65,10 +65,11 @@ class BedrockTitanEmbedder:
             raise InvalidInputError("cache_size", f"must be >= 0 (got {cache_size})")
         self._model = model_id
         self._dimension = dimension
-        self._client = Lazy(lambda: create_bedrock_client(read_timeout_s=30), client)
+        self._client = Lazy(
+            lambda: create_bedrock_client(read_timeout_s=30, max_attempts=max_attempts), client
+        )
         self._max_workers = max_workers
         self._cache_size = cache_size
-        self._retry = retry or RetryPolicy(max_attempts=5, base_delay=0.2, max_delay=5.0)
         self._lock = threading.Lock()  # guards the query cache and the worker pool
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
@@ -137,7 +138,6 @@ class BedrockTitanEmbedder:
             lambda: self._client.get().invoke_model(
                 modelId=self._model, body=body, contentType="application/json", accept="application/json"
             ),
-            retry=self._retry,
             error=EmbedderError,
             label=f"Bedrock InvokeModel({self._model})",
         )

@@ -15,7 +15,9 @@ import json
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from decimal import Decimal, DecimalException
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from rearview.backends.dynamodb.keys import (
     MEMORY_SK,
@@ -31,6 +33,7 @@ from rearview.errors import InvalidInputError
 from rearview.models import HistoryEvent, Memory
 
 if TYPE_CHECKING:
+    from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
     Item = dict[str, AttributeValueTypeDef]
@@ -47,41 +50,67 @@ def string_value(text: str) -> AttributeValueTypeDef:
 
 
 def number_value(number: float) -> AttributeValueTypeDef:
-    """A DynamoDB number; floats keep their exact `repr`, non-finite ones are refused."""
-    if isinstance(number, float) and not math.isfinite(number):
-        raise InvalidInputError("memory", f"number {number!r} cannot be stored")
-    return {"N": repr(number) if isinstance(number, float) else str(number)}
+    """A DynamoDB number; floats keep their exact `repr`, non-finite or out-of-range ones are refused."""
+    return attribute_value(number)
 
 
 def attribute_value(value: Any) -> AttributeValueTypeDef:
-    """The attribute for one model field value (bool, datetime, str, number or list of those)."""
-    if isinstance(value, bool):
-        return {"BOOL": value}
+    """The attribute for one model field value (bool, datetime, str, number or list of those).
+
+    boto3's `TypeSerializer` does the encoding once datetimes are sortable strings and floats are
+    `Decimal`s of their `repr` (it refuses floats, since their binary value is not what was meant).
+    Its `Decimal` context also refuses numbers DynamoDB cannot hold (over 38 digits, beyond 1E±126).
+    """
+    try:
+        return _serializer().serialize(_storable(value))
+    except (TypeError, DecimalException) as exc:
+        raise InvalidInputError("memory", f"cannot store {value!r} ({type(exc).__name__})") from exc
+
+
+def _storable(value: Any) -> Any:
+    """`value` as `TypeSerializer` takes it: datetimes as sortable text, floats as exact Decimals."""
     if isinstance(value, datetime):
-        return string_value(sortable_time(value))
-    if isinstance(value, str):
-        return string_value(value)
-    if isinstance(value, int | float):
-        return number_value(value)
+        return sortable_time(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError("memory", f"number {value!r} cannot be stored")
+        return Decimal(repr(value))
     if isinstance(value, list | tuple):
-        return {"L": [attribute_value(v) for v in value]}
-    raise InvalidInputError("memory", f"cannot store a value of type {type(value).__name__}")
+        return [_storable(v) for v in value]
+    return value
 
 
 def python_value(attribute: Mapping[str, Any]) -> Any:
-    """The Python value of an attribute as the client returns it (numbers: int unless fractional)."""
-    if "S" in attribute:
-        return attribute["S"]
-    if "N" in attribute:
-        text = str(attribute["N"])
-        return float(text) if any(c in text for c in ".eE") else int(text)
-    if "BOOL" in attribute:
-        return bool(attribute["BOOL"])
-    if "L" in attribute:
-        return [python_value(v) for v in attribute["L"]]
-    if "M" in attribute:
-        return {k: python_value(v) for k, v in attribute["M"].items()}
-    return None
+    """The Python value of an attribute as the client returns it (numbers: int unless fractional).
+
+    boto3's `TypeDeserializer` decodes it; its `Decimal`s become int (no fractional digits or
+    exponent in the stored text) or float.
+    """
+    return _plain(_deserializer().deserialize(cast("AttributeValueTypeDef", attribute)))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value.as_tuple().exponent == 0 else float(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@cache
+def _serializer() -> TypeSerializer:
+    from boto3.dynamodb.types import TypeSerializer  # not at import: the package loads without boto3
+
+    return TypeSerializer()
+
+
+@cache
+def _deserializer() -> TypeDeserializer:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    return TypeDeserializer()
 
 
 def expiry_attributes(expires_at: datetime | None) -> Item:

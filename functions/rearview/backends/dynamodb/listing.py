@@ -61,7 +61,9 @@ def query_items(table: TableClient, query: QueryInputTypeDef, page_size: int | N
 
     Without `page_size` each page is as large as DynamoDB allows; with it the first page holds
     `page_size` items and each next one twice as many (up to 1,000), so a caller that stops
-    early reads little and a heavily filtered query still converges fast.
+    early reads little and a heavily filtered query still converges fast. Not botocore's `query`
+    paginator: its `PageSize` is one `Limit` for every page, and its errors would surface from
+    the iteration, past `TableClient`'s error translation.
     """
     params = dict(query)
     while True:

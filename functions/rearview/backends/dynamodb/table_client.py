@@ -180,6 +180,12 @@ class TableClient:
             self._batch_delete_requests(requests)
 
     def _batch_delete_requests(self, requests: list[WriteRequestTypeDef]) -> None:
+        """One BatchWriteItem chunk, its unprocessed items re-sent with bounded backoff.
+
+        Not boto3's `Table.batch_writer`: it needs a `dynamodb` resource, which makes a second
+        client beside the injected one (tests and callers inject theirs), and it re-sends
+        unprocessed items at once and without bound instead of backing off.
+        """
         pending = requests
         for attempt in range(self._retry.max_attempts):
             out = self.call("BatchWriteItem", self.client.batch_write_item, RequestItems={self.name: pending})
