@@ -8,6 +8,7 @@ holds, or that no longer matches the filter, is dropped); each candidate is read
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import NamedTuple
 
 from rearview.clock import Clock
@@ -104,22 +105,22 @@ class Searcher:
             limit = self.config.fallback_scan_limit
             archived = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
         ids = dict.fromkeys(i for hits in (*channels, archived) for i, _ in hits or ())
+        now = self.clock.now()
         return Candidates(
             query=query,
-            now=self.clock.now(),
-            memories=self._held(tenant_id, list(ids), req.filter),
+            now=now,
+            memories=self._held(tenant_id, list(ids), req.filter, now),
             keyword=channels.keyword,
             vector=channels.vector,
             archived=archived,
         )
 
-    def _held(self, tenant_id: str, ids: list[str], filter: MemoryFilter) -> dict[str, Memory]:
+    def _held(self, tenant_id: str, ids: list[str], filter: MemoryFilter, now: datetime) -> dict[str, Memory]:
         """The candidates the store holds and the filter matches, with their strength decayed to now.
 
         Read once per search; an index hit the store no longer holds or the filter no longer
         matches is index drift, and dropped: the store is the truth.
         """
-        now = self.clock.now()
         decay = self.config.policy(tenant_id).decay
         return {
             m.id: m.model_copy(update={"strength": decay.effective(m, now)})
