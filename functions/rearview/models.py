@@ -361,8 +361,26 @@ class SearchRequest(BaseModel):
     reinforce: bool = True
 
 
+class HitExplanation(BaseModel):
+    """Why a memory was found: the terms of its score (`service/ranking.py` has the formula).
+
+    `score = relevance * importance * recency * strength * subject`, where `relevance` (on the hit)
+    is `w * keyword_score + (1 - w) * vector_score`. The channel ranks are on the hit.
+    """
+
+    keyword_score: float
+    """BM25 over the best keyword candidate's, in [0, 1]; 0 when the keyword channel did not return it."""
+    vector_score: float
+    """Cosine above the embedder's floor over the best vector candidate's, in [0, 1]; 0 when not returned."""
+    importance: float
+    recency: float
+    strength: float
+    subject: float
+    """Below 1 when the query names one known subject and this memory's speaker is another."""
+
+
 class SearchHit(BaseModel):
-    """One recalled memory. `score` is the final ranking score (higher is better, 0..~1.5)."""
+    """One recalled memory. `score` is the final ranking score (higher is better, in [0, 1])."""
 
     id: str
     content: str
@@ -382,6 +400,8 @@ class SearchHit(BaseModel):
     last_accessed_at: datetime
     keyword_rank: int | None = None
     vector_rank: int | None = None
+    why: HitExplanation
+    """The terms of `score`: normalized channel scores and re-rank factors."""
 
 
 class SearchResult(BaseModel):

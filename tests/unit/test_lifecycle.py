@@ -127,10 +127,10 @@ def test_decay_is_computed_from_the_last_recall_and_never_stored(
     stored = service.store.get("t1", memory_id)
     assert stored is not None and (stored.strength, stored.version) == (1.0, 1)  # the anchor is untouched
 
-    service.search("t1", SearchRequest(query="staging database pelican"))  # recall: clock restarts
-    assert service.get("t1", memory_id).strength == pytest.approx(1.1)
+    service.search("t1", SearchRequest(query="staging database pelican"))  # recall: re-anchored now
+    assert service.get("t1", memory_id).strength == pytest.approx(0.5 + 0.1)
     clock.advance(days=60)
-    assert service.get("t1", memory_id).strength == pytest.approx(1.1 * 0.25)
+    assert service.get("t1", memory_id).strength == pytest.approx(0.6 * 0.25)
 
 
 def test_a_faded_memory_is_archived_and_importance_five_never_is(

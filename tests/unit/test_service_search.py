@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import pytest
 
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.clock import ManualClock
+from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import InvalidInputError
 from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
-from rearview.ports import MemoryIndex
+from rearview.ports import MemoryIndex, Vector
 from rearview.service.memory_service import MemoryService
 from rearview.service.rendering import CONFLICT_RULE
 from rearview.testing import BrokenEmbedder, UnavailableIndex
@@ -58,10 +63,14 @@ def test_importance_breaks_ties_between_equally_relevant_memories(service: Memor
 def test_recall_reinforces_strength_and_access(service: MemoryService, clock: ManualClock) -> None:
     ids = _seed(service)
     clock.advance(days=1)
+    decayed = service.get("t1", ids["tea"]).strength
     service.search("t1", SearchRequest(query="green tea"))
     tea = service.get("t1", ids["tea"])
+    assert decayed < 1.0
     assert (
-        tea.strength == pytest.approx(1.1) and tea.access_count == 1 and tea.last_accessed_at == clock.now()
+        tea.strength == pytest.approx(decayed + 0.1)
+        and tea.access_count == 1
+        and tea.last_accessed_at == clock.now()
     )
     service.search("t1", SearchRequest(query="green tea", reinforce=False))
     assert service.get("t1", ids["tea"]).access_count == 1
@@ -113,3 +122,65 @@ def test_index_drift_is_checked_against_the_store(service: MemoryService) -> Non
     service.store.purge("t1", ids["tea"])  # store is the truth; the index still has it
     assert index.count("t1") == 3
     assert ids["tea"] not in [h.id for h in service.search("t1", SearchRequest(query="green tea")).results]
+
+
+class E5LikeEmbedder:
+    """Cosines like e5's: unrelated texts score about 0.85, related ones up to 1.
+
+    cos = 0.85 + 0.15 * hashing cosine: the hashing vector in the first 256 dimensions, a shared
+    component in the last one. With the plain hashing embedder unrelated texts score ~0, which
+    would make "noise earns no strength" trivially true.
+    """
+
+    model_id = "e5-like"
+    dimension = 257
+
+    def __init__(self) -> None:
+        self._hashing = HashingEmbedder(256)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        shared = np.full((len(texts), 1), np.sqrt(0.85), dtype=np.float32)
+        return np.hstack([np.sqrt(0.15) * self._hashing.embed_documents(texts), shared]).astype(np.float32)
+
+    def embed_query(self, text: str) -> Vector:
+        return self.embed_documents([text])[0]
+
+
+def test_unrelated_queries_do_not_strengthen_a_memory_they_bring_back(clock: ManualClock) -> None:
+    embedder = E5LikeEmbedder()
+    service = MemoryService(InMemoryMemoryStore(clock), InMemoryMemoryIndex(257), embedder, clock)
+    dark = service.write("t1", WriteRequest(content="The user prefers dark mode in every editor")).memory.id
+    for query in ("when do we deploy", "where is staging DB", "CI timeout"):
+        result = service.search("t1", SearchRequest(query=query))
+        assert [h.id for h in result.results] == [dark]  # the only memory: it comes back
+        assert result.results[0].relevance < 0.5
+    stored = service.get("t1", dark)
+    assert (stored.strength, stored.access_count) == (1.0, 0)
+    service.search("t1", SearchRequest(query="which editor mode does the user prefer"))
+    assert service.get("t1", dark).strength == pytest.approx(1.1)
+
+
+def test_a_year_old_memory_recalled_once_is_weaker_than_a_fresh_one(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    old = service.write("t1", WriteRequest(content="The release train is called Pelican", importance=5))
+    clock.advance(days=365)
+    fresh = service.write("t1", WriteRequest(content="The build server is called Heron", importance=5))
+    service.search("t1", SearchRequest(query="release train Pelican"))
+    recalled = service.get("t1", old.memory.id)
+    assert recalled.access_count == 1 and recalled.last_accessed_at == clock.now()
+    assert recalled.strength == pytest.approx(0.5 ** (365 / 90) + 0.1)
+    assert recalled.strength < service.get("t1", fresh.memory.id).strength == 1.0
+
+
+def test_each_hit_says_why_it_was_found(clock: ManualClock) -> None:
+    service = MemoryService(InMemoryMemoryStore(clock), InMemoryMemoryIndex(257), E5LikeEmbedder(), clock)
+    ids = _seed(service)
+    hit = service.search("t1", SearchRequest(query="green tea", reinforce=False)).results[0]
+    why = hit.why
+    assert hit.id == ids["tea"] and (why.keyword_score, why.vector_score) == (1.0, 1.0)
+    assert hit.relevance == pytest.approx(1.0) and why.subject == 1.0
+    assert why.importance == pytest.approx(0.85) and why.recency == 1.0 and why.strength == pytest.approx(0.9)
+    assert hit.score == pytest.approx(
+        hit.relevance * why.importance * why.recency * why.strength * why.subject
+    )

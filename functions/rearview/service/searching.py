@@ -1,4 +1,4 @@
-"""The search path: hybrid recall, fusion, re-ranking, and the reinforcement a recall earns.
+"""The search path: hybrid recall, then `ranking.rank`, and the reinforcement a relevant recall earns.
 
 Guarantees: a search never fails because the index or embedder is down (it answers from what
 still works and says `degraded`); the store is the truth (an index hit the store no longer
@@ -7,12 +7,14 @@ holds, or that no longer matches the filter, is dropped); each candidate is read
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from datetime import datetime
 from typing import NamedTuple
 
 from rearview.clock import Clock
 from rearview.errors import EmbedderError, IndexUnavailableError, InvalidInputError
 from rearview.models import (
+    HitExplanation,
     Memory,
     MemoryFilter,
     MemoryStatus,
@@ -23,21 +25,18 @@ from rearview.models import (
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service import validation
 from rearview.service.config import ServiceConfig
-from rearview.service.ranking import Fused, reciprocal_rank_fusion, rerank_score
+from rearview.service.ranking import Candidates, ChannelScores, Ranked, rank
 from rearview.service.rendering import render_context
 from rearview.service.store_search import store_keyword_search
 from rearview.service.visibility import scoped
 from rearview.text import estimate_tokens
 
-ARCHIVED_RELEVANCE = 0.5
-"""Scale of an archived (keyword-only) match's relevance: like a live memory found by one of two channels."""
 
+class _Channels(NamedTuple):
+    """The live channels' hits; None for a channel that did not run."""
 
-class _Ranked(NamedTuple):
-    hits: list[SearchHit]
-    """Best first."""
-    stored: dict[str, Memory]
-    """The stored records the hits were scored from, by id (read once per search)."""
+    keyword: ChannelScores | None
+    vector: ChannelScores | None
 
 
 class Searcher:
@@ -53,35 +52,32 @@ class Searcher:
         self.config = config
 
     def search(self, tenant_id: str, req: SearchRequest) -> SearchResult:
-        """Hybrid recall: BM25 + k-NN inside the filter, RRF, then importance/recency/strength re-rank.
+        """Hybrid recall: BM25 + k-NN inside the filter, fused and re-ranked by `ranking.rank`.
 
         Never fails because the index or embedder is down: it answers from what still works and
-        sets `degraded`. Returned memories are reinforced unless `reinforce` is false.
+        sets `degraded`. Returned memories whose relevance reaches
+        `ReinforcementPolicy.min_relevance` are reinforced, unless `reinforce` is false.
 
         With `archived` among the filter's statuses (`include_archived`), archived memories are
         matched too, from what the store keeps of them: BM25 over the previews of the newest
         `fallback_scan_limit` archived stubs in the filter. A keyword-only match, an archived hit's
-        relevance is scaled by `ARCHIVED_RELEVANCE` (what a live memory found by one of two
-        channels gets); it carries its preview as content and is not reinforced.
+        relevance is scaled by `ranking.ARCHIVED_RELEVANCE`; it carries its preview as content and
+        is not reinforced.
 
         Only memories `req.agent_id` may see are matched: the filter is scoped to it (`visibility`).
         """
-        query = validation.check_query(req.query)
-        validation.check_filter(req.filter)
-        req = req.model_copy(update={"filter": scoped(req.filter, req.agent_id)})
         top_k = validation.check_top_k(req.top_k)
         if req.min_score < 0:
             raise InvalidInputError("min_score", f"must be >= 0 (got {req.min_score})")
-        depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
         reasons: list[str] = []
-        fused = self._fuse(tenant_id, req, query, depth, reasons)
-        ranked = self._rank(tenant_id, fused, req.filter)
-        results = [h for h in ranked.hits if h.score >= req.min_score][:top_k]
+        candidates = self._candidates(tenant_id, req, top_k, reasons)
+        ranked = rank(candidates, self.config.ranking)
+        results = [h for h in map(_hit, ranked) if h.score >= req.min_score][:top_k]
         if req.reinforce and results:
-            results = self._reinforce(tenant_id, results, ranked.stored)
+            results = self._reinforce(tenant_id, results, candidates.memories)
         context = render_context(results)
         return SearchResult(
-            query=query,
+            query=candidates.query,
             results=results,
             context=context,
             token_estimate=estimate_tokens(context),
@@ -89,31 +85,56 @@ class Searcher:
             degraded_reason="; ".join(reasons) or None,
         )
 
-    def _fuse(
-        self, tenant_id: str, req: SearchRequest, query: str, depth: int, reasons: list[str]
-    ) -> list[Fused]:
-        """Live candidates fused across channels, then archived ones (scaled) that are not already there."""
-        k = self.config.ranking.rrf_k
-        fused: list[Fused] = []
+    def candidates(self, tenant_id: str, req: SearchRequest) -> Candidates:
+        """What `search` would rank for `req` (validated the same way), without ranking or reinforcing.
+
+        For benchmarks that re-rank the same candidates under other `RankingPolicy` constants.
+        """
+        return self._candidates(tenant_id, req, validation.check_top_k(req.top_k), [])
+
+    def _candidates(self, tenant_id: str, req: SearchRequest, top_k: int, reasons: list[str]) -> Candidates:
+        """Each channel's hits (live, then archived), and the stored candidates with their strength now."""
+        query = validation.check_query(req.query)
+        validation.check_filter(req.filter)
+        req = req.model_copy(update={"filter": scoped(req.filter, req.agent_id)})
+        depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
+        channels = _Channels(None, None)
         live = tuple(s for s in req.filter.statuses if s is not MemoryStatus.ARCHIVED)
         if live:
             flt = req.filter.model_copy(update={"statuses": live})
-            fused = reciprocal_rank_fusion(self._live_channels(tenant_id, req, flt, depth, reasons), k=k)
+            channels = self._live_channels(tenant_id, req, flt, depth, reasons)
+        archived: ChannelScores = []
         if MemoryStatus.ARCHIVED in req.filter.statuses:
             flt = req.filter.model_copy(update={"statuses": (MemoryStatus.ARCHIVED,)})
             limit = self.config.fallback_scan_limit
-            matches = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
-            seen = {f.memory_id for f in fused}
-            fused += [
-                replace(f, relevance=f.relevance * ARCHIVED_RELEVANCE)
-                for f in reciprocal_rank_fusion({"keyword": matches}, k=k)
-                if f.memory_id not in seen
-            ]
-        return fused
+            archived = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
+        ids = dict.fromkeys(i for hits in (*channels, archived) for i, _ in hits or ())
+        now = self.clock.now()
+        return Candidates(
+            query=query,
+            now=now,
+            memories=self._held(tenant_id, list(ids), req.filter, now),
+            keyword=channels.keyword,
+            vector=channels.vector,
+            archived=archived,
+        )
+
+    def _held(self, tenant_id: str, ids: list[str], filter: MemoryFilter, now: datetime) -> dict[str, Memory]:
+        """The candidates the store holds and the filter matches, with their strength decayed to now.
+
+        Read once per search; an index hit the store no longer holds or the filter no longer
+        matches is index drift, and dropped: the store is the truth.
+        """
+        decay = self.config.policy(tenant_id).decay
+        return {
+            m.id: m.model_copy(update={"strength": decay.effective(m, now)})
+            for m in self.store.get_many(tenant_id, ids)
+            if filter.matches(m)
+        }
 
     def _live_channels(
         self, tenant_id: str, req: SearchRequest, flt: MemoryFilter, depth: int, reasons: list[str]
-    ) -> dict[str, list[str]]:
+    ) -> _Channels:
         """The index's keyword and vector channels, or the store's keyword fallback when the index is down."""
         query = req.query.strip()
         vector = self._embed_query(query, reasons) if "vector" in req.channels else None
@@ -124,12 +145,11 @@ class Searcher:
             )
         except IndexUnavailableError as exc:
             reasons.append(f"index unavailable ({exc}); answered from the store's recent memories")
-            return {
-                "keyword": store_keyword_search(
-                    self.store, tenant_id, flt, query, depth, self.config.fallback_scan_limit
-                )
-            }
-        return {"keyword": [i for i, _ in hits.keyword], "vector": [i for i, _ in hits.vector]}
+            limit = self.config.fallback_scan_limit
+            return _Channels(store_keyword_search(self.store, tenant_id, flt, query, depth, limit), None)
+        return _Channels(
+            hits.keyword if text is not None else None, hits.vector if vector is not None else None
+        )
 
     def _embed_query(self, query: str, reasons: list[str]) -> Vector | None:
         try:
@@ -138,35 +158,27 @@ class Searcher:
             reasons.append(f"embedder unavailable ({exc}); keyword channel only")
             return None
 
-    def _rank(self, tenant_id: str, fused: list[Fused], filter: MemoryFilter) -> _Ranked:
-        """Hits best first, and the stored records they were scored from (read once per search)."""
-        by_id = {m.id: m for m in self.store.get_many(tenant_id, [f.memory_id for f in fused])}
-        now = self.clock.now()
-        decay = self.config.policy(tenant_id).decay
-        hits: list[SearchHit] = []
-        for f in fused:
-            memory = by_id.get(f.memory_id)
-            if memory is None or not filter.matches(memory):
-                continue  # index drift: the store is the truth
-            memory = memory.model_copy(update={"strength": decay.effective(memory, now)})
-            score = rerank_score(f.relevance, memory, now, self.config.ranking)
-            hits.append(_hit(memory, score, f))
-        hits.sort(key=lambda h: (-h.score, h.id))
-        return _Ranked(hits, by_id)
+    def _reinforce(
+        self, tenant_id: str, hits: list[SearchHit], held: Mapping[str, Memory]
+    ) -> list[SearchHit]:
+        """Reinforce the relevant hits: strength now + `recall_boost`, anchored at now (not archived ones).
 
-    def _reinforce(self, tenant_id: str, hits: list[SearchHit], stored: dict[str, Memory]) -> list[SearchHit]:
-        """Raise each recalled memory's anchored strength and restart its decay clock (not archived ones).
-
-        Uses the records `_rank` read: reinforcement is best-effort bookkeeping, not worth a re-read.
+        Only hits whose relevance reaches `min_relevance`: a memory that merely came back for an
+        unrelated query earns nothing. The boost is added to the *decayed* strength, so a memory
+        unused for a year and recalled once is weaker than a fresh one. Uses the records the
+        ranking read (strength already decayed): reinforcement is best-effort bookkeeping, not
+        worth a re-read.
         """
         now = self.clock.now()
         policy = self.config.reinforcement
-        recalled = (stored[h.id] for h in hits if h.id in stored)
+        recalled = (held[h.id] for h in hits if h.id in held and h.relevance >= policy.min_relevance)
         touches = [
             Touch(m.id, policy.reinforced(m.strength, policy.recall_boost), now, m.access_count + 1)
             for m in recalled
             if m.status is not MemoryStatus.ARCHIVED
         ]
+        if not touches:
+            return hits
         self.store.touch(tenant_id, touches)
         strength = {t.memory_id: t.strength for t in touches}
         return [
@@ -177,12 +189,13 @@ class Searcher:
         ]
 
 
-def _hit(memory: Memory, score: float, fused: Fused) -> SearchHit:
+def _hit(ranked: Ranked) -> SearchHit:
+    memory, fused, factors = ranked.memory, ranked.fused, ranked.factors
     return SearchHit(
         id=memory.id,
         content=memory.content,
         type=memory.type,
-        score=round(score, 6),
+        score=round(ranked.score, 6),
         relevance=round(fused.relevance, 6),
         confidence=memory.confidence,
         importance=memory.importance,
@@ -197,4 +210,12 @@ def _hit(memory: Memory, score: float, fused: Fused) -> SearchHit:
         last_accessed_at=memory.last_accessed_at,
         keyword_rank=fused.keyword_rank,
         vector_rank=fused.vector_rank,
+        why=HitExplanation(
+            keyword_score=round(fused.keyword_score, 6),
+            vector_score=round(fused.vector_score, 6),
+            importance=round(factors.importance, 6),
+            recency=round(factors.recency, 6),
+            strength=round(factors.strength, 6),
+            subject=factors.subject,
+        ),
     )
