@@ -48,13 +48,17 @@ def test_neighbours_in_one_session_find_each_other(service: MemoryService, clock
     assert _keyword(service, "shoes") == {other}  # not across sessions
 
 
-def test_facts_in_a_session_lend_each_other_no_words(service: MemoryService, clock: ManualClock) -> None:
+def test_every_type_is_a_neighbour_but_its_own_words_rank_first(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    """Clients write conversation turns with any type; the context counts at half weight."""
     tea = _write(service, clock, "The user drinks green tea", "s1", 0, MemoryType.SEMANTIC)
     deploy = _write(service, clock, "Deploys happen on Tuesdays", "s1", 0, MemoryType.PROCEDURAL)
     turn = _write(service, clock, "Caroline: lovely weather today", "s1", 0)
-    assert _keyword(service, "tea") == {tea}
-    assert _keyword(service, "Tuesdays") == {deploy}
-    assert _keyword(service, "weather") == {turn}
+    assert _keyword(service, "tea") == {tea, deploy}  # deploy's previous neighbour is tea
+    assert _keyword(service, "weather") == {deploy, turn}
+    ranked = service.index.search(IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=20, text="tea"))
+    assert [memory_id for memory_id, _ in ranked.keyword] == [tea, deploy]
 
 
 def test_no_link_across_a_gap_longer_than_six_hours(service: MemoryService, clock: ManualClock) -> None:

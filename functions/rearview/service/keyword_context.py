@@ -7,17 +7,19 @@ turns around it usually have them. So the index keeps, beside each memory's own 
     [8 May 2023] <previous memory's content>
     <next memory's content>
 
-`previous` and `next` are the memory's neighbours among the *active* conversational memories
-(`NEIGHBOUR_TYPES`: episodic, working) of its `session_id`, in write order (`created_at`, then
-id), each linked only when the two event times are at most `NEIGHBOUR_GAP` apart. Any other
-memory (no session, or a semantic or procedural one: a fact stands alone, and unrelated facts
-written back to back must not lend each other words) gets its date alone. The context is
+`previous` and `next` are the memory's neighbours among the *active* memories of its
+`session_id` (`NEIGHBOUR_TYPES`: every type, since clients write conversation turns with
+whatever type they choose), in write order (`created_at`, then id), each linked only when the
+two event times are at most `NEIGHBOUR_GAP` apart. A memory without a session gets its date
+alone. The context is
 never embedded, stored or shown: the memory stays as written, and the context is rebuilt from
 the store whenever a neighbour appears, changes or goes (write, update, forget, archive,
 restore) and by `rearview reindex`. On LoCoMo's development half (benchmarks/locomo_recall.py)
-it lifted recall@10 from 0.628 to 0.740 (keyword) and 0.650 to 0.720 (hybrid, RRF fusion); 50
-independent facts (benchmarks/facts_recall.py) rank as before, unless written as episodic
-memories of one session (hybrid R@3 0.92 -> 0.86: what `NEIGHBOUR_TYPES` guards against).
+it lifted recall@10 from 0.628 to 0.740 (keyword) and 0.650 to 0.720 (hybrid, RRF fusion).
+Unrelated facts written back to back in one session do lend each other words, which is why the
+context counts at half weight: with the convex fusion (`ranking.py`), 50 independent facts
+(benchmarks/facts_recall.py) rank exactly as without any context (hybrid R@1/3/5 0.88/0.96/0.98
+in one session or none); under RRF it had cost R@3 0.92 -> 0.86.
 
 Reads are bounded: a write reads the `WRITE_WINDOW` most recently updated memories of its
 session (a new memory's previous neighbour is the newest one), other changes up to
@@ -48,8 +50,8 @@ __all__ = [
 
 NEIGHBOUR_GAP: Final = timedelta(hours=6)
 """Two memories of a session further apart in event time than this are not each other's context."""
-NEIGHBOUR_TYPES: Final = (MemoryType.EPISODIC, MemoryType.WORKING)
-"""The types whose memories are turns of a conversation, and so each other's context in a session."""
+NEIGHBOUR_TYPES: Final = tuple(MemoryType)
+"""The types whose memories are each other's context in a session: all (see the module docstring)."""
 WRITE_WINDOW: Final = 16
 """Memories of its session a write reads (newest `updated_at` first) to find its neighbours."""
 SESSION_LIMIT: Final = 1000
