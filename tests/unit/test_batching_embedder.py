@@ -77,10 +77,11 @@ def _hold_then_queue(
     return head, queued
 
 
-def test_concurrent_queries_get_exactly_the_direct_vectors(pool: ThreadPoolExecutor) -> None:
+@pytest.mark.parametrize("max_batch", [1, 3, 32])
+def test_concurrent_queries_get_exactly_the_direct_vectors(pool: ThreadPoolExecutor, max_batch: int) -> None:
     direct = HashingEmbedder(64)
-    embedder = BatchingEmbedder(RecordingEngine())
-    texts = [f"what did agent {i} decide about the deploy" for i in range(40)]
+    embedder = BatchingEmbedder(RecordingEngine(), max_batch=max_batch, cache_size=0)
+    texts = [f"what did agent {i % 50} decide about the deploy" for i in range(200)]
 
     vectors = list(pool.map(embedder.embed_query, texts))
 

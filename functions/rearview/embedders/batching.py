@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -36,6 +36,8 @@ class _Slot:
     """One waiting query, and then its answer (a vector or the batch's error)."""
 
     text: str
+    woken: threading.Event = field(default_factory=threading.Event)
+    """Set once: when the answer is in, or when this query's caller is to run the next batch."""
     vector: Vector | None = None
     error: Exception | None = None
     done: bool = False
@@ -50,7 +52,8 @@ class BatchingEmbedder:
       `max_batch`; identical texts in a batch are embedded once. One batch runs at a time.
     - The last `cache_size` query vectors are kept (0 disables the cache).
     - `embed_documents` goes straight to the inner embedder (writes are not batched here).
-    - No thread of its own: the caller that finds the engine free runs the batch.
+    - No thread of its own: the caller that finds the engine free runs the batch, and when a
+      batch ends the oldest queued caller runs the next. Each waiting caller is woken once.
     """
 
     def __init__(self, inner: QueryBatchEmbedder, *, max_batch: int = 32, cache_size: int = 1024) -> None:
@@ -59,9 +62,10 @@ class BatchingEmbedder:
         self._inner = inner
         self._max_batch = max_batch
         self._cache = QueryCache(cache_size)
-        self._changed = threading.Condition()  # guards the queue and `_busy`; notified when a batch ends
+        self._lock = threading.Lock()  # guards the queue and `_busy`
         self._queue: deque[_Slot] = deque()
         self._busy = False
+        """A batch is running or its runner has been woken; False only while the queue is empty."""
 
     @property
     def model_id(self) -> str:
@@ -74,7 +78,7 @@ class BatchingEmbedder:
     @property
     def queued(self) -> int:
         """Queries waiting for a batch (not counting the one running)."""
-        with self._changed:
+        with self._lock:
             return len(self._queue)
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
@@ -85,23 +89,20 @@ class BatchingEmbedder:
         if cached is not None:
             return cached
         slot = _Slot(text)
-        with self._changed:
+        with self._lock:
             self._queue.append(slot)
-        while batch := self._wait_for_turn(slot):
-            self._run(batch)
+            runs_now, self._busy = not self._busy, True
+        if not runs_now:
+            slot.woken.wait()
+        if not slot.done:  # the engine is this caller's: its query heads the queue
+            self._run(self._take())
         if slot.error is not None:
             raise slot.error
         assert slot.vector is not None  # done without an error means answered
         return slot.vector.copy()
 
-    def _wait_for_turn(self, slot: _Slot) -> list[_Slot]:
-        """Block until `slot` is answered ([]) or the engine is free: then the batch this caller runs."""
-        with self._changed:
-            while not slot.done and self._busy:
-                self._changed.wait()
-            if slot.done:
-                return []
-            self._busy = True
+    def _take(self) -> list[_Slot]:
+        with self._lock:
             return [self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))]
 
     def _run(self, batch: list[_Slot]) -> None:
@@ -114,11 +115,15 @@ class BatchingEmbedder:
         except Exception as exc:  # handed to every query of the batch, re-raised in each caller
             error = exc
         finally:
-            with self._changed:
+            with self._lock:
                 for s in batch:
                     s.vector, s.error, s.done = vectors.get(s.text), error, True
-                self._busy = False
-                self._changed.notify_all()
+                runner = self._queue[0] if self._queue else None
+                self._busy = runner is not None
+            for s in batch:
+                s.woken.set()
+            if runner is not None:
+                runner.woken.set()
 
     def _embed(self, texts: list[str]) -> dict[str, Vector]:
         matrix = np.asarray(self._inner.embed_queries(texts), dtype=np.float32)
