@@ -271,7 +271,7 @@ def listed(store: MemoryStore, status: MemoryStatus) -> list[Memory]:
     out: list[Memory] = []
     cursor: str | None = None
     while True:
-        page = store.list(TENANT, MemoryFilter(statuses=(status,)), cursor=cursor, limit=500)
+        page = store.list_memories(TENANT, MemoryFilter(statuses=(status,)), cursor=cursor, limit=500)
         out += page.items
         cursor = page.cursor
         if cursor is None:

@@ -6,7 +6,6 @@ Adapters raise only `rearview.errors` types (translated at their boundary).
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -87,7 +86,7 @@ class MemoryStore(Protocol):
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:
         """The memory, or None if absent or expired."""
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> builtins.list[Memory]:
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         """The memories that exist and have not expired, in no particular order."""
 
     def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
@@ -96,10 +95,12 @@ class MemoryStore(Protocol):
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
         """The memory first written with this idempotency key, if any."""
 
-    def list(self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100) -> Page:
+    def list_memories(
+        self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100
+    ) -> Page:
         """Memories matching `filter`, newest `updated_at` first, one page at a time."""
 
-    def history(self, tenant_id: str, memory_id: str) -> builtins.list[HistoryEvent]:
+    def history(self, tenant_id: str, memory_id: str) -> list[HistoryEvent]:
         """The memory's events, oldest first (empty once hard-deleted)."""
 
     def touch(self, tenant_id: str, touches: Sequence[Touch]) -> None:
@@ -111,7 +112,7 @@ class MemoryStore(Protocol):
     def stats(self, tenant_id: str) -> StoreStats:
         """Counts by type and status for one tenant."""
 
-    def tenants(self) -> builtins.list[str]:
+    def tenants(self) -> list[str]:
         """Every tenant that has written a memory (for operators: reindex, lifecycle jobs)."""
 
 

@@ -22,7 +22,7 @@ def test_tenants_are_isolated(store: MemoryStore) -> None:
     store.commit([created(m)])
     assert store.get("t2", m.id) is None
     assert store.get_many("t2", [m.id]) == []
-    assert store.list("t2", MemoryFilter()).items == []
+    assert store.list_memories("t2", MemoryFilter()).items == []
     assert store.find_by_hash("t2", m.scope_key, m.content_hash) is None
     assert store.history("t2", m.id) == []
     assert store.stats("t2").total == 0
@@ -57,7 +57,7 @@ def test_expired_memories_read_as_absent(store: MemoryStore, clock: ManualClock)
     clock.advance(minutes=11)
     assert store.get("t1", m.id) is None
     assert store.get_many("t1", [m.id]) == []
-    assert store.list("t1", MemoryFilter()).items == []
+    assert store.list_memories("t1", MemoryFilter()).items == []
     assert store.find_by_hash("t1", m.scope_key, m.content_hash) is None
     assert store.stats("t1").total == 0
 
@@ -84,7 +84,7 @@ def test_list_pages_newest_first_without_gaps_or_repeats(store: MemoryStore) -> 
     store.commit([created(m) for m in memories[12:]])
     seen, cursor = [], None
     while True:
-        page = store.list("t1", MemoryFilter(), cursor=cursor, limit=5)
+        page = store.list_memories("t1", MemoryFilter(), cursor=cursor, limit=5)
         assert len(page.items) <= 5
         seen += [m.id for m in page.items]
         cursor = page.cursor
@@ -108,7 +108,7 @@ def test_list_applies_every_filter_like_the_reference(store: MemoryStore) -> Non
         MemoryFilter(scope_key="scope1", statuses=(MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)),
     ]
     for flt in filters:
-        got = {m.id for m in store.list("t1", flt, limit=100).items}
+        got = {m.id for m in store.list_memories("t1", flt, limit=100).items}
         assert got == {m.id for m in rows if flt.matches(m)}, flt
 
 

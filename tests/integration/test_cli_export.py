@@ -94,7 +94,7 @@ def test_export_one_tenant_to_stdout_and_import_it_into_another(
     moved.write_text(lines[0] + "\n")
     assert main(["import", str(moved), "--tenant", "carol", "--data-dir", str(target)]) == 0
     assert "imported into tenant 'carol': {'restored': 1}" in capsys.readouterr().out
-    restored = build_service(Settings(data_dir=target)).store.list("carol", _all()).items
+    restored = build_service(Settings(data_dir=target)).store.list_memories("carol", _all()).items
     assert [m.content for m in restored] == ["Bob writes Rust"]
     history = build_service(Settings(data_dir=target)).store.history("carol", restored[0].id)
     assert [e.tenant_id for e in history] == ["carol"]

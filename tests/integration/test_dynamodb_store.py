@@ -242,9 +242,9 @@ def test_request_paths_issue_no_scan(store: DynamoDBMemoryStore, dynamodb_client
         MemoryFilter(statuses=tuple(MemoryStatus)),
         MemoryFilter(agent_id="a", time_from=T0, time_to=T0 + minutes(5), scope_key="s"),
     ):
-        page = store.list("t1", flt, limit=3)
+        page = store.list_memories("t1", flt, limit=3)
         if page.cursor:
-            store.list("t1", flt, cursor=page.cursor, limit=3)
+            store.list_memories("t1", flt, cursor=page.cursor, limit=3)
     store.history("t1", first.id)
     store.touch("t1", [Touch(first.id, 1.2, clock.now(), 1)])
     store.stats("t1")
@@ -271,8 +271,10 @@ def test_expired_item_still_stored_reads_as_absent(store: DynamoDBMemoryStore, d
     assert store.get_many("t1", [m.id, keep.id]) == [keep]
     assert store.find_by_hash("t1", m.scope_key, m.content_hash) is None
     assert store.find_by_idempotency_key("t1", "idem") is None
-    assert [x.id for x in store.list("t1", MemoryFilter()).items] == [keep.id]
-    assert [x.id for x in store.list("t1", MemoryFilter(statuses=tuple(MemoryStatus))).items] == [keep.id]
+    assert [x.id for x in store.list_memories("t1", MemoryFilter()).items] == [keep.id]
+    assert [x.id for x in store.list_memories("t1", MemoryFilter(statuses=tuple(MemoryStatus))).items] == [
+        keep.id
+    ]
     assert store.stats("t1").total == 1
 
 
@@ -307,7 +309,7 @@ def test_insert_over_existing_fails_inside_the_transaction(store: DynamoDBMemory
         store.commit([created(make_memory("other")), created(m)])
     assert recorder.operations == ["TransactWriteItems"]  # refused by the condition, not a pre-check
     assert (info.value.memory_id, info.value.expected, info.value.actual) == (m.id, None, 1)
-    assert len(store.list("t1", MemoryFilter()).items) == 1  # the other insert did not land
+    assert len(store.list_memories("t1", MemoryFilter()).items) == 1  # the other insert did not land
 
 
 def test_concurrent_update_between_read_and_transaction_is_a_conflict(
@@ -364,7 +366,7 @@ def test_list_pages_are_full_until_exhausted_for_every_index(store: DynamoDBMemo
         for limit in (1, 7) if flt.session_id else (4, 9):
             got, cursor, sizes = [], None, []
             while True:
-                page = store.list("t1", flt, cursor=cursor, limit=limit)
+                page = store.list_memories("t1", flt, cursor=cursor, limit=limit)
                 got += [m.id for m in page.items]
                 sizes.append(len(page.items))
                 cursor = page.cursor
@@ -376,11 +378,11 @@ def test_list_pages_are_full_until_exhausted_for_every_index(store: DynamoDBMemo
 
 def test_list_rejects_a_forged_cursor_and_bad_limit(store: DynamoDBMemoryStore):
     with pytest.raises(InvalidInputError) as info:
-        store.list("t1", MemoryFilter(), cursor="not-a-cursor")
+        store.list_memories("t1", MemoryFilter(), cursor="not-a-cursor")
     assert info.value.field == "cursor"
     with pytest.raises(InvalidInputError):
-        store.list("t1", MemoryFilter(), limit=0)
-    assert store.list("t1", MemoryFilter(statuses=())).items == []
+        store.list_memories("t1", MemoryFilter(), limit=0)
+    assert store.list_memories("t1", MemoryFilter(statuses=())).items == []
 
 
 # --------------------------------------------------------------------------- lookups & purge

@@ -106,7 +106,9 @@ async def test_a_bound_credential_refuses_any_other_agent_id(
         "invalid_input: invalid `agent_id`: this credential is bound to agent `claude-code`"
     )
     everything = MemoryFilter(statuses=tuple(MemoryStatus))
-    assert [m.view() for m in service.store.list("t1", everything).items] == [private]  # nothing changed
+    assert [m.view() for m in service.store.list_memories("t1", everything).items] == [
+        private
+    ]  # nothing changed
 
 
 async def test_an_unbound_credential_takes_the_agent_from_the_argument_or_the_default(

@@ -112,9 +112,9 @@ def test_another_agents_private_memory_is_refused_like_an_unknown_id_and_unchang
     assert type(hidden) is type(absent)  # neither its existence nor its status shows
     assert str(hidden).replace(private, "<id>") == str(absent).replace(unknown, "<id>")
     assert service.store.get("t1", private) == before
-    assert [m.id for m in service.store.list("t1", MemoryFilter(statuses=tuple(MemoryStatus))).items] == [
-        private
-    ]
+    assert [
+        m.id for m in service.store.list_memories("t1", MemoryFilter(statuses=tuple(MemoryStatus))).items
+    ] == [private]
 
 
 @pytest.mark.parametrize("path", [p for p in ID_PATHS if p != "restore"])

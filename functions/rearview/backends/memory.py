@@ -6,7 +6,6 @@ The contract suite (`tests/contract/`) runs the same tests against these and eve
 from __future__ import annotations
 
 import base64
-import builtins
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -78,7 +77,7 @@ class InMemoryMemoryStore:
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:
         return self._live(self._memories.get((tenant_id, memory_id)))
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> builtins.list[Memory]:
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         found = (self.get(tenant_id, memory_id) for memory_id in dict.fromkeys(memory_ids))
         return [m for m in found if m is not None]
 
@@ -95,7 +94,9 @@ class InMemoryMemoryStore:
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
         return next((m for m in self._tenant(tenant_id) if m.idempotency_key == key), None)
 
-    def list(self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100) -> Page:
+    def list_memories(
+        self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100
+    ) -> Page:
         matching = sorted(
             (m for m in self._tenant(tenant_id) if filter.matches(m)),
             key=lambda m: (m.updated_at, m.id),
@@ -106,7 +107,7 @@ class InMemoryMemoryStore:
         more = start + limit < len(matching)
         return Page(items=items, cursor=encode_offset(start + limit) if more else None)
 
-    def history(self, tenant_id: str, memory_id: str) -> builtins.list[HistoryEvent]:
+    def history(self, tenant_id: str, memory_id: str) -> list[HistoryEvent]:
         return list(self._history.get((tenant_id, memory_id), []))
 
     def touch(self, tenant_id: str, touches: Sequence[Touch]) -> None:
@@ -137,7 +138,7 @@ class InMemoryMemoryStore:
             newest=max((m.created_at for m in items), default=None),
         )
 
-    def tenants(self) -> builtins.list[str]:
+    def tenants(self) -> list[str]:
         return sorted({tenant for tenant, _ in self._memories})
 
     def _tenant(self, tenant_id: str) -> Iterator[Memory]:

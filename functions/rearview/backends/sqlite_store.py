@@ -7,7 +7,6 @@ History events are rows of their own. Every statement is scoped by `tenant_id`.
 from __future__ import annotations
 
 import base64
-import builtins
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -106,7 +105,7 @@ class SQLiteMemoryStore:
 
     def _select(
         self, where: str, params: Sequence[object], suffix: str = "", index: str | None = None
-    ) -> builtins.list[Memory]:
+    ) -> list[Memory]:
         # `index` pins the plan: without ANALYZE statistics SQLite prefers the primary key's
         # tenant prefix, i.e. reads a whole tenant (seconds at 100k memories) for a point lookup.
         source = f"memories m INDEXED BY {index}" if index else "memories m"
@@ -124,9 +123,9 @@ class SQLiteMemoryStore:
         found = self._select("m.id = ?", (tenant_id, self._now(), memory_id))
         return found[0] if found else None
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> builtins.list[Memory]:
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         ids = list(dict.fromkeys(memory_ids))
-        out: builtins.list[Memory] = []
+        out: list[Memory] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             out += self._select(f"m.id IN ({','.join('?' * len(chunk))})", (tenant_id, self._now(), *chunk))
@@ -147,7 +146,9 @@ class SQLiteMemoryStore:
         )
         return found[0] if found else None
 
-    def list(self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100) -> Page:
+    def list_memories(
+        self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100
+    ) -> Page:
         where, params = filter_sql(filter, "m")
         if cursor is not None:
             updated, last_id = _decode_cursor(cursor)
@@ -164,7 +165,7 @@ class SQLiteMemoryStore:
         last = items[limit - 1]
         return Page(items=items[:limit], cursor=_encode_cursor(last.updated_at.timestamp(), last.id))
 
-    def history(self, tenant_id: str, memory_id: str) -> builtins.list[HistoryEvent]:
+    def history(self, tenant_id: str, memory_id: str) -> list[HistoryEvent]:
         with self._db.lock:
             rows = self._db.conn.execute(
                 "SELECT body FROM history WHERE tenant_id = ? AND memory_id = ? ORDER BY id",
@@ -214,7 +215,7 @@ class SQLiteMemoryStore:
             newest=datetime.fromtimestamp(newest, UTC) if newest is not None else None,
         )
 
-    def tenants(self) -> builtins.list[str]:
+    def tenants(self) -> list[str]:
         with self._db.lock:
             return [r[0] for r in self._db.conn.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1")]
 

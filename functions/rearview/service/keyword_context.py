@@ -101,7 +101,7 @@ def _session(store: MemoryStore, tenant_id: str, session_id: str, limit: int) ->
     found: list[Memory] = []
     cursor: str | None = None
     while len(found) < limit:
-        page = store.list(tenant_id, flt, cursor=cursor, limit=min(_PAGE, limit - len(found)))
+        page = store.list_memories(tenant_id, flt, cursor=cursor, limit=min(_PAGE, limit - len(found)))
         found.extend(page.items)
         cursor = page.cursor
         if cursor is None:

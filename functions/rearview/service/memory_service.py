@@ -255,7 +255,7 @@ class MemoryService:
         statuses = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED, MemoryStatus.ARCHIVED) + (
             (MemoryStatus.DELETED,) if req.hard else ()
         )
-        page = self.store.list(
+        page = self.store.list_memories(
             tenant_id, scoped(flt, req.agent_id).model_copy(update={"statuses": statuses}),
             limit=MAX_FORGET_BATCH,
         )  # fmt: skip
@@ -371,7 +371,7 @@ class MemoryService:
             session_id=session_id, time_from=time_from, time_to=time_to,
             types=(MemoryType.WORKING, MemoryType.EPISODIC),
         )  # fmt: skip
-        sources = self.store.list(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
+        sources = self.store.list_memories(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
         if not sources:
             raise InvalidInputError(
                 "session_id", "no working or episodic memories match: nothing to summarize"
@@ -408,7 +408,7 @@ class MemoryService:
         with strength decayed to now.
         """
         flt = MemoryFilter(types=(MemoryType.SEMANTIC,))
-        page = self.store.list(
+        page = self.store.list_memories(
             tenant_id, scoped(flt, validation.check_agent_id(agent_id)), limit=PROFILE_MAX_MEMORIES
         )
         return [self._present(m) for m in sorted(page.items, key=lambda m: (-m.importance, m.content))]

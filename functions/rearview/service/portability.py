@@ -54,7 +54,7 @@ def export_tenant(store: MemoryStore, tenant_id: str) -> Iterator[ExportRecord]:
     """Every memory of the tenant that has not expired, whatever its status, newest `updated_at` first."""
     cursor: str | None = None
     while True:
-        page = store.list(tenant_id, EVERY_STATUS, cursor=cursor, limit=EXPORT_PAGE)
+        page = store.list_memories(tenant_id, EVERY_STATUS, cursor=cursor, limit=EXPORT_PAGE)
         for memory in page.items:
             yield ExportRecord(memory=memory, history=store.history(tenant_id, memory.id))
         cursor = page.cursor

@@ -19,7 +19,7 @@ def _pages(service: MemoryService, tenant_id: str) -> Iterator[list[Memory]]:
     flt = MemoryFilter(statuses=INDEXED_STATUSES)
     cursor: str | None = None
     while True:
-        page = service.store.list(tenant_id, flt, cursor=cursor, limit=REINDEX_BATCH)
+        page = service.store.list_memories(tenant_id, flt, cursor=cursor, limit=REINDEX_BATCH)
         if page.items:
             yield page.items
         cursor = page.cursor

@@ -16,5 +16,5 @@ def store_keyword_search(
     Used when the index is unavailable, and for archived memories (the index no longer holds
     them): bounded work, filtered inside the store query.
     """
-    page = store.list(tenant_id, filter, limit=scan_limit)
+    page = store.list_memories(tenant_id, filter, limit=scan_limit)
     return bm25_rank([(m.id, tokens(m.content)) for m in page.items], query, limit)

@@ -5,7 +5,7 @@ Modules, by seam:
 - `keys`: key construction and escaping (every partition under its tenant);
 - `codec`: items ↔ `Memory` / `HistoryEvent` (also used by the stream consumer);
 - `expressions`: condition and filter expressions, bound to descriptive names;
-- `listing`: index choice, queries, cursors and pagination for `list()`;
+- `listing`: index choice, queries, cursors and pagination for `list_memories()`;
 - `schema`: `table_definition()` (mirrors `template.yaml`) and `ensure_table()`;
 - `table_client`: SDK calls, error translation and bounded retries;
 - `writes`: the transaction of one commit and what a cancelled one means;

@@ -1,6 +1,6 @@
-"""Queries, cursors and pagination for `list()`: the narrowest index, every criterion in the Query.
+"""Queries, cursors and pagination for `list_memories()`: the narrowest index, every criterion in the Query.
 
-`list()` picks the narrowest index for the filter (`plan_listing`) and applies every other
+`list_memories()` picks the narrowest index for the filter (`plan_listing`) and applies every other
 `MemoryFilter` criterion (and expiry) in the Query's FilterExpression; it keeps paging until
 `limit` items are gathered or the partitions are exhausted. Its cursor is an opaque, encoded
 `updated_key` of the last item returned: each partition resumes past it, which is the
@@ -137,7 +137,7 @@ def index_query(
 def list_memories(
     table: TableClient, tenant_id: str, filter: MemoryFilter, cursor: str | None, limit: int, now: datetime
 ) -> Page:
-    """`MemoryStore.list` on the table: newest `updated_at` first, full pages until exhausted."""
+    """`MemoryStore.list_memories` on the table: newest `updated_at` first, full pages until exhausted."""
     if limit < 1:
         raise InvalidInputError("limit", f"must be at least 1 (got {limit})")
     after = decode_cursor(cursor)

@@ -8,7 +8,7 @@ Global secondary indexes (projection ALL; only memory items carry their keys):
 | `gsi2_session_updated` | `gsi2pk` = `T#<tenant>#S#<session>` (sparse) | `updated_key` |
 | `gsi3_type_status_updated` | `gsi3pk` = `T#<tenant>#<type>#<status>` | `updated_key` |
 
-- `gsi1`: `list()` across all types and statuses, newest first; `stats()`.
+- `gsi1`: `list_memories()` across all types and statuses, newest first; `stats()`.
 - `gsi2`: `list(session_id=...)`: one session's memories, newest first.
 - `gsi3`: `list(types=..., statuses=...)`: one partition per (type, status) pair, merged
   newest first (used when at most 4 partitions cover the filter, e.g. the default `active`).

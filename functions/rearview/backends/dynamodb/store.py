@@ -16,13 +16,12 @@ consistent Query. History carries no TTL: the stream consumer that archives a TT
 takes its history along, then purges. Indexes and listing: `schema` and `listing`.
 
 Consistency: base-table reads (`get`, `get_many`, `find_*`, `history`, `purge`, the version
-pre-read of `commit`) are strongly consistent; GSI reads (`list`, `stats`) are eventually
+pre-read of `commit`) are strongly consistent; GSI reads (`list_memories`, `stats`) are eventually
 consistent, like every DynamoDB GSI; `tenants()` is an eventually consistent Query.
 """
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -161,7 +160,7 @@ class DynamoDBMemoryStore:
             chunk = pending[start : start + MAX_TRANSACTION_ITEMS]
             self._touch_existing([touch_action(self._table.name, tenant_id, t) for t in chunk])
 
-    def _touch_existing(self, actions: builtins.list[TransactWriteItemTypeDef]) -> None:
+    def _touch_existing(self, actions: list[TransactWriteItemTypeDef]) -> None:
         """Transact the touches, dropping those of memories that no longer exist until the rest land."""
         while actions:
             try:
@@ -217,7 +216,7 @@ class DynamoDBMemoryStore:
         item = self._table.get_item(self._memory_key(tenant_id, memory_id))
         return self._live(tenant_id, item) if item is not None else None
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> builtins.list[Memory]:
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         """Existing, unexpired memories among `memory_ids` (BatchGetItem, unprocessed keys retried)."""
         keys = [self._memory_key(tenant_id, memory_id) for memory_id in dict.fromkeys(memory_ids)]
         found = (self._live(tenant_id, item) for item in self._table.batch_get(keys))
@@ -245,12 +244,14 @@ class DynamoDBMemoryStore:
         memory = self.get(tenant_id, str(python_value(item["memory_id"])))
         return memory if memory is not None and memory.idempotency_key == key else None
 
-    def history(self, tenant_id: str, memory_id: str) -> builtins.list[HistoryEvent]:
+    def history(self, tenant_id: str, memory_id: str) -> list[HistoryEvent]:
         """The memory's events, oldest first (by version, then event id); empty once purged."""
         query = self._collection_query(memory_pk(tenant_id, memory_id), sk_prefix=HISTORY_PREFIX)
         return [event_from_item(item) for item in query_items(self._table, query)]
 
-    def list(self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100) -> Page:
+    def list_memories(
+        self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100
+    ) -> Page:
         """Memories matching `filter` (exactly `MemoryFilter.matches`), newest `updated_at` first.
 
         Every criterion is applied inside the Query (key condition or FilterExpression); pages are
@@ -276,7 +277,7 @@ class DynamoDBMemoryStore:
         }
         by_type: dict[str, int] = {}
         by_status: dict[str, int] = {}
-        created: builtins.list[str] = []
+        created: list[str] = []
         for item in query_items(self._table, query):
             memory_type, status = str(python_value(item["type"])), str(python_value(item["status"]))
             by_type[memory_type] = by_type.get(memory_type, 0) + 1
@@ -290,7 +291,7 @@ class DynamoDBMemoryStore:
             newest=datetime.fromisoformat(max(created)) if created else None,
         )
 
-    def tenants(self) -> builtins.list[str]:
+    def tenants(self) -> list[str]:
         """Every tenant that has committed a memory (from the registry items; a Query, not a Scan)."""
         query = self._collection_query(REGISTRY_PK, consistent=False)
         return sorted(str(python_value(item["tenant_id"])) for item in query_items(self._table, query))

@@ -88,7 +88,7 @@ class ArchivingScan:
     def step(self, state: JobState, checkpoint: Checkpoint) -> None:
         """Examine one page of the current type; archive what the rule picked; move the cursor on."""
         flt = MemoryFilter(types=(SCAN_TYPES[state.phase],), statuses=SCANNED_STATUSES)
-        page = self.ctx.service.store.list(
+        page = self.ctx.service.store.list_memories(
             self.ctx.tenant_id, flt, cursor=state.cursor, limit=self.ctx.config.page_size
         )
         now = self.ctx.now()

@@ -116,7 +116,7 @@ class ReconcileJob:
 
     def _index_missing(self, cursor: str | None) -> str | None:
         """One page of the store's searchable memories: index those the index lacks; the next cursor."""
-        page = self.ctx.service.store.list(
+        page = self.ctx.service.store.list_memories(
             self.ctx.tenant_id,
             MemoryFilter(statuses=INDEXED_STATUSES),
             cursor=cursor,
