@@ -57,8 +57,15 @@ class MethodGuard:
 
 def build_mcp(service: MemoryService) -> MCPServer[Any]:
     """The MCP server with Rearview's tools, prompt and resource."""
+    # subscriptions=False: a stateless JSON-response server holds no `subscriptions/listen` stream, and
+    # the SDK derives the 2026-era `listChanged` / `resources.subscribe` flags from that method being
+    # served; without it both eras advertise only what is answered.
     mcp: MCPServer[Any] = MCPServer(
-        "rearview", instructions=INSTRUCTIONS, version=__version__, tools=tools.strict_tools(service)
+        "rearview",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        tools=tools.strict_tools(service),
+        subscriptions=False,
     )
     tools.register(mcp, service)
     return mcp
