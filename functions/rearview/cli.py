@@ -237,6 +237,7 @@ JOB_HELP: dict[JobName, str] = {
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
+    from rearview.api.access_log import install_console_handler
     from rearview.api.app import LOOPBACK, create_app
     from rearview.api.auth import ApiKeyResolver
     from rearview.bootstrap import build_service
@@ -258,7 +259,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; data in {settings.data_dir})")
     timer = _lifecycle_timer(settings, service)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+        install_console_handler()  # our key=value access line replaces uvicorn's access log
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
     finally:
         if timer is not None:
             timer.stop()

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview import __version__
 from rearview.api import tools
+from rearview.api.access_log import AccessLog, quiet_library_loggers
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth, base_url
 from rearview.api.errors import error_body
 from rearview.service.memory_service import MemoryService
@@ -114,4 +115,5 @@ def create_app(
         host=host,
     )
     metadata_url = f"{public_url}{METADATA_PATH}" if public_url else None
-    return MethodGuard(TenantAuth(starlette, resolver, metadata_url))
+    quiet_library_loggers()
+    return AccessLog(MethodGuard(TenantAuth(starlette, resolver, metadata_url)))
