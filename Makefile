@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: help install serve opensearch-engine test lint typecheck unit integration e2e security opensearch deploy \
+.PHONY: help install serve serve-aws-local opensearch-engine test lint typecheck unit integration e2e security opensearch deploy \
 	bench bench-locomo bench-latency bench-cold-start fmt clean
 
 help:  ## list targets
@@ -50,6 +50,9 @@ security: $(STAMP)  ## hostile tier: tenant/agent isolation matrix, argument fuz
 
 opensearch: $(STAMP) opensearch-engine  ## start a standalone OpenSearch test node (Ctrl-C to stop)
 	$(BIN)/python -m tests.engines.opensearch_node
+
+serve-aws-local: $(STAMP) opensearch-engine  ## rearview serve on DynamoDB + S3 (moto server) + the OpenSearch test node
+	$(BIN)/python -m infra.local_aws $(if $(ARGS),-- $(ARGS))
 
 ENV ?= dev
 deploy: $(STAMP)  ## sam build + deploy with infra/samconfig.toml (ENV=dev|prod)
