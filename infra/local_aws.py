@@ -8,8 +8,9 @@ What it does, in order:
 3. creates the memory table (from template.yaml's `MemoryTable`: keys, GSIs, stream, TTL) and the
    archive bucket (from `ArchiveBucket`), skipping what already exists; `--no-create` skips this;
 4. runs `rearview serve` with `REARVIEW_STORE=dynamodb`, `REARVIEW_ARCHIVE=s3`,
-   `REARVIEW_INDEX=opensearch` (mode `local`), `AWS_ENDPOINT_URL` and fake credentials; arguments
-   after `--` go to `rearview serve`. Ctrl-C stops the server, then the node and moto.
+   `REARVIEW_INDEX=opensearch` (mode `local`, engine `lucene`), `AWS_ENDPOINT_URL` and fake
+   credentials; arguments after `--` go to `rearview serve`. Ctrl-C stops the server, then the
+   node and moto.
 
 Where things live: memories and the lifecycle jobs' checkpoints in the DynamoDB table (checkpoints
 are items of the same table, as in AWS), archived memories in the bucket under `archive/`, the
@@ -108,6 +109,7 @@ def serve_env(endpoint: str, opensearch_url: str, table: str, bucket: str) -> di
         "REARVIEW_INDEX": "opensearch",
         "REARVIEW_OPENSEARCH_ENDPOINT": opensearch_url,
         "REARVIEW_OPENSEARCH_MODE": "local",
+        "REARVIEW_OPENSEARCH_ENGINE": "lucene",  # the test node has no faiss native libraries
     }
 
 

@@ -50,6 +50,7 @@ def test_serve_environment_points_every_backend_at_the_local_endpoints(endpoint:
     assert (env["REARVIEW_STORE"], env["REARVIEW_TABLE_NAME"]) == ("dynamodb", "mem")
     assert (env["REARVIEW_ARCHIVE"], env["REARVIEW_ARCHIVE_BUCKET"]) == ("s3", "arch")
     assert (env["REARVIEW_INDEX"], env["REARVIEW_OPENSEARCH_MODE"]) == ("opensearch", "local")
+    assert env["REARVIEW_OPENSEARCH_ENGINE"] == "lucene"  # what the test node supports
 
 
 def test_serve_arguments_follow_the_double_dash() -> None:

@@ -32,6 +32,7 @@ async def test_serve_prints_one_key_value_line_per_request() -> None:
             await http.post("/mcp", json=body)
     finally:
         ACCESS_LOGGER.removeHandler(handler)
+        ACCESS_LOGGER.propagate = True
     (line,) = stream.getvalue().splitlines()
     assert (
         " request method=POST path=/mcp mcp_method=tools/call mcp_tool=memory_get status=202 elapsed_ms="

@@ -16,9 +16,9 @@ Never logged: bodies, arguments, results, credentials, the tenant id itself. The
 host's: the Lambda handler gives this logger Powertools' JSON formatter (fields become keys next
 to the correlation id); `rearview serve` installs `KeyValueFormatter` (`install_console_handler`).
 
-`quiet_library_loggers` raises the MCP SDK's loggers to WARNING: at INFO they log a line per
-request ("Terminating session: None" from the stateless transport) and tool failures with their
-arguments, which would leak content.
+`quiet_library_loggers` raises the MCP SDK's, botocore's and opensearch-py's loggers to WARNING:
+at INFO they log a line per request ("Terminating session: None" from the stateless transport,
+every OpenSearch call) and tool failures with their arguments, which would leak content.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ __all__ = [
 
 ACCESS_LOGGER = logging.getLogger("rearview.access")
 FIELDS = ("method", "path", "mcp_method", "mcp_tool", "status", "elapsed_ms", "tenant_hash")
-LIBRARY_LOGGERS = ("mcp",)
-"""Loggers kept at WARNING: the SDK's INFO lines are per-request noise or carry tool arguments."""
+LIBRARY_LOGGERS = ("mcp", "botocore", "opensearch")
+"""Loggers kept at WARNING: their INFO lines are per-request noise (the MCP SDK's also carry tool
+arguments; opensearch-py logs every HTTP call; botocore where it found credentials/endpoints)."""
 MAX_INSPECTED_BODY = 1 << 20
 """Bodies longer than this are not parsed for the JSON-RPC method (the request still is logged)."""
 
@@ -156,10 +157,11 @@ def install_console_handler(stream: TextIO | None = None) -> logging.Handler:
     handler.setFormatter(KeyValueFormatter())
     ACCESS_LOGGER.addHandler(handler)
     ACCESS_LOGGER.setLevel(logging.INFO)
+    ACCESS_LOGGER.propagate = False  # printed once, here, whatever the root logger is configured to do
     return handler
 
 
 def quiet_library_loggers() -> None:
-    """Keep the MCP SDK's loggers at WARNING (see the module docstring)."""
+    """Keep `LIBRARY_LOGGERS` at WARNING (see the module docstring)."""
     for name in LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
