@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: help install serve opensearch-engine test lint typecheck unit integration e2e security opensearch deploy \
+.PHONY: help install serve serve-aws-local opensearch-engine test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
 	bench bench-locomo bench-latency bench-cold-start fmt clean
 
 help:  ## list targets
@@ -51,10 +51,28 @@ security: $(STAMP)  ## hostile tier: tenant/agent isolation matrix, argument fuz
 opensearch: $(STAMP) opensearch-engine  ## start a standalone OpenSearch test node (Ctrl-C to stop)
 	$(BIN)/python -m tests.engines.opensearch_node
 
+serve-aws-local: $(STAMP) opensearch-engine  ## rearview serve on DynamoDB + S3 (moto server) + the OpenSearch test node
+	$(BIN)/python -m infra.local_aws $(if $(ARGS),-- $(ARGS))
+
+# The Lambda runtime is Python 3.13 and the bundle's bytecode is version-specific, so the build
+# needs a python3.13 whatever Python runs the project: from PATH, else the one uv manages
+# (fetched with `uv python install 3.13` when uv is installed and online).
+PYTHON313 ?= $(shell for p in "$$(command -v python3.13)" "$$(uv python find 3.13 2>/dev/null)"; do \
+	[ -n "$$p" ] && "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 13)' 2>/dev/null && echo "$$p" && break; done)
+
+build:  ## sam build: the dependency layer + the three functions (needs SAM CLI and Python 3.13)
+	@command -v sam >/dev/null || { echo "make build: SAM CLI not found: https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/install-sam-cli.html" >&2; exit 1; }
+	@py="$(PYTHON313)"; \
+	if [ -z "$$py" ] && command -v uv >/dev/null; then uv python install 3.13 && py="$$(uv python find 3.13)"; fi; \
+	if [ -z "$$py" ]; then echo "make build: the Lambda runtime is Python 3.13 and the build must match it: put python3.13 on PATH (python.org, pyenv, apt), or install uv (pip install uv) and let the build fetch it" >&2; exit 1; fi; \
+	echo "building with $$py"; PYTHON="$$py" sam build
+
 ENV ?= dev
-deploy: $(STAMP)  ## sam build + deploy with infra/samconfig.toml (ENV=dev|prod)
-	sam build
+deploy: $(STAMP) build  ## sam build + deploy with infra/samconfig.toml (ENV=dev|prod)
 	sam deploy --config-file infra/samconfig.toml --config-env $(ENV)
+
+bundle-size: $(STAMP)  ## the dependency layer's unzipped size per package; fails over 100 MB or on unused native code
+	$(BIN)/python -m infra.bundle_size
 
 bench-locomo: $(STAMP)  ## retrieval quality on LoCoMo (needs ../shared/data/locomo/locomo-dev.json)
 	$(BIN)/python benchmarks/locomo_recall.py

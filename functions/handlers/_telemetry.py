@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from rearview.api.access_log import RpcCall, rpc_call
 
 __all__ = ["MetricsSink", "RpcCall", "record_tool_metrics", "rpc_call"]
 
@@ -35,31 +36,6 @@ class MetricsSink(Protocol):
     """Where metrics go (Powertools `Metrics` in Lambda; a list-backed fake in tests)."""
 
     def add_metric(self, name: str, unit: Any, value: float) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class RpcCall:
-    """The JSON-RPC method of a request body and, for `tools/call`, the tool's name."""
-
-    method: str | None = None
-    tool: str | None = None
-    request_id: str | int | None = None
-
-
-def rpc_call(body: bytes) -> RpcCall:
-    """What a POST body asks for; an empty `RpcCall` when it is not one JSON-RPC message."""
-    message = _json(body)
-    if not isinstance(message, Mapping) or not isinstance(message.get("method"), str):
-        return RpcCall()
-    method = str(message["method"])
-    params = message.get("params")
-    tool = params.get("name") if method == "tools/call" and isinstance(params, Mapping) else None
-    request_id = message.get("id")
-    return RpcCall(
-        method=method,
-        tool=tool if isinstance(tool, str) else None,
-        request_id=request_id if isinstance(request_id, str | int) else None,
-    )
 
 
 def record_tool_metrics(

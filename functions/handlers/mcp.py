@@ -13,8 +13,9 @@ Lifecycle (one `McpRuntime` per process):
   GET/DELETE on /mcp are answered 405 by the app at once.
 
 Observability: Powertools Logger (JSON; correlation id = the API Gateway / Function URL request
-id; keys `mcp_method`, `mcp_tool`), Powertools Metrics (EMF, namespace
-`POWERTOOLS_METRICS_NAMESPACE`, default `Rearview`; see `handlers._telemetry` for the metrics).
+id; keys `mcp_method`, `mcp_tool`; one `request` line per request from `rearview.api.access_log`),
+Powertools Metrics (EMF, namespace `POWERTOOLS_METRICS_NAMESPACE`, default `Rearview`; see
+`handlers._telemetry` for the metrics).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -43,6 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["McpHandlerSettings", "McpRuntime", "handler", "runtime"]
 
 logger = Logger()  # service name: POWERTOOLS_SERVICE_NAME (template.yaml sets it)
+# The app's access line (`rearview.access`, one per request) and the package's other loggers
+# write through this logger's JSON formatter, so they carry the correlation id.
+copy_config_to_registered_loggers(source_logger=logger, include={"rearview"})
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Rearview")
 
 SERVED_HOST = "0.0.0.0"  # noqa: S104 - never loopback in Lambda: auth, not DNS-rebinding checks, guards it
@@ -117,15 +122,6 @@ class McpRuntime:
             response = self.bridge.invoke(request, event, context, self._timeout_s(context))
         elapsed_ms = (time.perf_counter() - started) * 1000
         record_tool_metrics(metrics, call, response.status, bytes(response.body), elapsed_ms)
-        logger.info(
-            "served",
-            extra={
-                "method": request.method,
-                "path": request.path,
-                "status": response.status,
-                "elapsed_ms": round(elapsed_ms, 1),
-            },
-        )
         return response.to_proxy_result()
 
     def after_restore(self) -> None:

@@ -237,6 +237,7 @@ JOB_HELP: dict[JobName, str] = {
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
+    from rearview.api.access_log import install_console_handler
     from rearview.api.app import LOOPBACK, create_app
     from rearview.api.auth import ApiKeyResolver
     from rearview.bootstrap import build_service
@@ -266,7 +267,15 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     try:
         # uvicorn rewrites the scheme and client from X-Forwarded-* by default; only behind a proxy
         proxied = settings.trust_forwarded_headers
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", proxy_headers=proxied)
+        install_console_handler()  # our key=value access line replaces uvicorn's access log
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            proxy_headers=proxied,
+            access_log=False,
+        )
     finally:
         if timer is not None:
             timer.stop()

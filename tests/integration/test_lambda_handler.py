@@ -374,9 +374,12 @@ def test_handler_entry_point_is_warm_after_the_first_call(
     emitted = [json.loads(line) for line in out if line.startswith('{"_aws"')]
     names = {m["Name"] for blob in emitted for d in blob["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
     assert {"ColdStart", "MemoryWrites", "MemorySearches", "SearchLatency"} <= names
-    served = [json.loads(line) for line in logs.getvalue().splitlines() if '"message":"served"' in line]
+    served = [json.loads(line) for line in logs.getvalue().splitlines() if '"message":"request"' in line]
     assert [log["correlation_id"] for log in served] == ["Rv000013ExAmPlE=", "Rv000014ExAmPlE="]
     assert [log["mcp_tool"] for log in served] == ["memory_write", "memory_search"]
+    assert [log["status"] for log in served] == [200, 200]
+    assert all(len(log["tenant_hash"]) == 12 and log["mcp_method"] == "tools/call" for log in served)
+    assert "pnpm" not in logs.getvalue() and "rv-example-tenant-a-key" not in logs.getvalue()
 
 
 # ----------------------------------------------------------------------------- stream and jobs

@@ -129,9 +129,20 @@ def test_functions_ship_precompiled_bytecode() -> None:
     """SAM's default Python build ships no .pyc, and /var/task is read-only: see functions/Makefile."""
     makefile = (ROOT / "functions" / "Makefile").read_text(encoding="utf-8")
     assert "--invalidation-mode unchecked-hash" in makefile
-    for name in FUNCTIONS:
+    for name in [*FUNCTIONS, "DependenciesLayer"]:
         assert resource(name)["Metadata"]["BuildMethod"] == "makefile"
         assert f"build-{name}" in makefile
+
+
+def test_the_functions_share_one_dependency_layer_for_their_runtime() -> None:
+    function_globals = template()["Globals"]["Function"]
+    assert function_globals["Layers"] == [{"Ref": "DependenciesLayer"}]
+    assert not [name for name in FUNCTIONS if "Layers" in props(name)]  # none overrides the shared one
+    layer = resource("DependenciesLayer")
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    assert layer["Metadata"]["BuildArchitecture"] == "arm64"
+    assert layer["Properties"]["CompatibleRuntimes"] == [function_globals["Runtime"]]
+    assert layer["Properties"]["CompatibleArchitectures"] == function_globals["Architectures"]
 
 
 def test_mcp_function_mitigates_cold_starts() -> None:

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview import __version__
 from rearview.api import tools
+from rearview.api.access_log import AccessLog, quiet_library_loggers
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth
 from rearview.api.errors import error_body
 from rearview.api.origin import request_origin
@@ -59,8 +60,15 @@ class MethodGuard:
 
 def build_mcp(service: MemoryService) -> MCPServer[Any]:
     """The MCP server with Rearview's tools, prompt and resource."""
+    # subscriptions=False: a stateless JSON-response server holds no `subscriptions/listen` stream, and
+    # the SDK derives the 2026-era `listChanged` / `resources.subscribe` flags from that method being
+    # served; without it both eras advertise only what is answered.
     mcp: MCPServer[Any] = MCPServer(
-        "rearview", instructions=INSTRUCTIONS, version=__version__, tools=tools.strict_tools(service)
+        "rearview",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        tools=tools.strict_tools(service),
+        subscriptions=False,
     )
     tools.register(mcp, service)
     return mcp
@@ -114,4 +122,5 @@ def create_app(
     )
     metadata_url = f"{public_url}{METADATA_PATH}" if public_url else None
     guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
-    return MethodGuard(TenantAuth(guarded, resolver, metadata_url, trust_forwarded_headers))
+    quiet_library_loggers()
+    return AccessLog(MethodGuard(TenantAuth(guarded, resolver, metadata_url, trust_forwarded_headers)))

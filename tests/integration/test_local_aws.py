@@ -1,0 +1,58 @@
+"""`infra/local_aws.py` (make serve-aws-local): its moto server and the table + bucket it creates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from infra import local_aws
+from tests.e2e.server import free_port
+from tests.fixtures.aws import REGION, resource_properties
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    with local_aws.moto_server(free_port()) as url:
+        yield url
+
+
+def clients(endpoint: str) -> tuple[Any, Any]:
+    session = boto3.session.Session(
+        region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    return session.client("dynamodb", endpoint_url=endpoint), session.client("s3", endpoint_url=endpoint)
+
+
+def test_creates_the_table_and_the_bucket_once(endpoint: str) -> None:
+    assert local_aws.provision(endpoint, "mem", "arch") == ["table mem", "bucket arch"]
+    assert local_aws.provision(endpoint, "mem", "arch") == []  # a second run keeps what exists
+
+    dynamodb, s3 = clients(endpoint)
+    table = dynamodb.describe_table(TableName="mem")["Table"]
+    template = resource_properties("MemoryTable")
+    assert table["KeySchema"] == template["KeySchema"]
+    assert {i["IndexName"] for i in table["GlobalSecondaryIndexes"]} == {
+        i["IndexName"] for i in template["GlobalSecondaryIndexes"]
+    }
+    assert table["StreamSpecification"]["StreamEnabled"] is True
+    ttl = dynamodb.describe_time_to_live(TableName="mem")["TimeToLiveDescription"]
+    assert ttl["TimeToLiveStatus"] == "ENABLED"
+    encryption = s3.get_bucket_encryption(Bucket="arch")
+    assert encryption["ServerSideEncryptionConfiguration"]["Rules"]
+
+
+def test_serve_environment_points_every_backend_at_the_local_endpoints(endpoint: str) -> None:
+    env = local_aws.serve_env(endpoint, "http://127.0.0.1:9200", "mem", "arch")
+    assert env["AWS_ENDPOINT_URL"] == endpoint and env["AWS_ACCESS_KEY_ID"] == "testing"
+    assert (env["REARVIEW_STORE"], env["REARVIEW_TABLE_NAME"]) == ("dynamodb", "mem")
+    assert (env["REARVIEW_ARCHIVE"], env["REARVIEW_ARCHIVE_BUCKET"]) == ("s3", "arch")
+    assert (env["REARVIEW_INDEX"], env["REARVIEW_OPENSEARCH_MODE"]) == ("opensearch", "local")
+    assert env["REARVIEW_OPENSEARCH_ENGINE"] == "lucene"  # what the test node supports
+
+
+def test_serve_arguments_follow_the_double_dash() -> None:
+    args, serve = local_aws.parse_args(["--table", "t", "--", "--port", "9000"])
+    assert (args.table, args.bucket, serve) == ("t", local_aws.DEFAULT_BUCKET, ["--port", "9000"])
