@@ -101,8 +101,8 @@ def create_app(
         )
 
     metadata_path = f"{METADATA_PATH}{MCP_PATH}" if authorization_server else None
-    if authorization_server:  # RFC 9728's path-suffixed URL, and the root one older clients probe
-        for path in (f"{METADATA_PATH}{MCP_PATH}", METADATA_PATH):
+    if metadata_path:  # RFC 9728's path-suffixed URL, and the root one older clients probe
+        for path in (metadata_path, METADATA_PATH):
             mcp.custom_route(path, methods=["GET"])(protected_resource)
 
     security = None
