@@ -49,7 +49,7 @@ async def http_checks(url: str) -> None:
         )
         challenge = anonymous.headers.get("www-authenticate", "")
         check(anonymous.status_code == 401, f"POST without a key -> {anonymous.status_code}")
-        check("oauth-protected-resource" in challenge, f"WWW-Authenticate: {challenge}")
+        check(challenge == 'Bearer realm="rearview"', f"WWW-Authenticate: {challenge} (no OAuth pointer)")
         get = await http.get(url, headers={"accept": "text/event-stream"})
         check(get.status_code in (401, 405), f"GET /mcp -> {get.status_code} (405, or 401 before auth)")
 

@@ -95,7 +95,7 @@ class McpRuntime:
             resolver,
             host=SERVED_HOST,
             public_url=settings.public_url,
-            authorization_server=settings.jwt_issuer or None,
+            authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)

@@ -24,12 +24,21 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(data_dir: Path, config_file: Path | None = None, **overrides: object) -> Iterator[str]:
-    """Serve Rearview (SQLite store + index, hashing embedder) and yield its MCP URL."""
+def running_server(
+    data_dir: Path,
+    config_file: Path | None = None,
+    authorization_server: str | None = None,
+    **overrides: object,
+) -> Iterator[str]:
+    """Serve Rearview (SQLite store + index, hashing embedder) and yield its MCP URL.
+
+    `authorization_server` turns on OAuth discovery (protected-resource metadata naming it).
+    """
     settings = Settings.load(data_dir=data_dir, config_file=config_file, embedder="hashing", **overrides)
     keys = settings.api_keys()
     service = build_service(settings)
-    app = create_app(service, ApiKeyResolver(keys, None if keys else settings.default_tenant))
+    resolver = ApiKeyResolver(keys, None if keys else settings.default_tenant)
+    app = create_app(service, resolver, authorization_server=authorization_server)
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")

@@ -7,7 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.server import running_server
@@ -187,15 +190,46 @@ async def test_tenants_never_see_each_other(keyed: str, mode: str) -> None:
         assert (await call(alice, "memory_get", {"memory_id": memory_id}))["status"] == "active"
 
 
-async def test_missing_or_wrong_key_gets_401_with_resource_metadata(keyed: str) -> None:
+async def test_missing_or_wrong_key_gets_a_plain_bearer_challenge(keyed: str) -> None:
+    """API-key mode: a 401 that names no metadata URL, and no metadata to start an OAuth flow from."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     async with httpx.AsyncClient(timeout=5) as http:
-        for headers in ({}, {"Authorization": "Bearer wrong"}):
-            response = await http.post(keyed, json=body, headers=headers)
-            assert response.status_code == 401
-            assert 'resource_metadata="http://127.0.0.1' in response.headers["www-authenticate"]
+        missing = await http.post(keyed, json=body)
+        wrong = await http.post(keyed, json=body, headers={"Authorization": "Bearer wrong"})
+        assert missing.status_code == wrong.status_code == 401
+        assert missing.headers["www-authenticate"] == 'Bearer realm="rearview"'
+        assert wrong.headers["www-authenticate"] == 'Bearer realm="rearview", error="invalid_token"'
         meta_url = keyed.replace("/mcp", "/.well-known/oauth-protected-resource")
-        meta = (await http.get(meta_url)).json()
-        assert meta["resource"] == keyed and "authorization_servers" not in meta  # API keys: no OAuth server
-        assert (await http.get(f"{meta_url}/mcp")).json() == meta
+        assert (
+            (await http.get(meta_url)).status_code == (await http.get(f"{meta_url}/mcp")).status_code == 404
+        )
         assert json.loads((await http.get(keyed.replace("/mcp", "/healthz"))).text)["status"] == "ok"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("key", [None, "wrong"])
+async def test_the_python_sdk_without_a_valid_key_gets_a_401_and_no_oauth_flow(
+    keyed: str, mode: str, key: str | None
+) -> None:
+    seen: list[httpx2.Response] = []
+
+    async def record(response: httpx2.Response) -> None:
+        seen.append(response)
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    with pytest.raises(ExceptionGroup) as refused:  # the SDK raises from inside its task groups
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=10, event_hooks={"response": [record]}) as http,
+            Client(streamable_http_client(keyed, http_client=http), mode=mode) as client,
+        ):
+            await client.list_tools()
+    assert refused.group_contains(MCPError)  # the SDK's stand-in for a non-JSON-RPC error response
+    assert [(r.request.method, r.url.path, r.status_code) for r in seen] == [("POST", "/mcp", 401)]
+    expected = 'Bearer realm="rearview"' + (', error="invalid_token"' if key else "")
+    assert seen[0].headers["www-authenticate"] == expected
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_python_sdk_with_the_key_connects(keyed: str, mode: str) -> None:
+    async with connect(keyed, mode, "key-alice") as client:
+        assert {t.name for t in (await client.list_tools()).tools} == TOOLS

@@ -55,7 +55,10 @@ TOOLS = {
     "memory_stats",
     "memory_summarize",
 }
-METADATA_URL = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/.well-known/oauth-protected-resource"
+METADATA_URL = (
+    "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/.well-known/oauth-protected-resource/mcp"
+)
+ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_ExAmPlE"
 
 
 @dataclass
@@ -229,17 +232,23 @@ def test_get_and_delete_are_405_at_once(invoke: Invoke, name: str) -> None:
     assert result["headers"]["allow"] == "POST"
 
 
-@pytest.mark.parametrize("name", ["http/post-mcp-no-credentials", "http/post-mcp-wrong-key"])
-def test_missing_or_wrong_credentials_get_401_with_metadata_pointer(invoke: Invoke, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "challenge"),
+    [
+        ("http/post-mcp-no-credentials", 'Bearer realm="rearview"'),
+        ("http/post-mcp-wrong-key", 'Bearer realm="rearview", error="invalid_token"'),
+    ],
+)
+def test_api_key_mode_answers_401_without_pointing_at_oauth(
+    invoke: Invoke, name: str, challenge: str
+) -> None:
     result = invoke(load_event(name))
     assert result["statusCode"] == 401
-    assert result["headers"]["www-authenticate"] == f'Bearer resource_metadata="{METADATA_URL}"'
+    assert result["headers"]["www-authenticate"] == challenge
 
 
-def test_protected_resource_metadata_needs_no_credentials(invoke: Invoke) -> None:
-    result = invoke(load_event("http/get-protected-resource-metadata"))
-    assert result["statusCode"] == 200
-    assert json.loads(result["body"])["resource"].endswith("/mcp")
+def test_api_key_mode_serves_no_protected_resource_metadata(invoke: Invoke) -> None:
+    assert invoke(load_event("http/get-protected-resource-metadata"))["statusCode"] == 404
 
 
 def test_a_tenant_never_reads_another_tenants_memories(invoke: Invoke) -> None:
@@ -279,6 +288,7 @@ def test_non_http_event_is_400(invoke: Invoke) -> None:
 def jwt_runtime(monkeypatch: pytest.MonkeyPatch, lambda_env: None) -> Iterator[McpRuntime]:
     for name, value in _env_file("env-jwt.json")["McpFunction"].items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REARVIEW_JWT_ISSUER", ISSUER)  # the template sets it in jwt mode
     built = McpRuntime.from_environment()
     try:
         yield built
@@ -303,6 +313,25 @@ def test_jwt_mode_refuses_events_without_claims(jwt_runtime: McpRuntime) -> None
     # An API key is no substitute for the gateway's validated claims in jwt mode.
     keyed = load_event("mcp-2026-07-28/tools-list")
     assert jwt_runtime.handle(keyed, FakeLambdaContext())["statusCode"] == 401
+
+
+def with_path(event: dict[str, Any], path: str) -> dict[str, Any]:
+    """An HTTP API GET event for another path (the route key follows it)."""
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["routeKey"] = event["requestContext"]["routeKey"] = f"GET {path}"
+    return event
+
+
+def test_jwt_mode_points_clients_at_metadata_naming_the_issuer(jwt_runtime: McpRuntime) -> None:
+    unauthorized = load_event("jwt/tools-list")
+    del unauthorized["requestContext"]["authorizer"]
+    challenge = jwt_runtime.handle(unauthorized, FakeLambdaContext())["headers"]["www-authenticate"]
+    assert f'resource_metadata="{METADATA_URL}"' in challenge
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+        event = with_path(load_event("http/get-protected-resource-metadata"), path)
+        metadata = json.loads(jwt_runtime.handle(event, FakeLambdaContext())["body"])
+        assert metadata["authorization_servers"] == [ISSUER]
+        assert metadata["resource"] == "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/mcp"
 
 
 @pytest.fixture

@@ -238,9 +238,22 @@ def test_http_api_routes_put_the_jwt_authorizer_on_post_only() -> None:
     assert post["AuthorizationType"] == {"Fn::If": ["IsJwt", "JWT", "NONE"]}
     assert props("JwtAuthorizer")["AuthorizerType"] == "JWT"
     public = {
-        props(n)["RouteKey"] for n in ("McpGetRoute", "McpDeleteRoute", "ProtectedResourceMetadataRoute")
+        props(n)["RouteKey"]
+        for n in (
+            "McpGetRoute",
+            "McpDeleteRoute",
+            "ProtectedResourceMetadataRoute",
+            "ProtectedResourceMetadataRootRoute",
+        )
     }
-    assert public == {"GET /mcp", "DELETE /mcp", "GET /.well-known/oauth-protected-resource"}
+    assert public == {
+        "GET /mcp",
+        "DELETE /mcp",
+        "GET /.well-known/oauth-protected-resource/mcp",  # where the jwt-mode 401 points
+        "GET /.well-known/oauth-protected-resource",
+    }
+    for name in ("ProtectedResourceMetadataRoute", "ProtectedResourceMetadataRootRoute"):
+        assert "AuthorizationType" not in props(name)  # discovery must work without a token
     integration = props("HttpApiIntegration")
     assert integration["PayloadFormatVersion"] == "2.0"
     assert integration["IntegrationUri"] == {"Ref": "McpFunction.Alias"}
@@ -256,7 +269,9 @@ def test_function_url_targets_the_alias() -> None:
 def test_outputs_include_the_mcp_url() -> None:
     outputs = template()["Outputs"]
     assert "/mcp" in json.dumps(outputs["McpUrl"]["Value"])
-    assert "ProtectedResourceMetadataUrl" in outputs
+    metadata = outputs["ProtectedResourceMetadataUrl"]
+    assert metadata["Condition"] == "IsJwt"  # apikey mode serves no OAuth metadata
+    assert json.dumps(metadata["Value"]).endswith('/.well-known/oauth-protected-resource/mcp"}')
 
 
 # ----------------------------------------------------------------------------- search index

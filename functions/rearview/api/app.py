@@ -87,8 +87,9 @@ def create_app(
     URLs handed out (metadata, 401) use `public_url`, else the request's origin, where the
     `X-Forwarded-Proto`/`X-Forwarded-Host` a proxy sets count only with `trust_forwarded_headers`.
 
-    `authorization_server` (an OAuth/OIDC issuer) is advertised in the protected-resource metadata
-    (RFC 9728) so clients can discover where to get a token; API-key deployments leave it unset.
+    `authorization_server` (an OAuth/OIDC issuer) turns OAuth discovery on: the protected-resource
+    metadata (RFC 9728) names it, and the 401 points at that metadata. API-key deployments leave it
+    unset: no metadata is served and the 401 names no URL (`rearview.api.auth`).
     """
     mcp = build_mcp(service)
 
@@ -98,17 +99,19 @@ def create_app(
 
     async def protected_resource(request: Request) -> Response:
         base = public_url or request_origin(request.scope, request.headers, trust_forwarded_headers)
-        metadata: dict[str, object] = {
-            "resource": f"{base}{MCP_PATH}",
-            "bearer_methods_supported": ["header"],
-            "resource_name": "Rearview memory",
-        }
-        if authorization_server:
-            metadata["authorization_servers"] = [authorization_server]
-        return JSONResponse(metadata)
+        return JSONResponse(
+            {
+                "resource": f"{base}{MCP_PATH}",
+                "authorization_servers": [authorization_server],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "Rearview memory",
+            }
+        )
 
-    for path in (METADATA_PATH, f"{METADATA_PATH}{MCP_PATH}"):  # RFC 9728 allows the resource path suffix
-        mcp.custom_route(path, methods=["GET"])(protected_resource)
+    metadata_path = f"{METADATA_PATH}{MCP_PATH}" if authorization_server else None
+    if metadata_path:  # RFC 9728's path-suffixed URL, and the root one older clients probe
+        for path in (metadata_path, METADATA_PATH):
+            mcp.custom_route(path, methods=["GET"])(protected_resource)
 
     security = None
     if host not in LOOPBACK:
@@ -120,7 +123,8 @@ def create_app(
         transport_security=security,
         host=host,
     )
-    metadata_url = f"{public_url}{METADATA_PATH}" if public_url else None
     guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
     quiet_library_loggers()
-    return AccessLog(MethodGuard(TenantAuth(guarded, resolver, metadata_url, trust_forwarded_headers)))
+    return AccessLog(
+        MethodGuard(TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers))
+    )

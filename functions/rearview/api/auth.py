@@ -4,8 +4,20 @@
 Bearer <key>` (or `X-API-Key`) and stores its tenant in `scope["state"]["tenant_id"]` and, for a
 key bound to an agent, that agent in `scope["state"]["agent_id"]`, where the tools read them
 (`rearview.principal`). With no keys configured, every request is the default tenant (the local
-server then binds to loopback only). Unauthenticated requests get 401 with a `WWW-Authenticate` header that
-points at the protected-resource metadata (MCP authorization spec).
+server then binds to loopback only).
+
+Unauthenticated requests get 401 with an RFC 6750 `WWW-Authenticate: Bearer` challenge, shaped by
+the deployment's mode so that an OAuth-capable client (Claude Code, the MCP Inspector, the SDKs)
+does the right thing:
+
+- API keys (no authorization server): `Bearer realm="rearview"`, plus `error="invalid_token"` when
+  a credential was presented and refused (none when nothing was sent, RFC 6750 §3.1). No
+  `resource_metadata`, and no metadata document is served: the MCP authorization spec requires
+  one with `authorization_servers`, and one without sends clients into an OAuth flow that cannot
+  succeed. Every `/.well-known/` path is public, so discovery probes get a plain 404, not a 401.
+- OAuth/JWT (an authorization server is configured): the same, plus `resource_metadata` pointing
+  at the RFC 9728 document at the path-suffixed well-known URL of the MCP endpoint
+  (`/.well-known/oauth-protected-resource/mcp`), which names the issuer in `authorization_servers`.
 """
 
 from __future__ import annotations
@@ -21,7 +33,9 @@ from rearview.principal import Principal
 from rearview.settings import hash_key
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
-PUBLIC_PATHS = frozenset({"/healthz", METADATA_PATH, f"{METADATA_PATH}/mcp"})
+WELL_KNOWN = "/.well-known/"
+PUBLIC_PATHS = frozenset({"/healthz"})
+REALM = "rearview"
 TENANT_STATE_KEY = "tenant_id"
 AGENT_STATE_KEY = "agent_id"
 """The agent the credential is bound to, None when it is not bound."""
@@ -60,52 +74,78 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key") or None
 
 
+def bearer_challenge(resource_metadata: str | None, credential_presented: bool) -> str:
+    """The 401's `WWW-Authenticate` value (RFC 6750 §3; `resource_metadata` from RFC 9728 §5.1)."""
+    params = [f"realm={quoted_string(REALM)}"]
+    if resource_metadata:
+        params.append(f"resource_metadata={quoted_string(resource_metadata)}")
+    if credential_presented:
+        params.append('error="invalid_token"')
+    return "Bearer " + ", ".join(params)
+
+
 class TenantAuth:
     """ASGI middleware: authenticate, then pass the tenant (and a bound agent) down in `scope["state"]`.
 
-    The 401 points at `metadata_url` (from the configured public URL), else at the metadata on
-    the request's origin (`origin.request_origin`; forwarded headers only if `trust_forwarded`).
+    `metadata_path` is set only when OAuth is on (see the module docstring): then the 401 names
+    that document under `public_url`, else under the request's origin (`origin.request_origin`;
+    forwarded headers only if `trust_forwarded`). Without it (API keys) the 401 names no URL.
     """
 
     def __init__(
         self,
         app: ASGIApp,
         resolver: ApiKeyResolver,
-        metadata_url: str | None = None,
+        metadata_path: str | None = None,
+        public_url: str | None = None,
         trust_forwarded: bool = False,
     ) -> None:
         self.app = app
         self.resolver = resolver
-        self.metadata_url = metadata_url
+        self.metadata_path = metadata_path
+        self.public_url = public_url
         self.trust_forwarded = trust_forwarded
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or _is_public(scope["path"]):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        principal = self.resolver.principal_for(presented_key(headers))
+        presented = presented_key(headers)
+        principal = self.resolver.principal_for(presented)
         if principal is None:
-            await self._unauthorized(scope, send, headers)
+            await self._unauthorized(scope, send, headers, presented is not None)
             return
         state = scope.setdefault("state", {})
         state[TENANT_STATE_KEY] = principal.tenant_id
         state[AGENT_STATE_KEY] = principal.agent_id
         await self.app(scope, receive, send)
 
-    async def _unauthorized(self, scope: Scope, send: Send, headers: Mapping[str, str]) -> None:
-        metadata = (
-            self.metadata_url or f"{request_origin(scope, headers, self.trust_forwarded)}{METADATA_PATH}"
+    async def _unauthorized(
+        self, scope: Scope, send: Send, headers: Mapping[str, str], presented: bool
+    ) -> None:
+        metadata = None
+        if self.metadata_path:
+            origin = self.public_url or request_origin(scope, headers, self.trust_forwarded)
+            metadata = f"{origin}{self.metadata_path}"
+        message = (
+            "invalid credentials: the API key or token was not accepted"
+            if presented
+            else "credentials required: send 'Authorization: Bearer <API key or token>'"
         )
-        body = error_body("unauthorized", "missing or invalid API key")
         await send(
             {
                 "type": "http.response.start",
                 "status": 401,
                 "headers": [
                     (b"content-type", b"application/json"),
-                    (b"www-authenticate", f"Bearer resource_metadata={quoted_string(metadata)}".encode()),
+                    (b"www-authenticate", bearer_challenge(metadata, presented).encode()),
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": error_body("unauthorized", message)})
+
+
+def _is_public(path: str) -> bool:
+    """Health and every well-known document: discovery probes get the document or a plain 404."""
+    return path in PUBLIC_PATHS or path.startswith(WELL_KNOWN)
