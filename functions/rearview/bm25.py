@@ -22,13 +22,15 @@ _MIN_IDF = 1e-6
 
 def bm25_rank(docs: Sequence[tuple[str, list[str]]], text: str, limit: int) -> list[tuple[str, float]]:
     """Okapi BM25 (k1=1.2, b=0.75) of `text` over tokenized `docs`; only docs sharing a term score."""
-    return bm25_rank_fields([(doc_id, toks, []) for doc_id, toks in docs], text, limit, 0.0)
+    return bm25_rank_fields([(doc_id, fts_terms(toks), []) for doc_id, toks in docs], text, limit, 0.0)
 
 
 def bm25_rank_fields(
     docs: Sequence[tuple[str, list[str], list[str]]], text: str, limit: int, context_weight: float
 ) -> list[tuple[str, float]]:
-    """BM25 over documents of two fields, (id, body tokens, context tokens), as SQLite FTS5 scores them.
+    """BM25 over documents of two fields, (id, body terms, context terms), as SQLite FTS5 scores them.
+
+    The terms are FTS5's (`fts_terms.text_terms`), computed once when a document is indexed.
 
     Each distinct query token is a phrase of its FTS5 terms (`"melanie's"` is `melanie s`, as the
     embedded index queries it). A phrase's frequency is its body count plus `context_weight` times
@@ -37,12 +39,11 @@ def bm25_rank_fields(
     phrases = [p for p in (tuple(fts_terms([t])) for t in query_tokens(text)) if p]
     if not docs or not phrases:
         return []
-    stemmed = [(doc_id, fts_terms(body), fts_terms(ctx)) for doc_id, body, ctx in docs]
-    n = len(stemmed)
-    avg_len = sum(len(body) + len(ctx) for _, body, ctx in stemmed) / n or 1.0
+    n = len(docs)
+    avg_len = sum(len(body) + len(ctx) for _, body, ctx in docs) / n or 1.0
     freqs = [
         (doc_id, [(_count(body, p), _count(ctx, p)) for p in phrases], len(body) + len(ctx))
-        for doc_id, body, ctx in stemmed
+        for doc_id, body, ctx in docs
     ]
     df = [sum(1 for _, fs, _ in freqs if fs[i] != (0, 0)) for i in range(len(phrases))]
     idf = [max(_MIN_IDF, math.log((n - d + 0.5) / (d + 0.5))) for d in df]
@@ -60,4 +61,6 @@ def bm25_rank_fields(
 def _count(terms: list[str], phrase: tuple[str, ...]) -> int:
     """Occurrences of `phrase` (consecutive terms) in `terms`."""
     size = len(phrase)
+    if size == 1:
+        return terms.count(phrase[0])
     return sum(1 for i in range(len(terms) - size + 1) if tuple(terms[i : i + size]) == phrase)

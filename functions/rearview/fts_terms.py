@@ -13,7 +13,9 @@ import threading
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["fts_terms"]
+from rearview.text import tokens
+
+__all__ = ["fts_terms", "text_terms"]
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 _lock = threading.Lock()
@@ -27,6 +29,11 @@ _conn.executescript(
 def fts_terms(tokens: Iterable[str]) -> list[str]:
     """The FTS5 terms of `tokens`, in order (a token FTS5 splits, "don't", gives several)."""
     return [term for token in tokens for term in _terms_of(token)]
+
+
+def text_terms(text: str) -> list[str]:
+    """The FTS5 terms of a text: `fts_terms(tokens(text))`, what the embedded index holds of it."""
+    return fts_terms(tokens(text))
 
 
 @lru_cache(maxsize=1 << 16)
