@@ -37,8 +37,10 @@ from rearview.backends.opensearch import (
 )
 from rearview.backends.opensearch.mapping import ADDED_FIELDS
 from rearview.errors import IndexUnavailableError, InvalidInputError
+from rearview.fts_terms import fts_terms
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType, Visibility
 from rearview.ports import IndexDocument, IndexQuery
+from rearview.text import tokens
 from tests.engines.opensearch_node import OpenSearchNode
 from tests.factories import T0, make_memory
 
@@ -144,10 +146,11 @@ def test_ensure_schema_creates_an_explicit_versioned_mapping_behind_the_alias(
     with pytest.raises(RequestError, match="strict_dynamic_mapping_exception"):
         index.client.index(index=alias, body={"memory_id": "x", "free_form_payload": {"a": 1}})
 
-    tokens = index.client.indices.analyze(
-        index=alias, body={"analyzer": INDEX_ANALYZER, "text": "我喜欢吃苹果 The Fox"}
-    )
-    assert [t["token"] for t in tokens["tokens"]] == ["我喜", "喜欢", "欢吃", "吃苹", "苹果", "the", "fox"]
+    text = "我喜欢吃苹果 The Foxes were happily running to the Café; deployed, generalizations"
+    analyzed = index.client.indices.analyze(index=alias, body={"analyzer": INDEX_ANALYZER, "text": text})
+    terms = [t["token"] for t in analyzed["tokens"]]
+    assert terms[:7] == ["我喜", "喜欢", "欢吃", "吃苹", "苹果", "the", "fox"]
+    assert terms == fts_terms(tokens(text))  # the terms SQLite's FTS5 index holds: the same matches
 
 
 def test_constructor_does_no_io_and_config_is_validated() -> None:

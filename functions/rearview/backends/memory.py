@@ -17,6 +17,7 @@ from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.bm25 import bm25_rank_fields
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
+from rearview.fts_terms import text_terms
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
 from rearview.ports import (
     CONTEXT_WEIGHT,
@@ -28,7 +29,6 @@ from rearview.ports import (
     Touch,
     Vector,
 )
-from rearview.text import tokens
 
 
 def encode_offset(offset: int) -> str:
@@ -149,7 +149,7 @@ class InMemoryMemoryStore:
 
 
 class InMemoryMemoryIndex:
-    """A brute-force `MemoryIndex`: BM25 over `text.tokens`, exact cosine over numpy vectors.
+    """A brute-force `MemoryIndex`: BM25 over FTS5's terms (`text_terms`), exact cosine over numpy vectors.
 
     BM25 counts the context's words at `CONTEXT_WEIGHT` (`bm25_rank_fields`, FTS5's semantics).
 
@@ -173,11 +173,11 @@ class InMemoryMemoryIndex:
                     continue  # a newer version is indexed: this write is stale
                 if doc.vector is None:
                     if indexed is not None and indexed.memory.content_hash == doc.memory.content_hash:
-                        context = indexed.context if doc.context is None else tokens(doc.context)
+                        context = indexed.context if doc.context is None else text_terms(doc.context)
                         self._docs[key] = _Indexed(doc.memory, indexed.vector, indexed.body, context)
                     continue
                 vector = check_vector(doc.vector, self._dimension)
-                body, context = tokens(doc.memory.content), tokens(doc.context or "")
+                body, context = text_terms(doc.memory.content), text_terms(doc.context or "")
                 self._docs[key] = _Indexed(doc.memory, vector, body, context)
 
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
@@ -220,7 +220,7 @@ class InMemoryMemoryIndex:
 
 @dataclass(frozen=True, slots=True)
 class _Indexed:
-    """One document of `InMemoryMemoryIndex`: the memory, its vector, its content and context tokens."""
+    """One document of `InMemoryMemoryIndex`: the memory, its vector, its content and context terms."""
 
     memory: Memory
     vector: Vector

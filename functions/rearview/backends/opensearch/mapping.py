@@ -28,9 +28,12 @@ __all__ = [
 Json = dict[str, Any]
 
 INDEX_ANALYZER: Final = "rearview_text"
-"""standard tokenizer + cjk_width + lowercase + cjk_bigram: words, and overlapping CJK bigrams."""
+"""standard tokenizer + cjk_width + lowercase + asciifolding + cjk_bigram + porter_stem: stemmed
+words without diacritics, and overlapping CJK bigrams (the terms of SQLite's FTS5 index)."""
 QUERY_ANALYZER: Final = "rearview_query"
-"""`INDEX_ANALYZER` plus the English stopwords of `rearview.text.STOPWORDS`."""
+"""`INDEX_ANALYZER` less the English stopwords of `rearview.text.STOPWORDS`: the fields' search
+analyzer. `queries.keyword_body` drops stopwords itself (as SQLite does) and searches with
+`INDEX_ANALYZER`, which every index version has."""
 
 KEYWORD_FIELDS: Final = (
     "memory_id", "tenant_id", "agent_id", "visibility", "session_id", "type", "tags", "status", "scope_key",
@@ -59,8 +62,12 @@ def index_body(config: OpenSearchConfig) -> Json:
 
     Text: a custom analyzer rather than `smartcn` (a plugin that is not on every domain) or the
     built-in `cjk` analyzer (which drops English stopwords at index time and cannot be tuned):
-    CJK runs become overlapping bigrams exactly like `rearview.text.tokens`, so the embedded
-    index and OpenSearch agree on what matches; stopwords are dropped only from queries.
+    CJK runs become overlapping bigrams exactly like `rearview.text.tokens`, words are folded and
+    Porter-stemmed as SQLite FTS5's `porter unicode61 remove_diacritics 2` tokenizer does, so the
+    embedded index and OpenSearch agree on what matches; stopwords are dropped only from queries.
+    An index keeps the analyzers it was created with (they cannot change on an open index, and
+    Serverless cannot close one): an index created before stemming still works, unstemmed, until
+    `rearview reindex` builds a new version with this body.
     `event_time_us` (epoch microseconds) carries the time filter, because `date` keeps only
     milliseconds and the filter bounds are inclusive at microsecond precision.
     """
@@ -71,18 +78,22 @@ def index_body(config: OpenSearchConfig) -> Json:
             index_settings["number_of_shards"] = config.shards
         if config.replicas is not None:
             index_settings["number_of_replicas"] = config.replicas
-    base_filters = ["cjk_width", "lowercase", "cjk_bigram"]
+    words = ["cjk_width", "lowercase", "asciifolding", "cjk_bigram"]
     return {
         "settings": {
             "index": index_settings,
             "analysis": {
                 "filter": {"rearview_stop": {"type": "stop", "stopwords": sorted(STOPWORDS)}},
                 "analyzer": {
-                    INDEX_ANALYZER: {"type": "custom", "tokenizer": "standard", "filter": base_filters},
+                    INDEX_ANALYZER: {
+                        "type": "custom",
+                        "tokenizer": "standard",
+                        "filter": [*words, "porter_stem"],
+                    },
                     QUERY_ANALYZER: {
                         "type": "custom",
                         "tokenizer": "standard",
-                        "filter": [*base_filters, "rearview_stop"],
+                        "filter": [*words, "rearview_stop", "porter_stem"],
                     },
                 },
             },

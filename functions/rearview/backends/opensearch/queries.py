@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from rearview.backends.opensearch.mapping import CONTEXT_FIELD, INDEX_ANALYZER, Json, epoch_us
 from rearview.errors import IndexUnavailableError
 from rearview.ports import CONTEXT_WEIGHT
-from rearview.text import STOPWORDS, tokens
+from rearview.text import query_tokens
 
 if TYPE_CHECKING:
     from rearview.models import MemoryFilter
@@ -77,14 +77,13 @@ def filter_clauses(tenant_id: str, flt: MemoryFilter) -> list[Json]:
 def keyword_body(query: IndexQuery, text: str) -> Json:
     """The BM25 channel: `match` on `content` or on `context` (boost `CONTEXT_WEIGHT`), bool-filtered.
 
-    A document matches through either field; the scores of both add up (as FTS5's column weights
-    do, though each field has its own length norm here).
+    The query is what SQLite's keyword channel searches: the distinct non-stopword tokens of
+    `text.query_tokens` (all of them if only stopwords), any of which matches, analyzed as the
+    documents were. A document matches through either field; the scores of both add up (as FTS5's
+    column weights do, though each field has its own document frequencies and length norm here:
+    the two rankings agree closely but not exactly, see tests/contract/test_ranking_parity.py).
     """
-    match: Json = {"query": text}
-    words = tokens(text)
-    if words and all(w in STOPWORDS for w in words):
-        # Only stopwords: search them rather than nothing (as `text.query_tokens` does).
-        match["analyzer"] = INDEX_ANALYZER
+    match: Json = {"query": " ".join(query_tokens(text)), "analyzer": INDEX_ANALYZER}
     return {
         "size": query.limit,
         "track_total_hits": False,
