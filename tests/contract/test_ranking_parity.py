@@ -12,10 +12,10 @@ strictest case for parity.
   frequencies over both), FTS5's IDF floored at 1e-6.
 - OpenSearch: the same terms (Porter stemming and diacritic folding in the analyzer, the query's
   distinct non-stopword tokens as SQLite queries them, OR semantics) but not the same BM25, so
-  only a bound is asserted (every query shares at least 9 of SQLite's top 10; the top hit is the
+  only a bound is asserted (every query shares at least 8 of SQLite's top 10; the top hit is the
   same for all but one query): Lucene scores `content` and `context` as two fields, each with its
   own document frequency and length norm, and sums them, where FTS5 scores one document whose
-  term frequency is `body + 0.5 * context`; Lucene's IDF is `ln(1 + (N - n + 0.5) / (n + 0.5))`
+  term frequency is `body + CONTEXT_WEIGHT * context`; Lucene's IDF is `ln(1 + (N - n + 0.5) / (n + 0.5))`
   where FTS5's is `ln((N - n + 0.5) / (n + 0.5))` floored at 1e-6, so a word in more than half the
   documents (a speaker's name in a conversation) counts for nothing in SQLite and for something in
   OpenSearch; and Lucene stores document lengths lossily (exact below 40 tokens). On the query
@@ -199,6 +199,6 @@ def test_opensearch_finds_what_sqlite_finds(
     reference = _sqlite_top10(tmp_path, request)
     ranked = _top10_with(INDEXES[backend], tmp_path, request)
     shared = {q: len(set(top) & set(ref)) for q, top, ref in zip(QUERIES, ranked, reference, strict=True)}
-    assert min(shared.values()) >= 9, shared
+    assert min(shared.values()) >= 8, shared  # measured: 8-10 of 10 (three neighbours of context each side)
     same_best = [q for q, top, ref in zip(QUERIES, ranked, reference, strict=True) if top[0] == ref[0]]
     assert len(same_best) >= len(QUERIES) - 1, sorted(set(QUERIES) - set(same_best))
