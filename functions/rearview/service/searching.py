@@ -72,7 +72,8 @@ class Searcher:
         reasons: list[str] = []
         candidates = self._candidates(tenant_id, req, top_k, reasons)
         ranked = rank(candidates, self.config.ranking)
-        results = [h for h in map(_hit, ranked) if h.score >= req.min_score][:top_k]
+        kept = [r for r in ranked if round(r.score, 6) >= req.min_score][:top_k]  # hits built for these only
+        results = [_hit(r) for r in kept]
         if req.reinforce and results:
             results = self._reinforce(tenant_id, results, candidates.memories)
         context = render_context(results)
