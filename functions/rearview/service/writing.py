@@ -151,8 +151,11 @@ class Writer:
         self.config = config
         self.consolidator = consolidator
 
-    def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
+    def write(self, tenant_id: str, req: WriteRequest, vector: Vector | None = None) -> WriteResult:
         """Store one memory, or merge it into an exact/near duplicate in the same scope.
+
+        `vector`, when given, is the document vector of `req.content` (stripped) from this writer's
+        embedder, computed by a caller that embeds many writes at once; else the write embeds it.
 
         With `supersedes`, the named active memory (one `req.agent_id` may see) is retired (kept,
         `superseded_by` set) in the same atomic commit. With `idempotency_key`, a repeated call by
@@ -166,17 +169,20 @@ class Writer:
         if replay is not None:
             return replay
         target = self._supersede_target(tenant_id, req)
-        draft = self.draft(req)
+        draft = self.draft(req, vector)
         return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target))
 
-    def draft(self, req: WriteRequest) -> Draft:
-        """The draft of an already validated request, stamped now and embedded (best-effort)."""
+    def draft(self, req: WriteRequest, vector: Vector | None = None) -> Draft:
+        """The draft of an already validated request, stamped now and embedded (best-effort).
+
+        `vector` is a precomputed document vector of `req.content` (see `write`).
+        """
         return Draft(
             req=req,
             now=self.clock.now(),
             scope_key=scope_key(req.type, req.visibility, req.agent_id, req.session_id),
             digest=content_hash(req.content),
-            vector=indexing.embed_document(self.embedder, req.content),
+            vector=vector if vector is not None else indexing.embed_document(self.embedder, req.content),
         )
 
     # ------------------------------------------------------------------------------ decide
