@@ -126,7 +126,7 @@ class Ingester:
         total = sum(len(m.content) for m in req.messages)
         if total > MAX_INGEST_CHARS:
             raise InvalidInputError(
-                "messages", f"hold {total} characters of content; the limit is {MAX_INGEST_CHARS} per call"
+                "messages", f"has {total} characters of content; the limit is {MAX_INGEST_CHARS} per call"
             )
         base = WriteRequest(content="-", agent_id=agent_id, visibility=req.visibility)
         return [self._plan_one(i, m, session_id, base) for i, m in enumerate(req.messages)]
