@@ -146,6 +146,9 @@ When to WRITE (memory_write), one distilled statement per memory:
 - working: scratch notes for this session only (expire quickly).
 Set importance 1-5 (5 = critical, kept forever) and confidence 0-1 honestly.
 If a new fact corrects an old memory, pass `supersedes` with the old memory's id.
+To keep a conversation rather than distill it yourself, send its new turns to memory_ingest
+(with their message ids): each turn is kept as an event, and what the user says about
+themselves as a fact; sending a turn again stores nothing twice.
 Unused memories fade and are archived; if you miss one, search with `include_archived` and
 bring it back with memory_restore.
 
