@@ -151,10 +151,22 @@ def test_a_private_ingest_is_seen_by_its_agent_only(service: MemoryService) -> N
         assert len(hits) == expected
 
 
-def test_an_embedder_outage_still_stores_every_message_unindexed(clock: ManualClock) -> None:
-    service = MemoryService(InMemoryMemoryStore(clock), InMemoryMemoryIndex(8), BrokenEmbedder(), clock)
+class CountingBrokenEmbedder(BrokenEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        self.calls += 1
+        return super().embed_documents(texts)
+
+
+def test_an_embedder_outage_stores_every_message_unindexed_after_one_try(clock: ManualClock) -> None:
+    broken = CountingBrokenEmbedder()
+    service = MemoryService(InMemoryMemoryStore(clock), InMemoryMemoryIndex(8), broken, clock)
     result = service.ingest("t1", chat(("Ann", "I like jazz"), ("Bo", "ok")))
     assert result.created == 3 and result.indexed is False
+    assert broken.calls == 1  # not once more per memory: an outage must not multiply its timeouts
 
 
 def big(n: int, size: int = 10) -> IngestRequest:

@@ -15,7 +15,8 @@ Guarantees:
   message's id (or, without one, the hash of its speaker and content), so re-sending a message,
   or a whole call that failed half-way, writes nothing twice (the outcome lists it as `replayed`);
 - one `embed_documents` call for every text of the call (the throughput of a batch, not of a
-  loop of single writes); an embedder failure stores the memories unindexed, as `write` does.
+  loop of single writes); if it fails, the memories are stored unindexed (as `write` does) and
+  the result says `indexed: false`: nothing is embedded again, one by one.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ from rearview.models import (
     WriteRequest,
     WriteResult,
 )
-from rearview.ports import Embedder, Vector
+from rearview.ports import Embedder
 from rearview.service import validation
 from rearview.service.extraction import Extractor
+from rearview.service.writing import Embedded
 from rearview.text import content_hash
 
 __all__ = ["FACT_CONFIDENCE", "Ingester", "idempotency_key"]
@@ -56,7 +58,7 @@ log = logging.getLogger(__name__)
 FACT_CONFIDENCE = 0.9
 """Confidence of an extracted fact: the speaker said it, but a rule reworded it."""
 
-WriteFn = Callable[[str, WriteRequest, Vector | None], WriteResult]
+WriteFn = Callable[[str, WriteRequest, Embedded], WriteResult]
 
 
 def idempotency_key(session_id: str, message: IngestMessage, speaker: str) -> str:
@@ -98,7 +100,7 @@ class Ingester:
         fact_vectors = iter(vectors[len(plan) :])  # the episodes' vectors come first, in message order
         outcomes: list[MessageOutcome] = []
         indexed = True
-        for planned, episode_vector in zip(plan, vectors, strict=False):
+        for planned, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
             outcome, ok = self._write_one(tenant_id, planned, episode_vector, fact_vectors)
             outcomes.append(outcome)
             indexed = indexed and ok
@@ -171,14 +173,14 @@ class Ingester:
         ]
         return _Planned(index, message_id or None, episode, facts)
 
-    def _embed(self, texts: Sequence[str]) -> list[Vector | None]:
-        """One document vector per text in one embedder call; all None (each write retries) on failure."""
+    def _embed(self, texts: Sequence[str]) -> list[Embedded]:
+        """Each text embedded, in one embedder call; all without a vector (stored unindexed) if it fails."""
         try:
             matrix = self.embedder.embed_documents(texts)
         except EmbedderError as exc:
-            log.warning("batch embedding failed, each write embeds its own: %s", exc)
-            return [None] * len(texts)
-        return list(matrix)
+            log.warning("embedding failed, ingested memories stored unindexed: %s", exc)
+            return [Embedded(None)] * len(texts)
+        return [Embedded(vector) for vector in matrix]
 
     # --------------------------------------------------------------------------------- write
 
@@ -186,8 +188,8 @@ class Ingester:
         self,
         tenant_id: str,
         planned: _Planned,
-        episode_vector: Vector | None,
-        fact_vectors: Iterator[Vector | None],
+        episode_vector: Embedded,
+        fact_vectors: Iterator[Embedded],
     ) -> tuple[MessageOutcome, bool]:
         """Write one message's episode, then its facts linked to it; what they did, and if all are indexed."""
         episode = self.write(tenant_id, planned.episode, episode_vector)
