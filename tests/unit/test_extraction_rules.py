@@ -66,3 +66,11 @@ def test_third_person_names_the_speaker() -> None:
         == "Bo think Bo's mother likes Bo; Bo is sure"
     )
     assert third_person("我的猫喜欢我", "小明") == "小明的猫喜欢小明"
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["I love it!", "I love how you paint.", "Yeah, I love to.", "I prefer that one", "I like your style"],
+)
+def test_a_liking_of_a_pointer_into_the_conversation_is_no_fact(content: str) -> None:
+    assert RulesExtractor().extract("Ann", content) == []

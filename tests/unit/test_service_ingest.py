@@ -23,7 +23,7 @@ from rearview.models import (
     SearchRequest,
     Visibility,
 )
-from rearview.ports import Vector
+from rearview.ports import IndexQuery, Vector
 from rearview.service.memory_service import MemoryService
 from rearview.testing import BrokenEmbedder
 from tests.factories import T0
@@ -210,3 +210,18 @@ def test_a_bad_message_writes_nothing_at_all(
         service.ingest("t1", IngestRequest(session_id="s1", messages=[good, message]))
     assert raised.value.field == field
     assert everything(service) == []
+
+
+def test_each_memory_gets_its_own_texts_vector(service: MemoryService, embedder: CountingEmbedder) -> None:
+    result = service.ingest("t1", chat(("Ann", "a much longer message than the next one"), ("Bo", "short")))
+    for outcome in result.messages:
+        memory = service.get("t1", outcome.memory_id)
+        hits = service.index.search(
+            IndexQuery(
+                tenant_id="t1",
+                filter=MemoryFilter(),
+                limit=1,
+                vector=embedder.embed_documents([memory.content])[0],
+            )
+        )
+        assert hits.vector[0] == (memory.id, pytest.approx(1.0, abs=1e-5))

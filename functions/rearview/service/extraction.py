@@ -18,7 +18,10 @@ reworded: a sentence (split at . ! ? 。！？ ; and line breaks) that *starts* 
     (请)记住X                     -> X, in the third person
 
 where S is the speaker's name and "in the third person" turns I/me/my/mine (我/我的) into S.
-Questions (ending in ? or ？) are never statements; neither are an assistant's, system's or
+What someone prefers, likes, loves, hates, enjoys or dislikes must be a thing, not a pointer into
+the conversation ("I love it", "I love how you ...", "I'd love to"): an object that starts with a
+pronoun or a question word (`VAGUE_OBJECT`) states nothing on its own. Questions (ending in ? or
+？) are never statements; neither are an assistant's, system's or
 tool's messages (`NOT_A_PERSON`): only a person's self-statements become facts about them.
 A language-model extractor (a later round) plugs in behind the same `Extractor` port.
 """
@@ -39,6 +42,11 @@ NOT_A_PERSON: Final = frozenset({"assistant", "system", "tool", "function", "dev
 MAX_SUBJECT_WORDS: Final = 3
 """`my X is Y`: X longer than this is more likely a clause than a thing the speaker has."""
 
+VAGUE_OBJECT: Final = re.compile(
+    r"^(?:it|that|this|these|those|them|you|your|yours|how|what|when|where|why|which|who|to|so|too)\b",
+    re.IGNORECASE,
+)
+"""The start of an object that points back into the conversation instead of naming a thing."""
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
 _LEAD = r"^(?:(?:oh|well|actually|honestly|also|btw|by the way|and|but|so|yeah|yes|no)\s*,?\s+)?"
 _VERBS = {"like": "likes", "love": "loves", "hate": "hates", "enjoy": "enjoys", "dislike": "dislikes"}
@@ -74,6 +82,17 @@ def third_person(text: str, speaker: str) -> str:
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str], str], str | None]]
 
 
+def _liking(verb: str) -> Callable[[re.Match[str], str], str | None]:
+    """The rewrite `S <verb> <object>` for an object that names a thing (not `VAGUE_OBJECT`)."""
+
+    def rewrite(m: re.Match[str], s: str) -> str | None:
+        if VAGUE_OBJECT.match(m["rest"]):
+            return None
+        return f"{s} {verb or _VERBS[m['verb'].lower()]} {third_person(m['rest'], s)}"
+
+    return rewrite
+
+
 def _my_thing(m: re.Match[str], s: str) -> str | None:
     thing = m["thing"].strip()
     if len(thing.split()) > MAX_SUBJECT_WORDS:
@@ -84,18 +103,18 @@ def _my_thing(m: re.Match[str], s: str) -> str | None:
 _RULES: Final[tuple[Rule, ...]] = (
     (
         re.compile(_LEAD + r"I (?:really |much |strongly |definitely )?prefer (?P<rest>.+)", re.IGNORECASE),
-        lambda m, s: f"{s} prefers {third_person(m['rest'], s)}",
+        _liking("prefers"),
     ),
     (
         re.compile(_LEAD + r"I (?:really )?(?:don't|do not) like (?P<rest>.+)", re.IGNORECASE),
-        lambda m, s: f"{s} does not like {third_person(m['rest'], s)}",
+        _liking("does not like"),
     ),
     (
         re.compile(
             _LEAD + r"I (?:really |absolutely |just )?(?P<verb>like|love|hate|enjoy|dislike) (?P<rest>.+)",
             re.IGNORECASE,
         ),
-        lambda m, s: f"{s} {_VERBS[m['verb'].lower()]} {third_person(m['rest'], s)}",
+        _liking(""),
     ),
     (
         re.compile(_LEAD + r"my (?P<thing>[\w' -]{1,40}?)'s name is (?P<rest>.+)", re.IGNORECASE),
