@@ -4,8 +4,9 @@
 Each conversation goes into its own fresh embedded SQLite service twice: as `locomo_recall.py`
 writes it (one episodic `memory_write` per turn), and as one `memory_ingest` call per session
 (speaker, text, the session's date as `timestamp`, the turn's `dia_id` as `message_id`). A
-question's evidence turns map to memories through each way's own record: the write's
-`result.memory.id`, the ingest outcome's `memory_id` of the message with that id. Questions,
+question's evidence turns are found when a top-k memory holds them: the memory a turn's write
+returned (`result.memory.id`, the survivor of a merge), or any memory an ingest outcome names for
+the turn's message (its episode and the facts derived from it, which keep its `message_id`). Questions,
 modes and recall@k are `locomo_recall.py`'s. The issue asks ingest's R@10 to be no lower.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/ingest_recall.py [--limit-conversations N]
@@ -33,7 +34,6 @@ from locomo_recall import (
     _sqlite_service,
     ingest,
     load_locomo,
-    recall_at,
 )
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
 from rearview.ingest_file import calls
@@ -41,16 +41,20 @@ from rearview.models import IngestMessage, IngestRequest, SearchRequest
 from rearview.service.config import DEFAULT_RANKING, ServiceConfig
 from rearview.service.memory_service import MemoryService
 
-Store = Callable[[MemoryService, Conversation], dict[str, str]]
-"""Puts a conversation into a service; the memory of each turn (`dia_id` -> memory id)."""
+Store = Callable[[MemoryService, Conversation], dict[str, set[str]]]
+"""Puts a conversation into a service; the turns each memory holds (memory id -> `dia_id`s)."""
 
 
-def write_per_turn(service: MemoryService, conv: Conversation) -> dict[str, str]:
-    return ingest(service, conv).memory_of
+def write_per_turn(service: MemoryService, conv: Conversation) -> dict[str, set[str]]:
+    turns_of: dict[str, set[str]] = {}
+    for dia_id, memory_id in ingest(service, conv).memory_of.items():
+        turns_of.setdefault(memory_id, set()).add(dia_id)
+    return turns_of
 
 
-def ingest_per_session(service: MemoryService, conv: Conversation) -> dict[str, str]:
-    memory_of: dict[str, str] = {}
+def ingest_per_session(service: MemoryService, conv: Conversation) -> dict[str, set[str]]:
+    """Every memory an outcome names holds its message: the episode and the facts derived from it."""
+    turns_of: dict[str, set[str]] = {}
     for session, turns in groupby(conv.turns, key=lambda t: t.session):
         messages = []
         for turn in turns:
@@ -64,8 +68,21 @@ def ingest_per_session(service: MemoryService, conv: Conversation) -> dict[str, 
             result = service.ingest(
                 conv.sample_id, IngestRequest(messages=run, session_id=f"session_{session}")
             )
-            memory_of.update({str(o.message_id): o.memory_id for o in result.messages})
-    return memory_of
+            for o in result.messages:
+                for memory_id in [o.memory_id, *o.created, *o.merged, *o.replayed]:
+                    turns_of.setdefault(memory_id, set()).add(str(o.message_id))
+    return turns_of
+
+
+def recall_in_turns(
+    ranked: list[str], turns_of: dict[str, set[str]], evidence: tuple[str, ...]
+) -> dict[int, float]:
+    """Recall@k of the evidence turns among the turns the top k memories hold."""
+    out = {}
+    for k in KS:
+        found = set().union(*(turns_of.get(m, set()) for m in ranked[:k]))
+        out[k] = len(found & set(evidence)) / len(evidence)
+    return out
 
 
 def score(
@@ -75,13 +92,12 @@ def score(
     for conv in conversations:
         with tempfile.TemporaryDirectory(prefix="rearview-ingest-recall-") as tmp:
             service = _sqlite_service(Path(tmp), embedder, config)
-            memory_of = store(service, conv)
+            turns_of = store(service, conv)
             for q in conv.questions:
-                evidence = [memory_of[e] for e in q.evidence]
                 for mode, channels in MODES.items():
                     request = SearchRequest(query=q.text, top_k=max(KS), channels=channels, reinforce=False)
                     ranked = [hit.id for hit in service.search(conv.sample_id, request).results]
-                    scores.rows[mode].append((q.category, recall_at(ranked, evidence, KS)))
+                    scores.rows[mode].append((q.category, recall_in_turns(ranked, turns_of, q.evidence)))
     return scores
 
 
