@@ -154,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
 
     _add_import(command("import", "load memories from a JSON Lines file (WriteRequests or an export)"))
+    _add_ingest(
+        command("ingest", "turn a conversation (JSON Lines of messages or a chat transcript) into memories")
+    )
     _add_export(command("export", "write memories with their history as JSON Lines (for `rearview import`)"))
 
     search = command("search", "search memories and print the results")
@@ -208,6 +211,22 @@ def _add_import(imp: argparse.ArgumentParser) -> None:
         "stop at the first line the service refuses)",
     )
     imp.set_defaults(func=_import)
+
+
+def _add_ingest(ing: argparse.ArgumentParser) -> None:
+    ing.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE",
+        help='JSON Lines of messages, or a transcript {"messages": [{"role", "content"}, ...]}',
+    )
+    ing.add_argument(
+        "--session-id", metavar="ID", help="the conversation's session (default: the file's name)"
+    )
+    ing.add_argument("--agent", default=DEFAULT_AGENT, help="write as this agent")
+    ing.add_argument("--private", action="store_true", help="visible to --agent only (default: shared)")
+    ing.add_argument("--tenant", help="tenant to write to (default: the configured default tenant)")
+    ing.set_defaults(func=_ingest)
 
 
 def _add_export(exp: argparse.ArgumentParser) -> None:
@@ -348,6 +367,26 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
     stop = f"; stopped at line {bad[-1][0]}" if bad and (run.stopped or not args.continue_on_error) else ""
     print(f"imported into {where}: {run.counts or 'nothing'}; {len(bad)} skipped{stop}{run.unindexed_note()}")
     return EXIT_FAILED if bad else EXIT_OK
+
+
+def _ingest(settings: Settings, args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from rearview.bootstrap import build_service
+    from rearview.ingest_file import IngestRun, calls, read_conversation
+    from rearview.models import Visibility
+
+    conversation = read_conversation(args.file)  # a bad message is a usage error: nothing written
+    run = IngestRun(
+        build_service(settings), _tenant(settings, args), args.session_id or args.file.stem, args.agent,
+        Visibility.PRIVATE if args.private else Visibility.SHARED,
+    )  # fmt: skip
+    with tqdm(total=len(conversation.messages), unit="message", desc="ingest") as bar:
+        for messages in calls(conversation.messages):
+            run.send(messages)
+            bar.update(len(messages))
+    print(run.summary(conversation.skipped))
+    return EXIT_OK
 
 
 def _print_skipped(path: Path, bad: list[tuple[int, str]]) -> None:

@@ -58,6 +58,10 @@ MAX_TOP_K = 50
 MAX_TTL_DAYS = 36_500
 MAX_FORGET_BATCH = 1000
 """Memories one filtered `memory_forget` call forgets (`more` says when there are others)."""
+MAX_INGEST_MESSAGES = 200
+"""Messages one `memory_ingest` call takes (a long chat is sent in several calls)."""
+MAX_INGEST_CHARS = 100_000
+"""All the `content` of one `memory_ingest` call together (and each message's is `MAX_CONTENT_CHARS`)."""
 MIN_IMPORTANCE, MAX_IMPORTANCE = 1, 5
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.0, 1.0
 DEFAULT_AGENT = "default"
@@ -328,6 +332,71 @@ class WriteResult(BaseModel):
     """A near duplicate this write was not merged into, because a merge would have lost a fact."""
     not_merged_because: str | None = None
     """Which fact differs from `related_id`, e.g. `version differs: 3.11 -> 3.12`."""
+
+
+class IngestMessage(BaseModel):
+    """One message of a conversation as `memory_ingest` receives it.
+
+    `speaker` is who said it (a name); `role` (`user`, `assistant`, ...) stands in when there is no
+    name: at least one is required. `timestamp` is when it was said (else the time of ingest).
+    `message_id` is the caller's id of the message, what makes re-sending it a no-op.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    speaker: str | None = None
+    role: str | None = None
+    timestamp: datetime | None = None
+    message_id: str | None = None
+
+
+class IngestRequest(BaseModel):
+    """Input of `MemoryService.ingest`: a conversation's messages, in the order they were said."""
+
+    messages: list[IngestMessage]
+    session_id: str
+    agent_id: str = DEFAULT_AGENT
+    visibility: Visibility = Visibility.SHARED
+
+
+class ExtractionMode(StrEnum):
+    """How an ingest decided what to remember from a message."""
+
+    RULES = "rules"  # offline: the message itself (episodic) + explicit self-statements (semantic)
+
+
+class MessageOutcome(BaseModel):
+    """What one ingested message became. Ids, by what the write path did with each memory.
+
+    `replayed`: memories an earlier ingest of the same message already wrote (nothing changed).
+    """
+
+    index: int
+    message_id: str | None = None
+    memory_id: str
+    """The message's episodic memory (created, merged into, or written by an earlier ingest)."""
+    mode: ExtractionMode
+    created: list[str] = Field(default_factory=list)
+    merged: list[str] = Field(default_factory=list)
+    superseded: list[str] = Field(default_factory=list)
+    replayed: list[str] = Field(default_factory=list)
+    facts: list[str] = Field(default_factory=list)
+    """The semantic statements extracted from the message (each one is among the ids above)."""
+
+
+class IngestResult(BaseModel):
+    """Output of `memory_ingest`: one outcome per message, in order, and the totals."""
+
+    session_id: str
+    mode: ExtractionMode
+    messages: list[MessageOutcome]
+    created: int
+    merged: int
+    superseded: int
+    replayed: int
+    indexed: bool = True
+    """False when some memory could not be indexed (it is stored; `rearview reindex` repairs)."""
 
 
 class UpdateRequest(BaseModel):

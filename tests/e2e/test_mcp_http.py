@@ -18,6 +18,7 @@ from tests.mcp_client import MODES, call, call_error, connect
 
 TOOLS = {
     "memory_write",
+    "memory_ingest",
     "memory_search",
     "memory_get",
     "memory_update",

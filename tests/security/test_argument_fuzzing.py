@@ -26,7 +26,7 @@ KINDS = ("invalid_input", "not_found", "conflict", "unavailable", "unauthenticat
 # The SDK puts this before a ToolError's message; what follows it is ours and must start with a kind.
 SDK_PREFIX = re.compile(r"^Error executing tool \w+: ")
 TOOLS = [
-    "memory_write", "memory_search", "memory_get", "memory_update", "memory_forget",
+    "memory_write", "memory_ingest", "memory_search", "memory_get", "memory_update", "memory_forget",
     "memory_history", "memory_stats", "memory_summarize", "memory_restore",
 ]  # fmt: skip
 
@@ -114,6 +114,7 @@ def base(tenant_a: BlockingClient) -> dict[str, dict[str, Any]]:
     ]["id"]
     return {
         "memory_write": {"content": "Fuzzing mutation: the deploy window is 9 to 5"},
+        "memory_ingest": {"messages": [{"role": "user", "content": "Fuzzing turn"}], "session_id": "fuzz"},
         "memory_search": {"query": "deploy window"},
         "memory_get": {"memory_id": memory_id},
         "memory_update": {"memory_id": memory_id, "importance": 2},
@@ -134,6 +135,7 @@ def test_unknown_argument_is_refused_by_name(
 
 TYPOS = {  # a one-letter slip on a real argument, and the name the refusal should suggest
     "memory_write": ("visiblity", "private", "visibility"),
+    "memory_ingest": ("sesion_id", "s1", "session_id"),
     "memory_search": ("sesion_id", "s1", "session_id"),
     "memory_get": ("memoryid", "x", "memory_id"),
     "memory_update": ("expected_vesion", 1, "expected_version"),
@@ -187,6 +189,7 @@ SCHEMA_PROPERTIES: dict[str, tuple[str, ...]] = {
         "content", "type", "importance", "confidence", "tags", "entities", "metadata", "event_time",
         "ttl_days", "supersedes", "idempotency_key", "agent_id", "session_id", "visibility",
     ),
+    "memory_ingest": ("messages", "session_id", "agent_id", "visibility"),
     "memory_search": (
         "query", "top_k", "types", "tags", "session_id", "time_from", "time_to", "min_score",
         "include_superseded", "include_archived", "agent_id",

@@ -79,6 +79,7 @@ def _tool_calls(memory_id: str) -> dict[str, dict[str, Any]]:
     """One valid call of every tool that takes `agent_id`, on `memory_id` where it takes an id."""
     return {
         "memory_write": {"content": "A new fact"},
+        "memory_ingest": {"messages": [{"role": "user", "content": "A new turn"}], "session_id": "s1"},
         "memory_search": {"query": "secret"},
         "memory_get": {"memory_id": memory_id},
         "memory_update": {"memory_id": memory_id, "content": "Rewritten"},

@@ -16,6 +16,8 @@ from rearview.models import (
     MAX_AGENT_ID_CHARS,
     MAX_CONTENT_CHARS,
     MAX_FILTER_IDS,
+    MAX_INGEST_CHARS,
+    MAX_INGEST_MESSAGES,
     MAX_LABEL_CHARS,
     MAX_METADATA_BYTES,
     MAX_METADATA_KEYS,
@@ -33,6 +35,7 @@ from rearview.service.memory_service import MemoryService
 # The smallest valid call of every tool; a test adds one bad key or value to it.
 VALID: dict[str, dict[str, Any]] = {
     "memory_write": {"content": "User prefers tea"},
+    "memory_ingest": {"messages": [{"role": "user", "content": "I prefer tea"}], "session_id": "s1"},
     "memory_search": {"query": "tea"},
     "memory_get": {"memory_id": "m1"},
     "memory_update": {"memory_id": "m1", "tags": ["x"]},
@@ -134,6 +137,24 @@ async def test_schemas_advertise_the_limits(mcp: MCPServer[Any]) -> None:
         ("memory_search", {"top_k": MAX_TOP_K + 1}, "top_k", MAX_TOP_K),
         ("memory_forget", {"ids": [f"m{i}" for i in range(MAX_FILTER_IDS + 1)]}, "ids", MAX_FILTER_IDS),
         ("memory_summarize", {"session_id": "s" * 4500}, "session_id", MAX_SESSION_ID_CHARS),
+        (
+            "memory_ingest",
+            {"messages": [{"role": "user", "content": "hi"}] * (MAX_INGEST_MESSAGES + 1)},
+            "messages",
+            MAX_INGEST_MESSAGES,
+        ),
+        (
+            "memory_ingest",
+            {"messages": [{"role": "user", "content": "x" * 3000}] * 40},
+            "messages",
+            MAX_INGEST_CHARS,
+        ),
+        (
+            "memory_ingest",
+            {"messages": [{"role": "user", "content": "x" * (MAX_CONTENT_CHARS + 1)}]},
+            "messages.0.content",
+            MAX_CONTENT_CHARS,
+        ),
     ],
 )
 async def test_a_value_beyond_a_limit_names_the_field_and_the_limit(

@@ -60,8 +60,11 @@ def invalid_arguments(exc: ValidationError, valid: Iterable[str]) -> InvalidInpu
 
 def _one_error(detail: ErrorDetails, valid: Sequence[str]) -> InvalidInputError:
     loc = [str(part) for part in detail["loc"]]
-    if detail["type"] == "extra_forbidden" and loc:
+    if detail["type"] == "extra_forbidden" and len(loc) == 1:
         return unknown_argument(loc[0], valid)
+    if detail["type"] == "extra_forbidden" and loc:  # inside an argument (a `memory_ingest` message)
+        key = loc[-1] if len(loc[-1]) <= MAX_ECHOED_KEY_CHARS else loc[-1][:MAX_ECHOED_KEY_CHARS] + "..."
+        return InvalidInputError(".".join([*loc[:-1], key]), "unknown key")
     message = detail["msg"].removeprefix("Value error, ")
     return InvalidInputError(".".join(loc) or "arguments", message)
 

@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rearview.api.arguments import StrictPrompt, StrictTool
 from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
@@ -29,6 +29,8 @@ from rearview.models import (
     MAX_CONFIDENCE,
     MAX_CONTENT_CHARS,
     MAX_IMPORTANCE,
+    MAX_INGEST_CHARS,
+    MAX_INGEST_MESSAGES,
     MAX_QUERY_CHARS,
     MAX_TOP_K,
     MIN_CONFIDENCE,
@@ -42,6 +44,10 @@ from rearview.models import (
     HistoryResult,
     IdempotencyKeyText,
     Importance,
+    IngestMessage,
+    IngestRequest,
+    IngestResult,
+    Label,
     Labels,
     MemoryFilter,
     MemoryId,
@@ -91,6 +97,32 @@ TimeTo = Annotated[
 ]
 MemoryIdArg = Annotated[MemoryId, Field(description="The memory's id.")]
 
+
+class MessageArg(BaseModel):
+    """One message of `memory_ingest` as the model sends it (timestamps as ISO-8601 text)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: Annotated[ContentText, Field(description="What was said, verbatim.")]
+    speaker: Annotated[
+        Label | None, Field(description="Who said it, by name (e.g. 'Alice'); default: `role`.")
+    ] = None
+    role: Annotated[Label | None, Field(description="user, assistant, ... when there is no name.")] = None
+    timestamp: Annotated[
+        TimestampText | None, Field(description="ISO-8601 UTC time it was said (default: now).")
+    ] = None
+    message_id: Annotated[
+        Label | None, Field(description="Your id of the message: re-sending it then stores nothing twice.")
+    ] = None
+
+    def message(self, field: str) -> IngestMessage:
+        """The service's message, its timestamp parsed (InvalidInputError naming `field`.timestamp)."""
+        return IngestMessage(
+            content=self.content, speaker=self.speaker, role=self.role,
+            timestamp=_time(self.timestamp, f"{field}.timestamp"), message_id=self.message_id,
+        )  # fmt: skip
+
+
 READ_ONLY = ToolAnnotations(
     readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
 )
@@ -114,6 +146,9 @@ When to WRITE (memory_write), one distilled statement per memory:
 - working: scratch notes for this session only (expire quickly).
 Set importance 1-5 (5 = critical, kept forever) and confidence 0-1 honestly.
 If a new fact corrects an old memory, pass `supersedes` with the old memory's id.
+To keep a conversation rather than distill it yourself, send its new turns to memory_ingest
+(with their message ids): each turn is kept as an event, and what the user says about
+themselves as a fact; sending a turn again stores nothing twice.
 Unused memories fade and are archived; if you miss one, search with `include_archived` and
 bring it back with memory_restore.
 
@@ -250,6 +285,37 @@ class MemoryTools:
             agent_id=agent_of(ctx, agent_id), session_id=session_id, visibility=visibility,
         )  # fmt: skip
         return await _call(partial(self.service.write, tenant_of(ctx), req))
+
+    async def memory_ingest(
+        self,
+        ctx: Context,
+        messages: Annotated[
+            list[MessageArg],
+            Field(
+                min_length=1,
+                max_length=MAX_INGEST_MESSAGES,
+                description="The conversation's messages in the order they were said "
+                f"(1..{MAX_INGEST_MESSAGES} per call, {MAX_INGEST_CHARS} characters of content in all; "
+                "send a long chat in parts).",
+            ),
+        ],
+        session_id: Annotated[
+            SessionIdText, Field(description="The conversation/session these messages are from.")
+        ],
+        agent_id: AgentId = None,
+        visibility: Annotated[Visibility, Field(description="shared (all agents) or private (only you).")] = (
+            Visibility.SHARED
+        ),
+    ) -> IngestResult:
+        """Hand over raw conversation messages and let memory decide what to keep: each message is stored as
+        an event of the session, and what a user states about themselves ("I prefer...", "my X is...",
+        "remember that...") also as a fact. Call it with the new turns at the end of an exchange, instead of
+        writing each one; re-sending the same messages stores nothing twice."""
+        req = IngestRequest(
+            messages=[m.message(f"messages[{i}]") for i, m in enumerate(messages)],
+            session_id=session_id, agent_id=agent_of(ctx, agent_id), visibility=visibility,
+        )  # fmt: skip
+        return await _call(partial(self.service.ingest, tenant_of(ctx), req))
 
     async def memory_search(
         self,
@@ -418,6 +484,7 @@ def strict_tools(service: MemoryService) -> list[Tool]:
     tools = MemoryTools(service)
     table: tuple[tuple[Callable[..., Awaitable[Any]], ToolAnnotations], ...] = (
         (tools.memory_write, WRITES),
+        (tools.memory_ingest, WRITES),
         (tools.memory_search, WRITES),  # recall reinforces what it returns
         (tools.memory_get, READ_ONLY),
         (tools.memory_update, WRITES),

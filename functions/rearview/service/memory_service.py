@@ -42,6 +42,8 @@ from rearview.models import (
     ForgetResult,
     HistoryAction,
     HistoryResult,
+    IngestRequest,
+    IngestResult,
     Memory,
     MemoryFilter,
     MemoryStatus,
@@ -69,7 +71,9 @@ from rearview.service import indexing, keyword_context, validation
 from rearview.service.archival import ARCHIVABLE_STATUSES, RestoreResult, archive_refs
 from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
+from rearview.service.extraction import Extractor, RulesExtractor
 from rearview.service.history import change_event
+from rearview.service.ingest import Ingester
 from rearview.service.searching import Searcher
 from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.writing import Writer, scope_key
@@ -91,7 +95,8 @@ class MemoryService:
 
     `archive` is where archived bodies live (restore and hard forget need it; without one,
     restoring is an `ArchiveError`). `consolidator` makes summaries abstractive and judges
-    contradictions when it has a language model; by default it is extractive only. The
+    contradictions when it has a language model; by default it is extractive only. `extractor` reads
+    ingested messages for facts (by default the offline rules of `extraction`). The
     collaborators are fixed at construction (the write and search paths hold them too).
     """
 
@@ -104,6 +109,7 @@ class MemoryService:
         config: ServiceConfig | None = None,
         archive: Archive | None = None,
         consolidator: Consolidator | None = None,
+        extractor: Extractor | None = None,
     ) -> None:
         self.store = store
         self.index = index
@@ -114,10 +120,15 @@ class MemoryService:
         self.consolidator = consolidator or Consolidator()
         self._writer = Writer(store, index, embedder, self.clock, self.config, self.consolidator)
         self._searcher = Searcher(store, index, embedder, self.clock, self.config)
+        self._ingester = Ingester(self._writer.write, embedder, extractor or RulesExtractor())
 
     def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
         """Store one memory, or merge it into a duplicate, or supersede an older one: see `Writer.write`."""
         return self._writer.write(tenant_id, req)
+
+    def ingest(self, tenant_id: str, req: IngestRequest) -> IngestResult:
+        """Turn a conversation's messages into memories, idempotently and in bounds: see `Ingester`."""
+        return self._ingester.ingest(tenant_id, req)
 
     def search(self, tenant_id: str, req: SearchRequest) -> SearchResult:
         """Hybrid recall that never fails for an index or embedder outage: see `Searcher.search`."""

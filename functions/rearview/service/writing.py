@@ -98,6 +98,16 @@ class Draft:
     """None when the embedder failed: the memory is stored unindexed."""
 
 
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """A write's content as its caller embedded it, with many others in one embedder call.
+
+    `vector` is None when that call failed: the memory is stored unindexed, not embedded again.
+    """
+
+    vector: Vector | None
+
+
 class _Match(NamedTuple):
     memory: Memory
     similarity: float
@@ -151,8 +161,11 @@ class Writer:
         self.config = config
         self.consolidator = consolidator
 
-    def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
+    def write(self, tenant_id: str, req: WriteRequest, embedded: Embedded | None = None) -> WriteResult:
         """Store one memory, or merge it into an exact/near duplicate in the same scope.
+
+        `embedded`, when given, is `req.content` (stripped) already embedded by a caller that embeds
+        many writes at once with this writer's embedder; else the write embeds it.
 
         With `supersedes`, the named active memory (one `req.agent_id` may see) is retired (kept,
         `superseded_by` set) in the same atomic commit. With `idempotency_key`, a repeated call by
@@ -166,17 +179,20 @@ class Writer:
         if replay is not None:
             return replay
         target = self._supersede_target(tenant_id, req)
-        draft = self.draft(req)
+        draft = self.draft(req, embedded)
         return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target))
 
-    def draft(self, req: WriteRequest) -> Draft:
-        """The draft of an already validated request, stamped now and embedded (best-effort)."""
+    def draft(self, req: WriteRequest, embedded: Embedded | None = None) -> Draft:
+        """The draft of an already validated request, stamped now and embedded (best-effort).
+
+        `embedded` is the caller's embedding of `req.content` (see `write`).
+        """
         return Draft(
             req=req,
             now=self.clock.now(),
             scope_key=scope_key(req.type, req.visibility, req.agent_id, req.session_id),
             digest=content_hash(req.content),
-            vector=indexing.embed_document(self.embedder, req.content),
+            vector=embedded.vector if embedded else indexing.embed_document(self.embedder, req.content),
         )
 
     # ------------------------------------------------------------------------------ decide

@@ -1,0 +1,172 @@
+"""`rearview ingest`: read a conversation from a file and hand it to `MemoryService.ingest` in calls.
+
+Two shapes are read:
+
+- a chat transcript, one JSON object with `messages` (the OpenAI and Anthropic request shape):
+  `{"messages": [{"role": "user", "content": "..."}, ...]}`, where `content` may be a string or
+  a list of content blocks, of which the `{"type": "text", "text": ...}` ones are kept (joined by
+  line breaks); a top-level JSON array of messages is read the same way;
+- JSON Lines, one message object per line.
+
+A message has `content` and `speaker` (or OpenAI's `name`) and/or `role`; optionally `timestamp`
+(ISO-8601) and `message_id` (or `id`). System and developer messages (the prompt, not the
+conversation) and messages without text (tool calls, images) are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from rearview.errors import InvalidInputError
+from rearview.models import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, IngestMessage, IngestRequest, Visibility
+from rearview.service.memory_service import MemoryService
+
+__all__ = ["PROMPT_ROLES", "Conversation", "IngestRun", "calls", "read_conversation", "to_message"]
+
+PROMPT_ROLES = frozenset({"system", "developer"})
+"""Roles whose messages are instructions to the model, not turns of the conversation."""
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """The messages read from a file, in order, and how many were skipped (prompt or no text)."""
+
+    messages: list[IngestMessage]
+    skipped: int
+
+
+def read_conversation(path: Path) -> Conversation:
+    """The messages of a transcript or JSON Lines file; InvalidInputError naming the line or message."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        whole: Any = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None  # not one JSON document: JSON Lines
+    if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
+        return _convert([(f"messages[{i}]", m) for i, m in enumerate(whole["messages"])])
+    if isinstance(whole, list):
+        return _convert([(f"messages[{i}]", m) for i, m in enumerate(whole)])
+    if isinstance(whole, dict):  # a single line of JSON Lines
+        return _convert([("line 1", whole)])
+    return _convert(list(_json_lines(text)))
+
+
+def _json_lines(text: str) -> Iterator[tuple[str, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"line {number}", json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"line {number}", f"not JSON ({exc.msg})") from exc
+
+
+def _convert(items: Sequence[tuple[str, Any]]) -> Conversation:
+    messages: list[IngestMessage] = []
+    skipped = 0
+    for where, raw in items:
+        message = to_message(raw, where)
+        if message is None:
+            skipped += 1
+        else:
+            messages.append(message)
+    return Conversation(messages, skipped)
+
+
+def to_message(raw: Any, where: str = "message") -> IngestMessage | None:
+    """One message object as an `IngestMessage`; None for a prompt or a message without text."""
+    if not isinstance(raw, dict):
+        raise InvalidInputError(where, f"expected a JSON object, got {type(raw).__name__}")
+    role = raw.get("role")
+    content = _text(raw.get("content"))
+    if (isinstance(role, str) and role.casefold() in PROMPT_ROLES) or not content.strip():
+        return None
+    try:
+        return IngestMessage(
+            content=content,
+            speaker=raw.get("speaker") or raw.get("name"),
+            role=role,
+            timestamp=raw.get("timestamp"),
+            message_id=_message_id(raw.get("message_id", raw.get("id"))),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise InvalidInputError(f"{where}.{field}", first["msg"]) from exc
+
+
+def _message_id(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _text(content: Any) -> str:
+    """A message's text: the string itself, or its text blocks joined by line breaks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(block["text"]) for block in content if isinstance(block, dict) and block.get("type") == "text"
+        )
+    return ""
+
+
+def calls(messages: Sequence[IngestMessage]) -> Iterator[list[IngestMessage]]:
+    """`messages` in order, cut into runs that each fit one `memory_ingest` call's limits."""
+    run: list[IngestMessage] = []
+    chars = 0
+    for message in messages:
+        if run and (len(run) == MAX_INGEST_MESSAGES or chars + len(message.content) > MAX_INGEST_CHARS):
+            yield run
+            run, chars = [], 0
+        run.append(message)
+        chars += len(message.content)
+    if run:
+        yield run
+
+
+class IngestRun:
+    """Sends a conversation to one service, one `calls` run at a time, and totals what it did."""
+
+    def __init__(
+        self, service: MemoryService, tenant: str, session_id: str, agent_id: str, visibility: Visibility
+    ) -> None:
+        self.service = service
+        self.tenant = tenant
+        self.base = IngestRequest(
+            messages=[], session_id=session_id, agent_id=agent_id, visibility=visibility
+        )
+        self.totals = {"created": 0, "merged": 0, "superseded": 0, "replayed": 0}
+        self.messages = 0
+        self.facts = 0
+        self.modes: set[str] = set()
+        self.indexed = True
+
+    def send(self, messages: list[IngestMessage]) -> None:
+        """Ingest one run of messages (at most one call's worth) and add its outcome to the totals."""
+        result = self.service.ingest(self.tenant, self.base.model_copy(update={"messages": messages}))
+        for name in self.totals:
+            self.totals[name] += getattr(result, name)
+        self.messages += len(messages)
+        self.facts += sum(len(m.facts) for m in result.messages)
+        self.modes.add(result.mode.value)
+        self.indexed = self.indexed and result.indexed
+
+    def summary(self, skipped: int) -> str:
+        """One line: how many messages went where, what the write path did, and any caveat."""
+        counts = ", ".join(f"{name} {count}" for name, count in self.totals.items())
+        mode = "/".join(sorted(self.modes)) or "nothing sent"
+        line = (
+            f"ingested {self.messages} messages into session '{self.base.session_id}' of tenant "
+            f"'{self.tenant}' ({mode}): {counts} memories; {self.facts} facts extracted"
+        )
+        if skipped:
+            line += f"; {skipped} skipped (prompt or no text)"
+        if not self.indexed:
+            line += "; some memories are not indexed (run `rearview reindex`)"
+        return line

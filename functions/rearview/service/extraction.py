@@ -1,0 +1,171 @@
+"""Offline extraction: the explicit statements a person makes about themselves, as facts about them.
+
+The rules are deliberately narrow, so that what they extract is what the speaker said, only
+reworded: a sentence (split at . ! ? 。！？ ; and line breaks) that *starts* with one of these
+(after at most a short interjection such as "Oh," or "Actually,"), in English or Chinese:
+
+    I prefer X                   -> S prefers X
+    I like / love / hate / enjoy / dislike X
+                                 -> S likes / loves / hates / enjoys / dislikes X
+    I don't like X               -> S does not like X
+    my X's name is Y             -> S's X's name is Y
+    my X is / are Y (X: 1-3 words)
+                                 -> S's X is / are Y
+    (please) remember (that) X   -> X, in the third person
+    我(很/最/更/非常/特别)喜欢X      -> S喜欢X
+    我不喜欢X / 我讨厌X            -> S不喜欢X / S讨厌X
+    我的X是/叫Y                     -> S的X是/叫Y
+    (请)记住X                     -> X, in the third person
+
+where S is the speaker's name and "in the third person" turns I/me/my/mine (我/我的) into S.
+What someone prefers, likes, loves, hates, enjoys or dislikes must be a thing, not a pointer into
+the conversation ("I love it", "I love how you ...", "I'd love to"): an object that starts with a
+pronoun or a question word (`VAGUE_OBJECT`) states nothing on its own. Questions (ending in ? or
+？) are never statements; neither are an assistant's, system's or
+tool's messages (`NOT_A_PERSON`): only a person's self-statements become facts about them.
+A language-model extractor (a later round) plugs in behind the same `Extractor` port.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from rearview.models import ExtractionMode
+
+__all__ = ["NOT_A_PERSON", "Extractor", "Fact", "RulesExtractor", "third_person"]
+
+NOT_A_PERSON: Final = frozenset({"assistant", "system", "tool", "function", "developer", "model", "ai"})
+"""Roles whose messages are never read for self-statements (casefolded)."""
+MAX_SUBJECT_WORDS: Final = 3
+"""`my X is Y`: X longer than this is more likely a clause than a thing the speaker has."""
+
+VAGUE_OBJECT: Final = re.compile(
+    r"^(?:it|that|this|these|those|them|you|your|yours|how|what|when|where|why|which|who|to|so|too)\b",
+    re.IGNORECASE,
+)
+"""The start of an object that points back into the conversation instead of naming a thing."""
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
+_LEAD = r"^(?:(?:oh|well|actually|honestly|also|btw|by the way|and|but|so|yeah|yes|no)\s*,?\s+)?"
+_VERBS = {"like": "likes", "love": "loves", "hate": "hates", "enjoy": "enjoys", "dislike": "dislikes"}
+_TRAILING = re.compile(r"[\s.!。！;；,，]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A semantic statement about the speaker, extracted from one message."""
+
+    content: str
+
+
+class Extractor(Protocol):
+    """Reads one message and returns the facts it states; `mode` names how (recorded on each outcome)."""
+
+    @property
+    def mode(self) -> ExtractionMode:
+        """How this extractor works."""
+
+    def extract(self, speaker: str, content: str) -> list[Fact]:
+        """The facts `content`, said by `speaker`, states (none for most messages)."""
+
+
+def third_person(text: str, speaker: str) -> str:
+    """`text` with the speaker's first-person words (I, I'm, me, my, mine, myself; 我的, 我) naming them."""
+    text = re.sub(r"\bI(?:'m| am)\b", f"{speaker} is", text)
+    text = re.sub(r"\b(?:my|mine)\b", f"{speaker}'s", text, flags=re.IGNORECASE)
+    text = re.sub(r"\b(?:I|me|myself)\b", speaker, text)
+    return text.replace("我的", f"{speaker}的").replace("我", speaker)
+
+
+Rule = tuple[re.Pattern[str], Callable[[re.Match[str], str], str | None]]
+
+
+def _liking(verb: str) -> Callable[[re.Match[str], str], str | None]:
+    """The rewrite `S <verb> <object>` for an object that names a thing (not `VAGUE_OBJECT`)."""
+
+    def rewrite(m: re.Match[str], s: str) -> str | None:
+        if VAGUE_OBJECT.match(m["rest"]):
+            return None
+        return f"{s} {verb or _VERBS[m['verb'].lower()]} {third_person(m['rest'], s)}"
+
+    return rewrite
+
+
+def _my_thing(m: re.Match[str], s: str) -> str | None:
+    thing = m["thing"].strip()
+    if len(thing.split()) > MAX_SUBJECT_WORDS:
+        return None
+    return f"{s}'s {thing} {m['verb'].lower()} {third_person(m['rest'], s)}"
+
+
+_RULES: Final[tuple[Rule, ...]] = (
+    (
+        re.compile(_LEAD + r"I (?:really |much |strongly |definitely )?prefer (?P<rest>.+)", re.IGNORECASE),
+        _liking("prefers"),
+    ),
+    (
+        re.compile(_LEAD + r"I (?:really )?(?:don't|do not) like (?P<rest>.+)", re.IGNORECASE),
+        _liking("does not like"),
+    ),
+    (
+        re.compile(
+            _LEAD + r"I (?:really |absolutely |just )?(?P<verb>like|love|hate|enjoy|dislike) (?P<rest>.+)",
+            re.IGNORECASE,
+        ),
+        _liking(""),
+    ),
+    (
+        re.compile(_LEAD + r"my (?P<thing>[\w' -]{1,40}?)'s name is (?P<rest>.+)", re.IGNORECASE),
+        lambda m, s: f"{s}'s {m['thing'].strip()}'s name is {third_person(m['rest'], s)}",
+    ),
+    (
+        re.compile(_LEAD + r"my (?P<thing>[\w -]{1,40}?) (?P<verb>is|are) (?P<rest>.+)", re.IGNORECASE),
+        _my_thing,
+    ),
+    (
+        re.compile(_LEAD + r"(?:please )?remember(?: that|:)? (?P<rest>.+)", re.IGNORECASE),
+        lambda m, s: third_person(m["rest"], s),
+    ),
+    (re.compile(r"^我不喜欢(?P<rest>.+)"), lambda m, s: f"{s}不喜欢{third_person(m['rest'], s)}"),
+    (
+        re.compile(r"^我(?P<adv>很|最|更|非常|特别|真的)?(?P<verb>喜欢|讨厌|爱)(?P<rest>.+)"),
+        lambda m, s: f"{s}{m['adv'] or ''}{m['verb']}{third_person(m['rest'], s)}",
+    ),
+    (
+        re.compile(r"^我的(?P<thing>[^，,。是叫]{1,12})(?P<verb>是|叫)(?P<rest>.+)"),
+        lambda m, s: f"{s}的{m['thing']}{m['verb']}{third_person(m['rest'], s)}",
+    ),
+    (re.compile(r"^请?记住[:：，,]?(?P<rest>.+)"), lambda m, s: third_person(m["rest"], s)),
+)
+
+
+def _sentences(content: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(content) if s.strip()]
+
+
+def _statement(sentence: str, speaker: str) -> str | None:
+    if sentence.endswith(("?", "？")):
+        return None
+    for pattern, rewrite in _RULES:
+        match = pattern.match(sentence)
+        if match is not None:
+            statement = rewrite(match, speaker)
+            return _TRAILING.sub("", statement) if statement else None
+    return None
+
+
+class RulesExtractor:
+    """The offline extractor: the rules in this module's docstring, nothing else."""
+
+    @property
+    def mode(self) -> ExtractionMode:
+        return ExtractionMode.RULES
+
+    def extract(self, speaker: str, content: str) -> list[Fact]:
+        """The self-statements of `content` as facts about `speaker` (none from a non-person role)."""
+        if speaker.casefold() in NOT_A_PERSON:
+            return []
+        found = (_statement(s, speaker) for s in _sentences(content))
+        return [Fact(text) for text in dict.fromkeys(f for f in found if f)]

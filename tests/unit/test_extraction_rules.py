@@ -1,0 +1,76 @@
+"""The offline extraction rules: explicit self-statements, in English and Chinese, and nothing else."""
+
+from __future__ import annotations
+
+import pytest
+
+from rearview.service.extraction import RulesExtractor, third_person
+
+STATED = [
+    ("I prefer green tea over coffee.", ["Ann prefers green tea over coffee"]),
+    ("I really prefer window seats", ["Ann prefers window seats"]),
+    ("Oh, I love hiking in the Alps!", ["Ann loves hiking in the Alps"]),
+    ("I hate my commute", ["Ann hates Ann's commute"]),
+    ("I enjoy jazz. I like cats.", ["Ann enjoys jazz", "Ann likes cats"]),
+    ("I don't like loud music", ["Ann does not like loud music"]),
+    ("My dog's name is Rex.", ["Ann's dog's name is Rex"]),
+    ("my favorite color is blue", ["Ann's favorite color is blue"]),
+    ("My kids are 5 and 7", ["Ann's kids are 5 and 7"]),
+    ("Remember that my flight is at 9am on Friday.", ["Ann's flight is at 9am on Friday"]),
+    ("Please remember I'm allergic to nuts", ["Ann is allergic to nuts"]),
+    ("我喜欢喝茶。", ["Ann喜欢喝茶"]),
+    ("我非常喜欢爬山", ["Ann非常喜欢爬山"]),
+    ("我不喜欢下雨天", ["Ann不喜欢下雨天"]),
+    ("我讨厌堵车", ["Ann讨厌堵车"]),
+    ("我的狗叫旺财", ["Ann的狗叫旺财"]),
+    ("我的生日是五月三号", ["Ann的生日是五月三号"]),
+    ("记住我的车停在三楼", ["Ann的车停在三楼"]),
+    ("Good morning! I prefer email. 我喜欢咖啡", ["Ann prefers email", "Ann喜欢咖啡"]),
+]
+
+NOT_STATED = [
+    "What do I like?",
+    "Do you think I prefer tea?",
+    "我喜欢什么？",
+    "I'm tired",
+    "my day was long",
+    "She said my plan is good to go after the meeting of the board",  # not at the sentence start
+    "My brother's friend from the old school in town is here",  # the subject is a clause
+    "You like tea",
+    "他喜欢茶",
+]
+
+
+@pytest.mark.parametrize(("content", "facts"), STATED)
+def test_a_self_statement_becomes_a_fact_about_the_speaker(content: str, facts: list[str]) -> None:
+    assert [f.content for f in RulesExtractor().extract("Ann", content)] == facts
+
+
+@pytest.mark.parametrize("content", NOT_STATED)
+def test_questions_and_other_sentences_state_nothing(content: str) -> None:
+    assert RulesExtractor().extract("Ann", content) == []
+
+
+@pytest.mark.parametrize("role", ["assistant", "System", "tool"])
+def test_an_assistant_or_system_message_states_nothing_about_anyone(role: str) -> None:
+    assert RulesExtractor().extract(role, "I love helping. My name is Claude.") == []
+
+
+def test_a_repeated_statement_is_one_fact() -> None:
+    assert len(RulesExtractor().extract("Ann", "I like tea. I like tea!")) == 1
+
+
+def test_third_person_names_the_speaker() -> None:
+    assert (
+        third_person("I think my mother likes me; I'm sure", "Bo")
+        == "Bo think Bo's mother likes Bo; Bo is sure"
+    )
+    assert third_person("我的猫喜欢我", "小明") == "小明的猫喜欢小明"
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["I love it!", "I love how you paint.", "Yeah, I love to.", "I prefer that one", "I like your style"],
+)
+def test_a_liking_of_a_pointer_into_the_conversation_is_no_fact(content: str) -> None:
+    assert RulesExtractor().extract("Ann", content) == []
