@@ -2,6 +2,9 @@
 
 Everything here is plain data (pydantic), shared by the service, the adapters and the API.
 Limits are named constants; breaking one is an `InvalidInputError`, never a truncation.
+
+Over 400 lines on purpose: the limits table and the models it bounds are one contract (the tool
+schemas are generated from these types), so a reader sees every field beside its bounds.
 """
 
 from __future__ import annotations

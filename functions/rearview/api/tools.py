@@ -4,6 +4,9 @@ Tool names are a contract (see DESIGN.md). Descriptions tell the model *when* to
 parameter descriptions are read by the model too. The tenant comes from the authenticated
 request (`api/auth.py`), never from an argument; so does the agent when the credential is bound
 to one (`agent_of`), else it is the `agent_id` argument.
+
+Over 400 lines on purpose: each tool is a short method, but its signature carries the
+model-facing description of every parameter, and the tools read best side by side.
 """
 
 # No `from __future__ import annotations`: the SDK reads these signatures at registration time.

@@ -17,6 +17,9 @@ Guarantees:
 The write path lives in `writing` (decide, then apply), the search path in `searching`, the
 tunables in `config`; this facade holds the rest and re-exports `ServiceConfig` and `scope_key`
 for callers that import them from here.
+
+Over 400 lines on purpose: the facade holds one short method per operation; the larger paths
+have their own modules (`writing`, `searching`, `ingest`, `lifecycle/`).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ and returns what the write means, a `WriteDecision`: `Merge` into a duplicate, `
 older memory, or `Create`. It writes nothing, so it is the one place to add a rule about what a
 write may do. `Writer.apply` turns the decision into one atomic store commit, then indexes it
 best-effort (an index or embedder failure never loses the write; the result says `indexed`).
+
+Over 400 lines on purpose: deciding and applying a write read best together (every decision
+type next to the code that commits it); the decision types themselves are small dataclasses.
 """
 
 from __future__ import annotations
