@@ -16,7 +16,7 @@ from rearview.cli import build_parser, main
 
 README = Path(__file__).parents[2] / "README.md"
 SNIPPET = re.compile(r"`(rearview [^`]+)`")
-REQUIRED = {"serve", "import", "search", "stats", "reindex", "decay", "archive", "reconcile", "export"}
+REQUIRED = {"serve", "import", "search", "stats", "reindex", "decay", "archive", "reconcile", "export", "ingest"}
 """Commands the README must show."""
 
 
@@ -42,6 +42,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("REARVIEW_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "memories.jsonl").write_text('{"content": "This query needs the orders index"}\n')
+    (tmp_path / "conversation.jsonl").write_text('{"speaker": "Ann", "content": "I prefer green tea"}\n')
     (tmp_path / "config.toml").write_text('[api_keys]\n"sk-test" = "alice"\n')
     return tmp_path
 
