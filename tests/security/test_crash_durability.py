@@ -44,24 +44,25 @@ def rearview_serve(data_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes
         "PYTHONPATH": os.pathsep.join(["functions", ".", os.environ.get("PYTHONPATH", "")]),
     }
     command = [sys.executable, "-c", SERVE, "--data-dir", str(data_dir), "serve", "--port", str(port)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # A file, not a pipe: the server logs a line per request, and an undrained pipe would block it.
+    log = data_dir.parent / f"serve-{port}.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=sink)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(base, process)
+        wait_healthy(base, process, log)
         yield f"{base}/mcp", process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         process.wait(timeout=10)
-        if process.stderr is not None:
-            process.stderr.close()
 
 
-def wait_healthy(base: str, process: subprocess.Popen[bytes]) -> None:
+def wait_healthy(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
+            stderr = log.read_text(errors="replace")
             raise RuntimeError(f"rearview serve exited with {process.returncode}: {stderr[-2000:]}")
         try:
             if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
