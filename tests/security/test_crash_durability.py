@@ -3,7 +3,9 @@
 `rearview serve` runs as a real process (embedded SQLite store and index, hashing embedder, its own
 data dir). Concurrent clients write and update for about two seconds; the process is killed without
 warning mid-burst; a fresh process on the same data dir must then return every acknowledged memory
-at its acknowledged version (memory_get) and find it by its content at that same version (search).
+at its acknowledged version or a newer one (an update in flight at the kill may have committed
+unanswered; memory_get), and search must find it with the stored content and version (the index
+holds what the store holds).
 """
 
 from __future__ import annotations
@@ -120,7 +122,13 @@ async def assert_all_present(url: str, acked: Acked) -> None:
     async with connect(url, MODE) as client:
         for memory_id, (version, content) in acked.items():
             stored = await call(client, "memory_get", {"memory_id": memory_id})
-            assert (stored["version"], stored["content"], stored["status"]) == (version, content, "active")
+            assert stored["status"] == "active"
+            # An update in flight at the kill may have committed without its answer arriving: then
+            # the store holds that newer version (its own content), never an older one.
+            assert stored["version"] >= version, (memory_id, stored["version"], version)
+            if stored["version"] == version:
+                assert stored["content"] == content
+            content = stored["content"]
             # Only the memory's own random words: recalls reinforce, so a shared prefix would let
             # earlier-recalled memories outrank it.
             query = " ".join(content.split()[-4:])
