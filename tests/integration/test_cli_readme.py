@@ -16,7 +16,18 @@ from rearview.cli import build_parser, main
 
 README = Path(__file__).parents[2] / "README.md"
 SNIPPET = re.compile(r"`(rearview [^`]+)`")
-REQUIRED = {"serve", "import", "search", "stats", "reindex", "decay", "archive", "reconcile", "export", "ingest"}
+REQUIRED = {
+    "serve",
+    "import",
+    "search",
+    "stats",
+    "reindex",
+    "decay",
+    "archive",
+    "reconcile",
+    "export",
+    "ingest",
+}
 """Commands the README must show."""
 
 

@@ -120,14 +120,14 @@ async def burst_then_kill(url: str, process: subprocess.Popen[bytes]) -> Acked:
 
 async def assert_all_present(url: str, acked: Acked) -> None:
     async with connect(url, MODE) as client:
-        for memory_id, (version, content) in acked.items():
+        for memory_id, (version, acked_content) in acked.items():
             stored = await call(client, "memory_get", {"memory_id": memory_id})
             assert stored["status"] == "active"
             # An update in flight at the kill may have committed without its answer arriving: then
             # the store holds that newer version (its own content), never an older one.
             assert stored["version"] >= version, (memory_id, stored["version"], version)
             if stored["version"] == version:
-                assert stored["content"] == content
+                assert stored["content"] == acked_content
             content = stored["content"]
             # Only the memory's own random words: recalls reinforce, so a shared prefix would let
             # earlier-recalled memories outrank it.
