@@ -211,9 +211,16 @@ class MemoryIndex(Protocol):
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
         """Remove documents; unknown ids are ignored.
 
-        Embedded indexes also erase the text from their files (segments, write-ahead log) before
-        returning, so a hard forget leaves no copy on disk; engines such as OpenSearch drop it
-        from disk when the segments holding it are merged.
+        Their text may stay in the engine's files until it compacts them (soft forget, archive,
+        supersede: the store keeps the memory anyway); `erase` is for when it must not.
+        """
+
+    def erase(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        """`delete`, and no copy of the text left in the engine's files once it returns (hard forget).
+
+        Embedded indexes rewrite their segments and truncate their write-ahead log (costly: one
+        call per hard forget, not per delete); engines such as OpenSearch delete the document and
+        drop its bytes when the segments holding it are merged (README).
         """
 
     def search(self, query: IndexQuery) -> ChannelHits:

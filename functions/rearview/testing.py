@@ -140,6 +140,9 @@ class UnavailableIndex:
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
         raise IndexUnavailableError("connection refused")
 
+    def erase(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        raise IndexUnavailableError("connection refused")
+
     def search(self, query: IndexQuery) -> ChannelHits:
         raise IndexUnavailableError("connection refused")
 

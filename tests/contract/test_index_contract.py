@@ -115,10 +115,12 @@ def test_reupsert_replaces_content_and_vector(index: MemoryIndex) -> None:
     assert index.count("t1") == 1
 
 
-def test_delete_removes_and_ignores_unknown_ids(index: MemoryIndex) -> None:
+@pytest.mark.parametrize("how", ["delete", "erase"])
+def test_delete_and_erase_remove_and_ignore_unknown_ids(index: MemoryIndex, how: str) -> None:
     index.upsert([IndexDocument(make_memory("alpha", memory_id=f"m{i}"), unit_vector(i)) for i in range(3)])
-    index.delete("t1", ["m1", "unknown"])
-    index.delete("t2", ["m0"])  # another tenant cannot delete t1's documents
+    remove = getattr(index, how)
+    remove("t1", ["m1", "unknown"])
+    remove("t2", ["m0"])  # another tenant cannot delete t1's documents
     assert sorted(i for i, _ in index.search(_q(text="alpha")).keyword) == ["m0", "m2"]
     assert index.count("t1") == 2
 

@@ -180,6 +180,10 @@ class InMemoryMemoryIndex:
                 body, context = text_terms(doc.memory.content), text_terms(doc.context or "")
                 self._docs[key] = _Indexed(doc.memory, vector, body, context)
 
+    def erase(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        """`delete`: nothing of a document outlives it in memory."""
+        self.delete(tenant_id, memory_ids)
+
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
         with self._lock:
             for memory_id in memory_ids:

@@ -247,7 +247,14 @@ class SQLiteMemoryIndex:
                     cached.put(m.id, doc_row, vector)
 
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        """Remove the documents (their terms stay in the FTS5 segments until the next merge)."""
+        self._delete(tenant_id, memory_ids, erase=False)
+
+    def erase(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
         """Remove the documents and erase their text from the file and its write-ahead log."""
+        self._delete(tenant_id, memory_ids, erase=True)
+
+    def _delete(self, tenant_id: str, memory_ids: Sequence[str], *, erase: bool) -> None:
         with self._lock, self._db.transaction() as conn:
             deleted = False
             for memory_id in memory_ids:
@@ -261,9 +268,11 @@ class SQLiteMemoryIndex:
                 cached = self._tenants.get(tenant_id)
                 if cached is not None:
                     cached.remove(memory_id)
-            if deleted and not _FTS_SECURE_DELETE:
+            if deleted and erase and not _FTS_SECURE_DELETE:
                 # Deleted terms stay in the segments until merged; `optimize` merges them all.
                 conn.execute("INSERT INTO docs_fts (docs_fts) VALUES ('optimize')")
+        if not erase:
+            return
         try:
             self._db.truncate_wal()
         except StoreError as exc:

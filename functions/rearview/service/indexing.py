@@ -35,11 +35,15 @@ def upsert(index: MemoryIndex, docs: Sequence[IndexDocument]) -> bool:
     return True
 
 
-def delete(index: MemoryIndex, tenant_id: str, ids: Sequence[str]) -> None:
-    """Remove `ids` from the index; an unavailable index is logged (search re-checks the store)."""
+def delete(index: MemoryIndex, tenant_id: str, ids: Sequence[str], *, erase: bool = False) -> None:
+    """Remove `ids` from the index (`erase`: leaving no copy in its files, for a hard forget).
+
+    An unavailable index is logged, not raised: search re-checks every hit against the store, and
+    `rearview reconcile` erases documents whose memory the store no longer holds.
+    """
     if not ids:
         return
     try:
-        index.delete(tenant_id, ids)
+        (index.erase if erase else index.delete)(tenant_id, ids)
     except IndexUnavailableError as exc:
-        log.warning("index delete failed; search re-checks the store, reindex repairs: %s", exc)
+        log.warning("index delete failed; search re-checks the store, `rearview reconcile` repairs: %s", exc)

@@ -249,7 +249,7 @@ class MemoryService:
                 )
             for start in range(0, len(writes), MAX_WRITES_PER_COMMIT):  # atomic per chunk only
                 self.store.commit(writes[start : start + MAX_WRITES_PER_COMMIT])
-        indexing.delete(self.index, tenant_id, [m.id for m in targets])
+        indexing.delete(self.index, tenant_id, [m.id for m in targets], erase=req.hard)
         gone = [m.model_copy(update={"status": MemoryStatus.DELETED}) for m in targets]
         indexing.upsert(self.index, keyword_context.neighbour_documents(self.store, tenant_id, gone))
         return ForgetResult(forgotten=[m.id for m in targets], hard=req.hard, more=more)

@@ -186,6 +186,10 @@ class OpenSearchMemoryIndex:
         ops = self._ids.delete_ops(index, tenant_id, ids)
         self._bulk(ops, refresh=self._config.refresh)
 
+    def erase(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
+        """`delete`: Lucene drops the bytes when it merges the segments holding them (README)."""
+        self.delete(tenant_id, memory_ids)
+
     def search(self, query: IndexQuery) -> ChannelHits:
         """Both requested channels in one `_msearch`, each filtered inside the query.
 

@@ -100,7 +100,7 @@ class ReconcileJob:
         self.report.pages += 1
         self.report.scanned += len(page.items)
         if orphans:
-            service.index.delete(tenant_id, orphans)
+            service.index.erase(tenant_id, orphans)  # a purged memory's text must not outlive it
             self.report.orphans_removed += len(orphans)
         self._index(stale)
         self.report.stale_fixed += len(stale)
