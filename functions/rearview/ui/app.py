@@ -153,15 +153,17 @@ class MemoryBrowser:
         return origin.startswith("https://")
 
     async def form(self, request: Request) -> Params:
-        """The urlencoded form body (400 beyond `MAX_FORM_BYTES` or of another type)."""
-        kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if kind != "application/x-www-form-urlencoded":
-            raise HTTPException(415, "forms must be application/x-www-form-urlencoded")
+        """The urlencoded form body (413 past `MAX_FORM_BYTES`, 415 if of another type; empty: no fields)."""
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > MAX_FORM_BYTES:
                 raise HTTPException(413, "form too large")
+        if not body:
+            return {}
+        kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if kind != "application/x-www-form-urlencoded":
+            raise HTTPException(415, "forms must be application/x-www-form-urlencoded")
         try:
             return parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=64)
         except (UnicodeDecodeError, ValueError):
@@ -377,8 +379,10 @@ def _params(request: Request) -> Params:
 
 
 def _agent_query(session: Session, agent: str) -> str:
-    """`&agent_id=...` to keep an unbound session's chosen agent across a redirect ('' otherwise)."""
-    return "" if session.agent_id is not None else "&" + urlencode({"agent_id": agent})
+    """`&agent_id=...` to keep an unbound session's chosen agent across a redirect ('' for the default)."""
+    return (
+        "" if session.agent_id is not None or agent == DEFAULT_AGENT else "&" + urlencode({"agent_id": agent})
+    )
 
 
 def build_ui(service: MemoryService, config: UiConfig, loopback: bool) -> ASGIApp:
