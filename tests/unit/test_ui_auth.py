@@ -268,3 +268,10 @@ def test_same_origin() -> None:
         "http://127.0.0.1",
     ):
         assert not same_origin(origin, hosts), origin
+
+
+def test_loopback_behind_a_local_proxy_accepts_the_public_host(service: MemoryService) -> None:
+    app = app_for(service, host="127.0.0.1", public_url="https://mem.example.com")
+    client = TestClient(app, base_url="https://mem.example.com")
+    assert client.get("/ui/login").status_code == 200
+    assert client.get("/ui/login", headers={"Host": "evil.example"}).status_code == 421
