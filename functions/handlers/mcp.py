@@ -68,6 +68,21 @@ class McpHandlerSettings(BaseSettings):
     ui_secret: SecretStr | None = None
     """Signs the memory browser's session cookies: set it, or sessions would not survive another instance."""
 
+    def ui_enabled(self, auth_mode: str) -> bool:
+        """Whether to serve the browser: asked for, and API-key auth (a browser cannot send the JWT)."""
+        if not self.ui:
+            return False
+        if auth_mode != "apikey":
+            logger.warning(
+                "REARVIEW_UI ignored: the memory browser signs in with API keys (auth mode apikey)"
+            )
+            return False
+        if self.ui_secret is None:
+            logger.warning(
+                "REARVIEW_UI_SECRET unset: browser sessions hold only on the instance that signed in"
+            )
+        return True
+
 
 @dataclass(slots=True)
 class McpRuntime:
@@ -94,6 +109,7 @@ class McpRuntime:
         if handler_settings.ensure_index:
             service.index.ensure_schema()
         resolver = build_resolver(auth, settings.region)
+        ui = handler_settings.ui_enabled(auth.auth_mode)
         app = create_app(
             service,
             resolver,
@@ -101,7 +117,7 @@ class McpRuntime:
             public_url=settings.public_url,
             authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
-            ui=handler_settings.ui,
+            ui=ui,
             ui_secret=handler_settings.ui_secret.get_secret_value() if handler_settings.ui_secret else None,
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
