@@ -133,7 +133,10 @@ class MemoryBrowser:
         return self.render(request, "error.html", session, status=status, status_code=status, message=message)
 
     def to_login(self, request: Request) -> Response:
+        """303 to the login form, which then returns to this page (a refused POST: to the memories)."""
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        if request.method != "GET":
+            target = f"{UI_PATH}/memories"
         return RedirectResponse(f"{UI_PATH}/login?{urlencode({'next': target})}", status_code=303)
 
     def served_hosts(self, request: Request) -> list[str]:
