@@ -260,7 +260,12 @@ class MemoryBrowser:
             flt = query.filter()
             tenant = session.tenant_id
             page = await run_in_threadpool(self.service.browse, tenant, flt, agent, query.cursor, query.limit)
-            due = await run_in_threadpool(self.service.due_for_archival, tenant, agent)
+            # The due list reads up to DUE_SCAN_LIMIT memories: only on the first page.
+            due = (
+                None
+                if query.cursor
+                else await run_in_threadpool(self.service.due_for_archival, tenant, agent)
+            )
             stats = await run_in_threadpool(self.service.stats, tenant)
         except InvalidInputError as exc:
             return self.error_page(request, session, 400, str(exc))
