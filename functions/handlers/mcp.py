@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from handlers._asgi import AsgiBridge, HttpRequest, HttpResponse, UnsupportedEventError
@@ -63,6 +63,10 @@ class McpHandlerSettings(BaseSettings):
     """Create the search index at init if it is missing (idempotent; one round trip per cold start)."""
     deadline_margin_ms: int = Field(default=1000, ge=0)
     """Answer 504 this long before the invocation's deadline rather than being killed mid-request."""
+    ui: bool = False
+    """Serve the memory browser at `/ui` (template parameter MemoryBrowser=Enabled); off by default here."""
+    ui_secret: SecretStr | None = None
+    """Signs the memory browser's session cookies: set it, or sessions would not survive another instance."""
 
 
 @dataclass(slots=True)
@@ -97,6 +101,8 @@ class McpRuntime:
             public_url=settings.public_url,
             authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
+            ui=handler_settings.ui,
+            ui_secret=handler_settings.ui_secret.get_secret_value() if handler_settings.ui_secret else None,
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 
