@@ -11,13 +11,44 @@ from __future__ import annotations
 
 from typing import Final
 
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from rearview.errors import ConfigurationError
 
-__all__ = ["MIN_SECRET_CHARS", "SECRET_ARN_SETTING", "read_ui_secret"]
+__all__ = ["MIN_SECRET_CHARS", "SECRET_ARN_SETTING", "read_ui_secret", "session_secret"]
 
 SECRET_ARN_SETTING: Final = "REARVIEW_UI_SECRET_ARN"  # noqa: S105 - a variable name, not a secret
 MIN_SECRET_CHARS: Final = 32
 """Shorter keys are refused: the template generates 64 alphanumeric characters (about 380 bits)."""
+
+
+class _SecretArn(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REARVIEW_", extra="ignore")
+
+    ui_secret_arn: str = ""
+    """The template sets it to "" when MemoryBrowser=Disabled."""
+
+
+def session_secret(ui: bool, given: SecretStr | None, region: str | None = None) -> str | None:
+    """The key the memory browser signs sessions with; None when the UI is off.
+
+    `REARVIEW_UI_SECRET` (`given`, e.g. `sam local`) wins; else the secret named by
+    `REARVIEW_UI_SECRET_ARN` is read. With the UI on and neither set, `ConfigurationError`: a
+    per-instance random key would sign users out at every cold start and on every other instance.
+    """
+    if not ui:
+        return None
+    if given is not None and given.get_secret_value().strip():
+        return given.get_secret_value()
+    arn = _SecretArn().ui_secret_arn.strip()
+    if not arn:
+        raise ConfigurationError(
+            SECRET_ARN_SETTING,
+            "REARVIEW_UI=true needs the session secret: set REARVIEW_UI_SECRET_ARN (template "
+            "MemoryBrowser=Enabled does) or REARVIEW_UI_SECRET",
+        )
+    return read_ui_secret(arn, region)
 
 
 def read_ui_secret(secret_id: str, region: str | None = None) -> str:

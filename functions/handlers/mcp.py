@@ -83,6 +83,7 @@ class McpRuntime:
     def from_environment(cls) -> McpRuntime:
         """Build from `REARVIEW_*`; fetches the API key map (apikey mode) and may create the index."""
         from handlers._service import build_lambda_service
+        from handlers._ui_secret import session_secret
         from rearview.api.app import create_app
         from rearview.api.lambda_auth import LambdaAuthSettings, build_resolver
         from rearview.settings import Settings
@@ -102,7 +103,7 @@ class McpRuntime:
             authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
             ui=handler_settings.ui,
-            ui_secret=handler_settings.ui_secret.get_secret_value() if handler_settings.ui_secret else None,
+            ui_secret=session_secret(handler_settings.ui, handler_settings.ui_secret, settings.region),
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import boto3
 import pytest
+from pydantic import SecretStr
 
-from handlers._ui_secret import MIN_SECRET_CHARS, read_ui_secret
+from handlers._ui_secret import MIN_SECRET_CHARS, read_ui_secret, session_secret
 from rearview.errors import ConfigurationError
 
 REGION = "us-east-1"
@@ -45,3 +46,14 @@ def test_an_unusable_secret_fails_init_naming_the_setting(
 def test_an_empty_arn_is_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"REARVIEW_UI_SECRET_ARN.*must name the session secret"):
         read_ui_secret("  ")
+
+
+def test_the_session_secret_is_none_when_the_ui_is_off_and_an_inline_one_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REARVIEW_UI_SECRET_ARN", "arn:aws:secretsmanager:us-east-1:123456789012:secret:x")
+    assert session_secret(False, None) is None
+    assert session_secret(True, SecretStr("s" * 40)) == "s" * 40  # e.g. `sam local`: no AWS call
+    monkeypatch.setenv("REARVIEW_UI_SECRET_ARN", "")
+    with pytest.raises(ConfigurationError, match=r"REARVIEW_UI=true needs the session secret"):
+        session_secret(True, None)
