@@ -66,7 +66,18 @@ class McpHandlerSettings(BaseSettings):
     ui: bool = False
     """Serve the memory browser at `/ui` (template parameter MemoryBrowser=Enabled); off by default here."""
     ui_secret: SecretStr | None = None
-    """Signs the memory browser's session cookies: set it, or sessions would not survive another instance."""
+    """Signs the memory browser's session cookies (else the secret named by `REARVIEW_UI_SECRET_ARN`)."""
+
+    def ui_enabled(self, auth_mode: str) -> bool:
+        """Whether to serve the browser: asked for, and API-key auth (a browser cannot send the JWT)."""
+        if not self.ui:
+            return False
+        if auth_mode != "apikey":
+            logger.warning(
+                "REARVIEW_UI ignored: the memory browser signs in with API keys (auth mode apikey)"
+            )
+            return False
+        return True  # the session secret: `handlers._ui_secret.session_secret` (required)
 
 
 @dataclass(slots=True)
@@ -95,6 +106,7 @@ class McpRuntime:
         if handler_settings.ensure_index:
             service.index.ensure_schema()
         resolver = build_resolver(auth, settings.region)
+        ui = handler_settings.ui_enabled(auth.auth_mode)
         app = create_app(
             service,
             resolver,
@@ -102,8 +114,8 @@ class McpRuntime:
             public_url=settings.public_url,
             authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
-            ui=handler_settings.ui,
-            ui_secret=session_secret(handler_settings.ui, handler_settings.ui_secret, settings.region),
+            ui=ui,
+            ui_secret=session_secret(ui, handler_settings.ui_secret, settings.region),
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 

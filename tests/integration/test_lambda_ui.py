@@ -1,78 +1,49 @@
-"""The memory browser through the MCP Lambda handler, as template.yaml deploys it (MemoryBrowser=Enabled).
+"""The memory browser through the Lambda handler: off unless `REARVIEW_UI=true`, then signed in by cookie.
 
-HTTP API payload 2.0 events in (cookies in the `cookies` array, form bodies base64-encoded as
-API Gateway sends them), proxy results out (`Set-Cookie` in `cookies`). The session secret is a
-moto Secrets Manager secret named by `REARVIEW_UI_SECRET_ARN`, as the template passes it.
+API Gateway payload 2.0 carries cookies apart from the headers (`event["cookies"]`, the result's
+`cookies`); the adapter maps both ways, so the session works as under `rearview serve`.
 """
 
 from __future__ import annotations
 
-import base64
 import copy
+import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlencode
 
-import boto3
 import pytest
 
 from handlers.mcp import McpRuntime
-from rearview.errors import ConfigurationError
-from tests.events import TENANT_A_KEY, load_event
-from tests.integration import test_lambda_handler
-from tests.integration.test_lambda_handler import FakeLambdaContext
+from rearview.ui.security_headers import CSP
+from tests.events import EVENTS_DIR, TENANT_B_KEY, load_event
 
 pytest_plugins = ["tests.fixtures.aws"]
-lambda_env = test_lambda_handler.lambda_env  # the MCP function's environment (events/env.json, moto)
-
-HOST = "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
-ORIGIN = f"https://{HOST}"
 
 
-def ui_event(
-    method: str,
-    path: str,
-    form: dict[str, str] | None = None,
-    cookies: list[str] | None = None,
-) -> dict[str, Any]:
-    """An HTTP API event for a browser request to /ui (built from a recorded GET event)."""
-    event = copy.deepcopy(load_event("http/get-mcp"))
-    path, _, query = path.partition("?")
-    route = "GET /ui" if (method, path) == ("GET", "/ui") else f"{method} /ui/{{proxy+}}"
-    event.update(routeKey=route, rawPath=path, rawQueryString=query)
-    event["requestContext"].update(routeKey=route)
-    event["requestContext"]["http"].update(method=method, path=path)
-    headers = event["headers"]
-    for name in ("authorization", "mcp-protocol-version"):
-        headers.pop(name)
-    headers["accept"] = "text/html"
-    if cookies:
-        event["cookies"] = cookies
-    if form is not None:
-        body = urlencode(form).encode()
-        headers.update(
-            {
-                "content-type": "application/x-www-form-urlencoded",
-                "content-length": str(len(body)),
-                "origin": ORIGIN,
-            }
-        )
-        event.update(body=base64.b64encode(body).decode(), isBase64Encoded=True)
-    return event
+class FakeLambdaContext:
+    function_name = "rearview-mcp"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:rearview-mcp:live"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
 
 
 @pytest.fixture
-def ui_secret_arn(lambda_env: None) -> str:
-    client = boto3.client("secretsmanager", region_name="us-east-1")
-    value = client.get_random_password(PasswordLength=64, ExcludePunctuation=True)["RandomPassword"]
-    arn: str = client.create_secret(Name="rearview-ui-session", SecretString=value)["ARN"]
-    return arn
+def env(monkeypatch: pytest.MonkeyPatch, dynamodb_table: str, s3_bucket: str) -> None:
+    data = json.loads((EVENTS_DIR / "env.json").read_text(encoding="utf-8"))
+    for name, value in {**data["Parameters"], **data["McpFunction"]}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REARVIEW_STORE", "dynamodb")
+    monkeypatch.setenv("REARVIEW_TABLE_NAME", dynamodb_table)
+    monkeypatch.setenv("REARVIEW_ARCHIVE", "s3")
+    monkeypatch.setenv("REARVIEW_ARCHIVE_BUCKET", s3_bucket)
 
 
-@pytest.fixture
-def ui_runtime(monkeypatch: pytest.MonkeyPatch, ui_secret_arn: str) -> Iterator[McpRuntime]:
-    monkeypatch.setenv("REARVIEW_UI", "true")
-    monkeypatch.setenv("REARVIEW_UI_SECRET_ARN", ui_secret_arn)
+@contextmanager
+def runtime() -> Iterator[McpRuntime]:
     built = McpRuntime.from_environment()
     try:
         yield built
@@ -80,67 +51,48 @@ def ui_runtime(monkeypatch: pytest.MonkeyPatch, ui_secret_arn: str) -> Iterator[
         built.close()
 
 
-def test_sign_in_and_browse_through_the_http_api(ui_runtime: McpRuntime) -> None:
-    def invoke(event: dict[str, Any]) -> dict[str, Any]:
-        return ui_runtime.handle(event, FakeLambdaContext())
-
-    page = invoke(ui_event("GET", "/ui/login"))
-    assert page["statusCode"] == 200
-    assert page["headers"]["content-type"].startswith("text/html")
-    assert "script-src 'self'" in page["headers"]["content-security-policy"]
-    assert 'id="login"' in page["body"]
-
-    assert invoke(ui_event("GET", "/ui/memories"))["statusCode"] == 303  # to the login form
-
-    refused = invoke(ui_event("POST", "/ui/login", form={"api_key": "wrong"}))
-    assert refused["statusCode"] == 401 and not refused.get("cookies")
-
-    signed_in = invoke(ui_event("POST", "/ui/login", form={"api_key": TENANT_A_KEY}))
-    assert signed_in["statusCode"] == 303
-    (cookie,) = signed_in["cookies"]
-    attributes = {part.strip().lower() for part in cookie.split(";")[1:]}
-    assert {"httponly", "secure", "path=/ui", "samesite=strict"} <= attributes
-    assert TENANT_A_KEY not in cookie
-    pair = cookie.split(";", 1)[0]
-
-    browse = invoke(ui_event("GET", "/ui/memories", cookies=[pair]))
-    assert browse["statusCode"] == 200, browse
-    assert 'id="memories"' in browse["body"] or 'id="counts"' in browse["body"]
+def http_event(method: str, path: str, body: str = "", cookies: list[str] | None = None) -> dict[str, Any]:
+    """A recorded API Gateway event, re-aimed at a UI path, without the MCP credential."""
+    event = copy.deepcopy(load_event("http/get-mcp"))
+    event["headers"].pop("authorization")
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["routeKey"] = event["requestContext"]["routeKey"] = f"{method} {path}"
+    event["headers"]["accept"] = "text/html"
+    if body:
+        event["body"] = body
+        event["headers"]["content-type"] = "application/x-www-form-urlencoded"
+        event["headers"]["content-length"] = str(len(body))
+    if cookies:
+        event["cookies"] = cookies
+    return event
 
 
-def test_a_session_signed_by_one_instance_is_accepted_by_another(
-    monkeypatch: pytest.MonkeyPatch, ui_secret_arn: str
+def test_ui_is_off_by_default(env: None) -> None:
+    with runtime() as rt:
+        result = rt.handle(http_event("GET", "/ui/login"), FakeLambdaContext())
+        assert result["statusCode"] == 401
+
+
+def test_ui_signs_in_with_an_api_key_and_keeps_the_session_in_a_cookie(
+    env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every instance reads the same secret: a session survives a cold start or another instance."""
     monkeypatch.setenv("REARVIEW_UI", "true")
-    monkeypatch.setenv("REARVIEW_UI_SECRET_ARN", ui_secret_arn)
-    first, second = McpRuntime.from_environment(), McpRuntime.from_environment()
-    try:
-        signed_in = first.handle(
-            ui_event("POST", "/ui/login", form={"api_key": TENANT_A_KEY}), FakeLambdaContext()
+    monkeypatch.setenv("REARVIEW_UI_SECRET", "lambda-shared-ui-secret-0123456789")
+    with runtime() as rt:
+        context = FakeLambdaContext()
+        login = rt.handle(http_event("GET", "/ui/login"), context)
+        assert login["statusCode"] == 200 and 'id="api_key"' in login["body"]
+        assert login["headers"]["content-security-policy"] == CSP
+        signed = rt.handle(http_event("POST", "/ui/login", urlencode({"api_key": TENANT_B_KEY})), context)
+        assert signed["statusCode"] == 303, signed
+        (cookie,) = signed["cookies"]
+        assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        assert TENANT_B_KEY not in cookie
+        page = rt.handle(http_event("GET", "/ui/memories", cookies=[cookie.split(";")[0]]), context)
+        assert page["statusCode"] == 200 and "Tenant <strong>tenant-b</strong>" in page["body"]
+        assert rt.handle(http_event("GET", "/ui/memories"), context)["statusCode"] == 303
+        assert (
+            rt.handle(http_event("POST", "/mcp", cookies=[cookie.split(";")[0]]), context)["statusCode"]
+            == 401
         )
-        pair = signed_in["cookies"][0].split(";", 1)[0]
-        browse = second.handle(ui_event("GET", "/ui/memories", cookies=[pair]), FakeLambdaContext())
-        assert browse["statusCode"] == 200
-    finally:
-        first.close()
-        second.close()
-
-
-def test_the_ui_is_off_unless_enabled(lambda_env: None) -> None:
-    built = McpRuntime.from_environment()
-    try:
-        answer = built.handle(ui_event("GET", "/ui/login"), FakeLambdaContext())
-        assert answer["statusCode"] in {401, 404}  # the MCP endpoint's auth, or not found: no page
-        assert 'id="login"' not in answer["body"]
-    finally:
-        built.close()
-
-
-def test_enabled_without_a_session_secret_fails_init(
-    lambda_env: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("REARVIEW_UI", "true")
-    monkeypatch.setenv("REARVIEW_UI_SECRET_ARN", "")  # what the template sets when disabled
-    with pytest.raises(ConfigurationError, match="REARVIEW_UI_SECRET_ARN"):
-        McpRuntime.from_environment()

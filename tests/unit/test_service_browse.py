@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from rearview.clock import ManualClock
 from rearview.errors import InvalidInputError, NotFoundError
-from rearview.models import ForgetRequest, MemoryFilter, MemoryStatus, SearchRequest, Visibility, WriteRequest
+from rearview.models import (
+    ForgetRequest,
+    MemoryFilter,
+    MemoryStatus,
+    SearchRequest,
+    UpdateRequest,
+    Visibility,
+    WriteRequest,
+)
 from rearview.service.browsing import MAX_BROWSE_PAGE
 from rearview.service.memory_service import MemoryService
+from tests.factories import T0
 
 ALL = MemoryFilter(statuses=tuple(MemoryStatus))
 
@@ -60,8 +71,13 @@ def test_strength_history_shows_creation_and_the_latest_recall(
     memory = service.write("t1", WriteRequest(content="User prefers green tea")).memory
     clock.advance(days=3)
     service.search("t1", SearchRequest(query="green tea prefers"))
+    clock.advance(days=2)  # an update carries the anchor over: it is not a point of its own
+    service.update("t1", UpdateRequest(memory_id=memory.id, content="User prefers jasmine tea"))
     points = service.strength_history("t1", memory.id)
-    assert [p.label for p in points] == ["created", "recalled"]
+    assert [(p.label, p.at) for p in points] == [
+        ("created", memory.created_at),
+        ("recalled", T0 + timedelta(days=3)),
+    ]
     assert points[1].strength > service.config.decay.strength_at(1.0, 3, points[0].at, points[1].at)
     with pytest.raises(NotFoundError):
         service.strength_history("t2", memory.id)

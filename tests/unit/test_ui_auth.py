@@ -5,6 +5,7 @@ Driven through the whole ASGI app (`create_app(ui=True)`) with Starlette's TestC
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -268,3 +269,31 @@ def test_same_origin() -> None:
         "http://127.0.0.1",
     ):
         assert not same_origin(origin, hosts), origin
+
+
+def test_loopback_behind_a_local_proxy_accepts_the_public_host(service: MemoryService) -> None:
+    app = app_for(service, host="127.0.0.1", public_url="https://mem.example.com")
+    client = TestClient(app, base_url="https://mem.example.com")
+    assert client.get("/ui/login").status_code == 200
+    assert client.get("/ui/login", headers={"Host": "evil.example"}).status_code == 421
+
+
+def test_lambda_key_map_sessions_end_when_the_map_drops_the_key() -> None:
+    from rearview.api.auth import key_fingerprint
+    from rearview.api.lambda_auth import RefreshingKeyResolver
+
+    maps = [json.dumps({hash_key("k1"): "alice"}), json.dumps({hash_key("k2"): "alice"})]
+    resolver = RefreshingKeyResolver(read=lambda force: maps[0], retry_after_s=0).load()
+    fingerprint = key_fingerprint(hash_key("k1"))
+    assert resolver.principal_for_fingerprint(fingerprint) == Principal("alice")
+    maps.pop(0)
+    assert resolver.principal_for_fingerprint(fingerprint) is None
+    assert resolver.principal_for_fingerprint("short") is None
+
+
+def test_lambda_serves_the_browser_only_in_api_key_mode() -> None:
+    from handlers.mcp import McpHandlerSettings
+
+    assert McpHandlerSettings().ui is False
+    assert McpHandlerSettings(ui=True).ui_enabled("apikey") is True
+    assert McpHandlerSettings(ui=True).ui_enabled("jwt") is False

@@ -1,10 +1,12 @@
 """A memory's strength anchors over time: what its strength-over-time chart is drawn from.
 
 Strength is stored anchored (`lifecycle_policy`): the value at `last_accessed_at`, decaying from
-there. Each history event that records a strength (creation, merge, update, restore) is an
-anchor at its time; recalls are not events (they only touch the record), so the latest recall
-shows as a final anchor at `last_accessed_at` when it is newer than the last event. Between
-anchors the strength decays by `DecayPolicy.strength_at`; at an anchor it jumps (reinforcement).
+there. A history event that *sets* the strength is an anchor at its time: the creation, and any
+event whose `after` strength differs from its `before` (a merge, a restore from the archive). Other
+events (an update, a forget) carry the anchor over unchanged and are not anchors. Recalls are not
+events (they only touch the record), so the latest recall shows as a final anchor at
+`last_accessed_at` when it is newer than the last one. Between anchors the strength decays by
+`DecayPolicy.strength_at`; at an anchor it jumps (reinforcement).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from rearview.models import HistoryEvent, Memory
+from rearview.models import HistoryAction, HistoryEvent, Memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +32,10 @@ def strength_points(memory: Memory, events: Sequence[HistoryEvent]) -> list[Stre
     """The anchors of `memory`'s strength, oldest first (see the module docstring)."""
     points: list[StrengthPoint] = []
     for event in events:
-        after = event.after or {}
+        after, before = event.after or {}, event.before or {}
         value = after.get("strength")
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        sets = event.action is HistoryAction.CREATED or value != before.get("strength", value)
+        if sets and isinstance(value, int | float) and not isinstance(value, bool):
             importance = after.get("importance", memory.importance)
             points.append(
                 StrengthPoint(

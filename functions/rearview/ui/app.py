@@ -133,7 +133,10 @@ class MemoryBrowser:
         return self.render(request, "error.html", session, status=status, status_code=status, message=message)
 
     def to_login(self, request: Request) -> Response:
+        """303 to the login form, which then returns to this page (a refused POST: to the memories)."""
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        if request.method != "GET":
+            target = f"{UI_PATH}/memories"
         return RedirectResponse(f"{UI_PATH}/login?{urlencode({'next': target})}", status_code=303)
 
     def served_hosts(self, request: Request) -> list[str]:
@@ -321,20 +324,21 @@ class MemoryBrowser:
         memory_id = request.path_params["memory_id"]
         try:
             agent = agent_for(session, form)
+        except InvalidInputError as exc:
+            return self.error_page(request, session, 400, str(exc))
+        try:
             done = await run_in_threadpool(action, session, agent, memory_id, form)
         except NotFoundError:
             return self.error_page(request, session, 404, "No such memory.")
         except InvalidInputError as exc:
-            return await self.memory_page(request, session, agent_for(session, {}), memory_id, 400, str(exc))
+            return await self.memory_page(request, session, agent, memory_id, 400, str(exc))
         except ConflictError:
             message = "This memory changed since you opened it: review the new version and try again."
             return await self.memory_page(request, session, agent, memory_id, 409, message)
-        suffix = _agent_query(session, agent)
-        if done == "erased":
-            return RedirectResponse(f"{UI_PATH}/memories?done=erased{suffix}", status_code=303)
-        return RedirectResponse(
-            f"{UI_PATH}/memories/{quote(memory_id, safe='')}?done={done}{suffix}", status_code=303
+        page = (
+            f"{UI_PATH}/memories" if done == "erased" else f"{UI_PATH}/memories/{quote(memory_id, safe='')}"
         )
+        return RedirectResponse(f"{page}?done={done}{_agent_query(session, agent)}", status_code=303)
 
     def _edit(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
         current = self.service.get(session.tenant_id, memory_id, agent)
@@ -407,7 +411,8 @@ def build_ui(service: MemoryService, config: UiConfig, loopback: bool) -> ASGIAp
         routes=routes,
         exception_handlers={HTTPException: ui.http_error, RearviewError: ui.rearview_error},
     )
-    guarded: ASGIApp = HostGuard(app) if loopback else app
+    public_host = urlsplit(config.public_url).netloc if config.public_url else None
+    guarded: ASGIApp = HostGuard(app, public_host) if loopback else app
     return SecurityHeaders(guarded)
 
 

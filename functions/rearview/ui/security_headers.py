@@ -58,15 +58,24 @@ def is_loopback_host(host: str | None) -> bool:
 
 
 class HostGuard:
-    """ASGI middleware: answer 421 to a request whose `Host` is not loopback (for loopback binds only)."""
+    """ASGI middleware: answer 421 to a request whose `Host` is not loopback (for loopback binds only).
 
-    def __init__(self, app: ASGIApp) -> None:
+    `public_host` (the configured public URL's `host[:port]`, for a reverse proxy on the same
+    machine) is accepted too.
+    """
+
+    def __init__(self, app: ASGIApp, public_host: str | None = None) -> None:
         self.app = app
+        self.public_host = public_host.lower() if public_host else None
+
+    def allowed(self, host: str | None) -> bool:
+        """Whether a request with this `Host` may be served."""
+        return is_loopback_host(host) or (host is not None and host.lower() == self.public_host)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
-            if not is_loopback_host(host):
+            if not self.allowed(host):
                 await send(
                     {
                         "type": "http.response.start",
