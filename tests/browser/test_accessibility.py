@@ -18,9 +18,9 @@ MAX_TABS = 40
 def tab_to(person: Visitor, selector: str) -> None:
     """Press Tab until the focused element matches `selector` (fails after MAX_TABS presses)."""
     for _ in range(MAX_TABS):
-        person.page.keyboard.press("Tab")
         if person.page.evaluate("(s) => document.activeElement?.matches(s) ?? false", selector):
-            return
+            return  # already there (e.g. autofocus)
+        person.page.keyboard.press("Tab")
     focused = person.page.evaluate("document.activeElement?.outerHTML")
     raise AssertionError(f"Tab never reached {selector}; focus is on {focused}")
 

@@ -164,3 +164,21 @@ def test_another_tenant_can_neither_see_nor_change_a_memory(visitor: Visit, ui: 
     assert [e["action"] for e in ui.mcp("alice").call("memory_history", {"memory_id": secret})["events"]] == [
         "created"
     ]
+
+
+def test_a_cross_site_page_cannot_make_a_signed_in_browser_forget(visitor: Visit, ui: UiServer) -> None:
+    """CSRF: another site's auto-submitting form, in the browser of a signed-in user."""
+    memory_id = ui.write("alice", "Quarterly numbers are in the finance drive")
+    person = visitor()
+    person.login("alice")
+    target = ui.url(f"/ui/memories/{memory_id}/forget")
+    attack = f"""<!doctype html><form id=f method=post action="{target}">
+        <input name=mode value=hard><input name=confirm value="{memory_id}">
+        <input name=csrf_token value=guess></form><script>document.getElementById('f').submit()</script>"""
+    person.context.route(
+        "http://attacker.test/**", lambda route: route.fulfill(body=attack, content_type="text/html")
+    )
+    with person.page.expect_response(lambda r: r.request.method == "POST") as posted:
+        person.page.goto("http://attacker.test/")
+    assert posted.value.status in {303, 403}  # no cookie (SameSite=Strict) -> login, or refused
+    assert ui.mcp("alice").call("memory_get", {"memory_id": memory_id})["status"] == "active"
