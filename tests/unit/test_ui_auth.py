@@ -213,7 +213,7 @@ def test_every_response_carries_the_security_headers(service: MemoryService) -> 
         assert headers["content-security-policy"] == CSP, response.url
         assert "default-src 'none'" in CSP and "frame-ancestors 'none'" in CSP and "unsafe-inline" not in CSP
         assert headers["x-content-type-options"] == "nosniff"
-        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["referrer-policy"] == "same-origin"  # not no-referrer: see security_headers
         assert headers["cache-control"] == "no-store"
     html = responses[1].text
     assert "<script" not in html and "style=" not in html and "<style" not in html

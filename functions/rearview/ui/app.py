@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
@@ -91,6 +92,7 @@ class MemoryBrowser:
             trim_blocks=True,
             lstrip_blocks=True,
         )
+        self.templates.filters["when"] = when
 
     # ------------------------------------------------------------------------------ plumbing
 
@@ -366,6 +368,11 @@ class MemoryBrowser:
 
     async def rearview_error(self, request: Request, exc: Exception) -> Response:
         return self.error_page(request, self.session(request), 503, "The memory service failed; try again.")
+
+
+def when(moment: datetime) -> str:
+    """A timestamp as the pages show it: UTC, to the second."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def safe_next(target: str | None) -> str | None:

@@ -1,8 +1,11 @@
 """Headers on every UI response, and the DNS-rebinding guard of a loopback-bound server.
 
 `SecurityHeaders` adds a strict Content-Security-Policy (no inline script or style, nothing from
-another origin, no framing), `nosniff`, no referrer and no caching to every response of the UI,
-error pages and static files included.
+another origin, no framing), `nosniff`, no caching and no referrer to another origin to every
+response of the UI, error pages and static files included. The referrer policy is `same-origin`,
+not `no-referrer`: under `no-referrer` browsers send `Origin: null` with the UI's own form posts
+(Fetch, "serializing a request origin"), and the Origin check (`csrf.same_origin`) could then not
+tell them from a forged post; `same-origin` still sends nothing to other sites.
 
 `HostGuard` mirrors the MCP transport's DNS-rebinding protection (`mcp.server.transport_security`,
 which `create_app` enables for a loopback bind): a loopback-bound server answers only requests
@@ -23,7 +26,7 @@ CSP = (
 HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-opener-policy", b"same-origin"),
