@@ -158,12 +158,12 @@ def screenshot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def screenshot(screenshot_dir: Path) -> Callable[[Page, str], Path]:
-    """Save a full-page PNG; copied to docs/screenshots/ when REARVIEW_SCREENSHOTS=1."""
+def screenshot(screenshot_dir: Path) -> Callable[..., Path]:
+    """Save a PNG (the whole page unless `full_page=False`); copied to docs/screenshots/ when REARVIEW_SCREENSHOTS=1."""
 
-    def shoot(page: Page, name: str) -> Path:
+    def shoot(page: Page, name: str, full_page: bool = True) -> Path:
         path = screenshot_dir / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True, animations="disabled")
+        page.screenshot(path=str(path), full_page=full_page, animations="disabled")
         assert path.stat().st_size > 1000, name
         if os.environ.get("REARVIEW_SCREENSHOTS") == "1":
             DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)

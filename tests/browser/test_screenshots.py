@@ -10,19 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.browser.conftest import PHONE, UiServer, Visitor
 
-if TYPE_CHECKING:
-    from playwright.sync_api import Page
-
 pytestmark = pytest.mark.browser
 
 Visit = Callable[..., Visitor]
-Shoot = Callable[["Page", str], Path]
+Shoot = Callable[..., Path]
 
 DEMO = [
     ("User prefers pytest over unittest and runs tests with `make test`", "procedural", ["testing"], 4),
@@ -44,11 +40,12 @@ def test_tour_of_the_main_screens(visitor: Visit, ui: UiServer, screenshot: Shoo
     for query in ("staging database port", "which postgres version", "database host"):
         ui.mcp("demo").call("memory_search", {"query": query})  # recalls reinforce its strength
 
-    person = visitor()
-    person.goto("/ui/login")
-    assert person.page.locator("#login label[for=api_key]").is_visible()
-    screenshot(person.page, "login")
+    signing_in = visitor(viewport={"width": 900, "height": 360})
+    signing_in.goto("/ui/login")
+    assert signing_in.page.locator("#login label[for=api_key]").is_visible()
+    screenshot(signing_in.page, "login")
 
+    person = visitor()
     person.login("demo")
     assert person.page.locator("#memories tr[data-memory-id]").count() == len(DEMO)
     assert person.page.locator("#counts").is_visible()
@@ -71,4 +68,5 @@ def test_tour_of_the_main_screens(visitor: Visit, ui: UiServer, screenshot: Shoo
     phone = visitor(viewport=PHONE)
     phone.login("demo")
     phone.goto(f"/ui/memories/{database}")
-    screenshot(phone.page, "memory-phone")
+    assert phone.page.locator("#content").is_visible()
+    screenshot(phone.page, "memory-phone", full_page=False)  # what a phone shows first
