@@ -12,6 +12,10 @@ Lifecycle (one `McpRuntime` per process):
   the persistent loop (bounded by the invocation's remaining time), emit tool metrics, render.
   GET/DELETE on /mcp are answered 405 by the app at once.
 
+The memory browser (`/ui`, `rearview.ui`) is served too when `REARVIEW_UI=true` (template
+parameter MemoryBrowser=Enabled) and the auth mode is `apikey`; `REARVIEW_UI_SECRET` signs its
+session cookies alike on every instance.
+
 Observability: Powertools Logger (JSON; correlation id = the API Gateway / Function URL request
 id; keys `mcp_method`, `mcp_tool`; one `request` line per request from `rearview.api.access_log`),
 Powertools Metrics (EMF, namespace `POWERTOOLS_METRICS_NAMESPACE`, default `Rearview`; see

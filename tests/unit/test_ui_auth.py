@@ -20,8 +20,8 @@ from rearview.models import WriteRequest
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
-from rearview.ui.app import safe_next
 from rearview.ui.csrf import same_origin
+from rearview.ui.inputs import safe_next
 from rearview.ui.security_headers import CSP, is_loopback_host
 from rearview.ui.session import COOKIE_NAME, SessionCodec
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -33,15 +33,23 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from rearview.api.auth import ApiKeyResolver, key_fingerprint
-from rearview.api.origin import request_origin, valid_host
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError, RearviewError
 from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
 from rearview.ui import csrf
 from rearview.ui.charts import strength_chart
+from rearview.ui.inputs import is_https, query_params, read_form, safe_next, served_hosts
 from rearview.ui.security_headers import HostGuard, SecurityHeaders
-from rearview.ui.session import COOKIE_NAME, COOKIE_PATH, SESSION_TTL_S, Session, SessionCodec, open_session
+from rearview.ui.session import (
+    COOKIE_NAME,
+    COOKIE_PATH,
+    SESSION_TTL_S,
+    UI_PATH,
+    Session,
+    SessionCodec,
+    open_session,
+)
 from rearview.ui.views import (
     Params,
     agent_for,
@@ -53,10 +61,7 @@ from rearview.ui.views import (
     timeline,
 )
 
-UI_PATH = "/ui"
 HERE = Path(__file__).parent
-MAX_FORM_BYTES = 64 * 1024
-"""The largest form body accepted (content is at most 4,000 characters)."""
 FLASH = {
     "edited": "Saved: a new version is recorded in the history.",
     "unchanged": "Nothing changed.",
@@ -95,6 +100,11 @@ class MemoryBrowser:
         self.templates.filters["when"] = when
 
     # ------------------------------------------------------------------------------ plumbing
+
+    @property
+    def where(self) -> tuple[str | None, bool]:
+        """The public URL and whether forwarded headers count: how to tell which origin we are."""
+        return self.config.public_url, self.config.trust_forwarded
 
     @property
     def open(self) -> bool:
@@ -141,47 +151,14 @@ class MemoryBrowser:
             target = f"{UI_PATH}/memories"
         return RedirectResponse(f"{UI_PATH}/login?{urlencode({'next': target})}", status_code=303)
 
-    def served_hosts(self, request: Request) -> list[str]:
-        """The `host[:port]` values this server answers as: its `Host`, forwarded host, public URL."""
-        hosts = [h for h in (valid_host(request.headers.get("host")),) if h]
-        origin = request_origin(request.scope, request.headers, self.config.trust_forwarded)
-        hosts.append(urlsplit(origin).netloc)
-        if self.config.public_url:
-            hosts.append(urlsplit(self.config.public_url).netloc)
-        return hosts
-
-    def secure(self, request: Request) -> bool:
-        """Whether the browser reached us over https (the cookie is then `Secure`)."""
-        origin = self.config.public_url or request_origin(
-            request.scope, request.headers, self.config.trust_forwarded
-        )
-        return origin.startswith("https://")
-
-    async def form(self, request: Request) -> Params:
-        """The urlencoded form body (413 past `MAX_FORM_BYTES`, 415 if of another type; empty: no fields)."""
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                raise HTTPException(413, "form too large")
-        if not body:
-            return {}
-        kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if kind != "application/x-www-form-urlencoded":
-            raise HTTPException(415, "forms must be application/x-www-form-urlencoded")
-        try:
-            return parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=64)
-        except (UnicodeDecodeError, ValueError):
-            raise HTTPException(400, "malformed form") from None
-
     async def checked_post(self, request: Request) -> tuple[Session, Params] | Response:
         """Session, origin and CSRF checks of a POST: its session and form, or the response refusing it."""
         session = self.session(request)
         if session is None:
             return self.to_login(request)
-        if not csrf.same_origin(request.headers.get("origin"), self.served_hosts(request)):
+        if not csrf.same_origin(request.headers.get("origin"), served_hosts(request, *self.where)):
             return self.error_page(request, session, 403, "Refused: this form was sent from another site.")
-        form = await self.form(request)
+        form = await read_form(request)
         if not csrf.valid_token(self.config.codec, session, first(form, csrf.FIELD)):
             return self.error_page(
                 request, session, 403, "Refused: the form's security token is missing or stale."
@@ -198,9 +175,9 @@ class MemoryBrowser:
     async def login(self, request: Request) -> Response:
         if self.open:
             return RedirectResponse(f"{UI_PATH}/memories", status_code=303)
-        if not csrf.same_origin(request.headers.get("origin"), self.served_hosts(request)):
+        if not csrf.same_origin(request.headers.get("origin"), served_hosts(request, *self.where)):
             return self.error_page(request, None, 403, "Refused: this form was sent from another site.")
-        form = await self.form(request)
+        form = await read_form(request)
         key = first(form, "api_key")
         target = safe_next(first(form, "next"))
         principal = await run_in_threadpool(self.config.resolver.principal_for, key) if key else None
@@ -213,7 +190,7 @@ class MemoryBrowser:
         response = RedirectResponse(target or f"{UI_PATH}/", status_code=303)
         response.set_cookie(
             COOKIE_NAME, cookie, max_age=SESSION_TTL_S, path=COOKIE_PATH,
-            httponly=True, samesite="strict", secure=self.secure(request),
+            httponly=True, samesite="strict", secure=is_https(request, *self.where),
         )  # fmt: skip
         return response
 
@@ -234,7 +211,7 @@ class MemoryBrowser:
         session = self.session(request)
         if session is None:
             return self.to_login(request)
-        params = _params(request)
+        params = query_params(request)
         form, result, error, agent = None, None, None, None
         try:
             agent = agent_for(session, params)
@@ -253,14 +230,19 @@ class MemoryBrowser:
         session = self.session(request)
         if session is None:
             return self.to_login(request)
-        params = _params(request)
+        params = query_params(request)
         try:
             agent = agent_for(session, params)
             query = browse_query(params)
             flt = query.filter()
             tenant = session.tenant_id
             page = await run_in_threadpool(self.service.browse, tenant, flt, agent, query.cursor, query.limit)
-            due = await run_in_threadpool(self.service.due_for_archival, tenant, agent)
+            # The due list reads up to DUE_SCAN_LIMIT memories: only on the first page.
+            due = (
+                None
+                if query.cursor
+                else await run_in_threadpool(self.service.due_for_archival, tenant, agent)
+            )
             stats = await run_in_threadpool(self.service.stats, tenant)
         except InvalidInputError as exc:
             return self.error_page(request, session, 400, str(exc))
@@ -279,7 +261,7 @@ class MemoryBrowser:
         if session is None:
             return self.to_login(request)
         try:
-            agent = agent_for(session, _params(request))
+            agent = agent_for(session, query_params(request))
         except InvalidInputError as exc:
             return self.error_page(request, session, 400, str(exc))
         return await self.memory_page(request, session, agent, request.path_params["memory_id"])
@@ -373,20 +355,6 @@ class MemoryBrowser:
 def when(moment: datetime) -> str:
     """A timestamp as the pages show it: UTC, to the second."""
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def safe_next(target: str | None) -> str | None:
-    """`target` if it is a path inside the UI (no scheme, host or `//`), else None: no open redirect."""
-    if not target or "\\" in target or "//" in target or any(c < " " for c in target):
-        return None
-    parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not (parts.path == UI_PATH or parts.path.startswith(UI_PATH + "/")):
-        return None
-    return target
-
-
-def _params(request: Request) -> Params:
-    return {k: request.query_params.getlist(k) for k in request.query_params}
 
 
 def _agent_query(session: Session, agent: str) -> str:

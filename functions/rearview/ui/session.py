@@ -26,8 +26,10 @@ from rearview.api.auth import ApiKeyResolver
 from rearview.errors import ConfigurationError
 from rearview.principal import Principal
 
+UI_PATH = "/ui"
+"""Where the memory browser is served."""
 COOKIE_NAME = "rearview_ui"
-COOKIE_PATH = "/ui"
+COOKIE_PATH = UI_PATH
 SESSION_TTL_S = 8 * 3600
 """How long a sign-in lasts."""
 MIN_SECRET_BYTES = 16
