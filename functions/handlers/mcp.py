@@ -70,7 +70,7 @@ class McpHandlerSettings(BaseSettings):
     ui: bool = False
     """Serve the memory browser at `/ui` (template parameter MemoryBrowser=Enabled); off by default here."""
     ui_secret: SecretStr | None = None
-    """Signs the memory browser's session cookies: set it, or sessions would not survive another instance."""
+    """Signs the memory browser's session cookies (else the secret named by `REARVIEW_UI_SECRET_ARN`)."""
 
     def ui_enabled(self, auth_mode: str) -> bool:
         """Whether to serve the browser: asked for, and API-key auth (a browser cannot send the JWT)."""
@@ -81,11 +81,7 @@ class McpHandlerSettings(BaseSettings):
                 "REARVIEW_UI ignored: the memory browser signs in with API keys (auth mode apikey)"
             )
             return False
-        if self.ui_secret is None:
-            logger.warning(
-                "REARVIEW_UI_SECRET unset: browser sessions hold only on the instance that signed in"
-            )
-        return True
+        return True  # the session secret: `handlers._ui_secret.session_secret` (required)
 
 
 @dataclass(slots=True)
@@ -102,6 +98,7 @@ class McpRuntime:
     def from_environment(cls) -> McpRuntime:
         """Build from `REARVIEW_*`; fetches the API key map (apikey mode) and may create the index."""
         from handlers._service import build_lambda_service
+        from handlers._ui_secret import session_secret
         from rearview.api.app import create_app
         from rearview.api.lambda_auth import LambdaAuthSettings, build_resolver
         from rearview.settings import Settings
@@ -122,7 +119,7 @@ class McpRuntime:
             authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
             ui=ui,
-            ui_secret=handler_settings.ui_secret.get_secret_value() if handler_settings.ui_secret else None,
+            ui_secret=session_secret(ui, handler_settings.ui_secret, settings.region),
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 
