@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from rearview.service.extraction import RulesExtractor, third_person
+from rearview.models import ExtractionMode
+from rearview.service.extraction import Fact, RulesExtractor, Turn, third_person
+from tests.factories import T0
+
+
+def extract(speaker: str, content: str) -> list[Fact]:
+    """The rules' facts for one message."""
+    extraction = RulesExtractor().extract([Turn(0, speaker, content, T0)])
+    assert extraction.mode is ExtractionMode.RULES and extraction.dropped == 0
+    return extraction.facts
+
 
 STATED = [
     ("I prefer green tea over coffee.", ["Ann prefers green tea over coffee"]),
@@ -43,21 +53,21 @@ NOT_STATED = [
 
 @pytest.mark.parametrize(("content", "facts"), STATED)
 def test_a_self_statement_becomes_a_fact_about_the_speaker(content: str, facts: list[str]) -> None:
-    assert [f.content for f in RulesExtractor().extract("Ann", content)] == facts
+    assert [f.content for f in extract("Ann", content)] == facts
 
 
 @pytest.mark.parametrize("content", NOT_STATED)
 def test_questions_and_other_sentences_state_nothing(content: str) -> None:
-    assert RulesExtractor().extract("Ann", content) == []
+    assert extract("Ann", content) == []
 
 
 @pytest.mark.parametrize("role", ["assistant", "System", "tool"])
 def test_an_assistant_or_system_message_states_nothing_about_anyone(role: str) -> None:
-    assert RulesExtractor().extract(role, "I love helping. My name is Claude.") == []
+    assert extract(role, "I love helping. My name is Claude.") == []
 
 
 def test_a_repeated_statement_is_one_fact() -> None:
-    assert len(RulesExtractor().extract("Ann", "I like tea. I like tea!")) == 1
+    assert len(extract("Ann", "I like tea. I like tea!")) == 1
 
 
 def test_third_person_names_the_speaker() -> None:
@@ -73,4 +83,13 @@ def test_third_person_names_the_speaker() -> None:
     ["I love it!", "I love how you paint.", "Yeah, I love to.", "I prefer that one", "I like your style"],
 )
 def test_a_liking_of_a_pointer_into_the_conversation_is_no_fact(content: str) -> None:
-    assert RulesExtractor().extract("Ann", content) == []
+    assert extract("Ann", content) == []
+
+
+def test_each_fact_cites_its_turn_and_names_its_speaker() -> None:
+    turns = [Turn(0, "Ann", "hello", T0), Turn(1, "Bo", "I like jazz. My dog's name is Rex", T0)]
+    facts = RulesExtractor().extract(turns).facts
+    assert [(f.content, f.sources, f.entities) for f in facts] == [
+        ("Bo likes jazz", (1,), ("Bo",)),
+        ("Bo's dog's name is Rex", (1,), ("Bo",)),
+    ]

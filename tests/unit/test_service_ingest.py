@@ -85,7 +85,12 @@ def test_each_message_is_an_episode_and_a_self_statement_also_a_linked_fact(serv
     episode = service.get("t1", first.memory_id)
     assert episode.content == "Ann: I prefer aisle seats."
     assert episode.type is MemoryType.EPISODIC and episode.session_id == "s1" and episode.event_time == said
-    assert episode.metadata == {"speaker": "Ann", "source": "ingest", "message_id": "m1"}
+    assert episode.metadata == {
+        "speaker": "Ann",
+        "source": "ingest",
+        "message_id": "m1",
+        "extraction": "rules",
+    }
     [fact_id] = [i for i in first.created if i != first.memory_id]
     fact = service.get("t1", fact_id)
     assert fact.type is MemoryType.SEMANTIC and fact.content == "Ann prefers aisle seats"

@@ -23,19 +23,23 @@ the conversation ("I love it", "I love how you ...", "I'd love to"): an object t
 pronoun or a question word (`VAGUE_OBJECT`) states nothing on its own. Questions (ending in ? or
 ？) are never statements; neither are an assistant's, system's or
 tool's messages (`NOT_A_PERSON`): only a person's self-statements become facts about them.
-A language-model extractor (a later round) plugs in behind the same `Extractor` port.
+
+The `Extractor` port reads a call's messages (`Turn`s) at once and returns `Fact`s, each citing
+the turns it came from (`sources`); a language-model extractor (`llm_extraction`) plugs in behind
+it. An extractor never writes: the ingest validates everything it returns before any write.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Protocol
 
-from rearview.models import ExtractionMode
+from rearview.models import ExtractionMode, MemoryType
 
-__all__ = ["NOT_A_PERSON", "Extractor", "Fact", "RulesExtractor", "third_person"]
+__all__ = ["NOT_A_PERSON", "Extraction", "Extractor", "Fact", "RulesExtractor", "Turn", "third_person"]
 
 NOT_A_PERSON: Final = frozenset({"assistant", "system", "tool", "function", "developer", "model", "ai"})
 """Roles whose messages are never read for self-statements (casefolded)."""
@@ -54,21 +58,55 @@ _TRAILING = re.compile(r"[\s.!。！;；,，]+$")
 
 
 @dataclass(frozen=True, slots=True)
+class Turn:
+    """One checked message of an ingest call, as an extractor reads it.
+
+    `index` is its position in the call (what `Fact.sources` cite); `time` when it was said.
+    """
+
+    index: int
+    speaker: str
+    content: str
+    time: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Fact:
-    """A semantic statement about the speaker, extracted from one message."""
+    """A memory an extractor found: its statement, the turns it came from, and how to file it.
+
+    `importance` (1..5) and `event_time` None keep the defaults (3; the last source's time).
+    """
 
     content: str
+    sources: tuple[int, ...]
+    type: MemoryType = MemoryType.SEMANTIC
+    importance: int | None = None
+    entities: tuple[str, ...] = ()
+    event_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What an extractor made of a call: its facts, and how (`reason` says why for a fallback).
+
+    `dropped`: items the extractor found but could not trace to a turn of the call (not kept).
+    """
+
+    facts: list[Fact]
+    mode: ExtractionMode
+    reason: str | None = None
+    dropped: int = 0
 
 
 class Extractor(Protocol):
-    """Reads one message and returns the facts it states; `mode` names how (recorded on each outcome)."""
+    """Reads a call's turns and returns the facts they state; never raises for what a model answers."""
 
     @property
     def mode(self) -> ExtractionMode:
-        """How this extractor works."""
+        """How this extractor works when it works (`rules` or `llm`)."""
 
-    def extract(self, speaker: str, content: str) -> list[Fact]:
-        """The facts `content`, said by `speaker`, states (none for most messages)."""
+    def extract(self, turns: Sequence[Turn]) -> Extraction:
+        """The facts `turns` state, each citing its turns by `Turn.index`."""
 
 
 def third_person(text: str, speaker: str) -> str:
@@ -163,9 +201,18 @@ class RulesExtractor:
     def mode(self) -> ExtractionMode:
         return ExtractionMode.RULES
 
-    def extract(self, speaker: str, content: str) -> list[Fact]:
-        """The self-statements of `content` as facts about `speaker` (none from a non-person role)."""
-        if speaker.casefold() in NOT_A_PERSON:
-            return []
+    def extract(self, turns: Sequence[Turn]) -> Extraction:
+        """Each turn's self-statements as facts about its speaker, citing it (none from a non-person)."""
+        facts = [
+            Fact(text, (turn.index,), entities=(turn.speaker,))
+            for turn in turns
+            if turn.speaker.casefold() not in NOT_A_PERSON
+            for text in self.statements(turn.speaker, turn.content)
+        ]
+        return Extraction(facts, ExtractionMode.RULES)
+
+    @staticmethod
+    def statements(speaker: str, content: str) -> list[str]:
+        """The self-statements of `content`, in the third person, without repeats."""
         found = (_statement(s, speaker) for s in _sentences(content))
-        return [Fact(text) for text in dict.fromkeys(f for f in found if f)]
+        return list(dict.fromkeys(f for f in found if f))
