@@ -480,6 +480,9 @@ class SearchHit(BaseModel):
     vector_rank: int | None = None
     why: HitExplanation
     """The terms of `score`: normalized channel scores and re-rank factors."""
+    related: list[str] = Field(default_factory=list)
+    """Lower-ranked memories folded into this hit: the message it was extracted from, or what was
+    extracted from it (`collapse.collapse_extracted`); each can be read with `memory_get`."""
 
 
 class SearchResult(BaseModel):

@@ -22,6 +22,7 @@ from rearview.models import (
     MemoryType,
     SearchRequest,
     Visibility,
+    WriteRequest,
 )
 from rearview.ports import IndexQuery, Vector
 from rearview.service.memory_service import MemoryService
@@ -148,12 +149,55 @@ def test_a_private_ingest_is_seen_by_its_agent_only(service: MemoryService) -> N
     req = chat(("Ann", "my locker code is 4711")).model_copy(
         update={"agent_id": "bot", "visibility": Visibility.PRIVATE}
     )
-    service.ingest("t1", req)
+    result = service.ingest("t1", req)
     for agent, expected in (("bot", 2), ("other", 0)):
         hits = service.search(
             "t1", SearchRequest(query="locker code", agent_id=agent, reinforce=False)
         ).results
-        assert len(hits) == expected
+        assert sum(1 + len(h.related) for h in hits) == expected  # the fact and its message, in one place
+    assert len(result.messages[0].created) == 2
+
+
+# ------------------------------------------------------------------------ one place in a search
+
+
+def search(service: MemoryService, query: str, top_k: int = 10) -> list[tuple[str, list[str]]]:
+    hits = service.search("t1", SearchRequest(query=query, top_k=top_k, reinforce=False)).results
+    return [(h.content, h.related) for h in hits]
+
+
+def test_a_fact_and_the_message_it_came_from_take_one_place(service: MemoryService) -> None:
+    outcome = service.ingest("t1", chat(("Ann", "my locker code is 4711"))).messages[0]
+    service.write("t1", WriteRequest(content="the gym locker room is on floor 2"))
+
+    hits = search(service, "locker code 4711", top_k=2)
+
+    assert len(hits) == 2 and hits[1] == ("the gym locker room is on floor 2", [])
+    best, related = hits[0]
+    assert {best, *(service.get("t1", i).content for i in related)} == {
+        "Ann: my locker code is 4711",
+        "Ann's locker code is 4711",
+    }
+    assert len(related) == 1 and related[0] in outcome.created
+
+
+def test_two_facts_of_one_message_keep_their_own_places(service: MemoryService) -> None:
+    service.ingest("t1", chat(("Ann", "I like jazz. I like tea")))
+    hits = search(service, "Ann likes jazz tea")
+    contents = sorted(c for c, _ in hits)
+    assert len(hits) == 2 and "Ann likes jazz" in contents and "Ann likes tea" in contents
+    assert sum(len(r) for _, r in hits) == 1  # the message, folded into the better of the two
+
+
+def test_a_summary_does_not_collapse_with_its_sources(service: MemoryService) -> None:
+    ids = [
+        service.write("t1", WriteRequest(content=text, type=MemoryType.EPISODIC, session_id="s9")).memory.id
+        for text in ("deployed the billing service", "billing service rollback")
+    ]
+    summary = service.summarize("t1", session_id="s9").memory
+    assert sorted(summary.derived_from) == sorted(ids)
+    hits = search(service, "billing service")
+    assert len(hits) == 3 and all(related == [] for _, related in hits)
 
 
 class CountingBrokenEmbedder(BrokenEmbedder):
