@@ -367,3 +367,12 @@ def test_a_model_error_in_any_chunk_is_a_fallback() -> None:
 def test_the_extractor_follows_the_llm_setting() -> None:
     assert isinstance(build_extractor(None), RulesExtractor)
     assert isinstance(build_extractor(ScriptedModel()), LanguageModelExtractor)
+
+
+def test_a_cited_id_may_keep_its_brackets_or_lose_its_prefix() -> None:
+    answer = json.dumps([
+        {"type": "semantic", "content": "Bo asked about the hike", "importance": 0.1,
+         "entities": ["Bo"], "source_message_ids": ["[m1]", "0"]},
+    ])  # fmt: skip
+    result = service_with(ScriptedModel(answer)).ingest("t1", trip())
+    assert result.dropped_items == 0 and result.messages[1].facts == ["Bo asked about the hike"]

@@ -191,7 +191,7 @@ def parse_answer(text: str) -> list[ExtractedItem]:
 
 def _fact(item: ExtractedItem, by_label: dict[str, Turn]) -> Fact | None:
     """The item as a fact citing its turns; None if it cites a message that is not in its chunk."""
-    cited = [by_label.get(label.strip()) for label in item.source_message_ids]
+    cited = [by_label.get(_label(label)) for label in item.source_message_ids]
     sources = [t for t in cited if t is not None]
     if len(sources) < len(cited):
         return None
@@ -207,6 +207,12 @@ def _fact(item: ExtractedItem, by_label: dict[str, Turn]) -> Fact | None:
         entities=entities,
         event_time=event_time,
     )
+
+
+def _label(cited: str) -> str:
+    """A cited id as the prompt labels messages: `m3`, also when the model wrote `[m3]` or `3`."""
+    label = cited.strip().strip("[]").strip()
+    return label if label.startswith("m") else f"m{label}"
 
 
 def _day(day: date | None, said: datetime) -> datetime:
