@@ -36,6 +36,13 @@ STATED = [
     ("我的生日是五月三号", ["Ann的生日是五月三号"]),
     ("记住我的车停在三楼", ["Ann的车停在三楼"]),
     ("Good morning! I prefer email. 我喜欢咖啡", ["Ann prefers email", "Ann喜欢咖啡"]),
+    ("I love the ocean, it's so calm", ["Ann loves the ocean"]),  # the afterthought is not the fact
+    ("I love camping trips, 'cause nature brings peace", ["Ann loves camping trips"]),
+    ("My favorite is the banana split - I have it after work", ["Ann's favorite is the banana split"]),
+    (
+        "I love the energy, diversity, and food of Lisbon",
+        ["Ann loves the energy, diversity, and food of Lisbon"],
+    ),
 ]
 
 NOT_STATED = [
@@ -47,6 +54,11 @@ NOT_STATED = [
     "She said my plan is good to go after the meeting of the board",  # not at the sentence start
     "My brother's friend from the old school in town is here",  # the subject is a clause
     "You like tea",
+    "I love the energy of this city",  # a pointer anywhere names nothing on its own
+    "I love seeing them play",
+    "My dream is to make a home for these kids",
+    "My kids are so excited about summer break",  # a passing feeling
+    "My week is really long",
     "他喜欢茶",
 ]
 

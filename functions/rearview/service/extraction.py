@@ -20,7 +20,11 @@ reworded: a sentence (split at . ! ? 。！？ ; and line breaks) that *starts* 
 where S is the speaker's name and "in the third person" turns I/me/my/mine (我/我的) into S.
 What someone prefers, likes, loves, hates, enjoys or dislikes must be a thing, not a pointer into
 the conversation ("I love it", "I love how you ...", "I'd love to"): an object that starts with a
-pronoun or a question word (`VAGUE_OBJECT`) states nothing on its own. Questions (ending in ? or
+pronoun or a question word (`VAGUE_OBJECT`) states nothing on its own, nor does one that names
+its thing by a pointer anywhere (`POINTER`: "I love this city", "my dream is to help these
+kids"). A statement ends where an afterthought starts (`AFTERTHOUGHT`: a dash, or a comma before a
+new clause: "I love the ocean, it's so calm" -> S loves the ocean), and `my X is/are` followed by
+an intensifier ("my kids are so excited") is a passing feeling, not a fact. Questions (ending in ? or
 ？) are never statements; neither are an assistant's, system's or
 tool's messages (`NOT_A_PERSON`): only a person's self-statements become facts about them.
 
@@ -51,6 +55,14 @@ VAGUE_OBJECT: Final = re.compile(
     re.IGNORECASE,
 )
 """The start of an object that points back into the conversation instead of naming a thing."""
+POINTER: Final = re.compile(r"\b(?:it|this|that|these|those|them)\b", re.IGNORECASE)
+"""A word anywhere in an object that names its thing by pointing into the conversation."""
+AFTERTHOUGHT: Final = re.compile(
+    r"\s+[-–—]\s+|,\s+(?=(?:it|it's|they|they're|he|she|that's|this|'cause|cause|because|but|so|which)\b)",
+    re.IGNORECASE,
+)
+"""Where a statement's own clause ends and a remark about it begins (English)."""
+_FEELING = re.compile(r"^(?:so|really|very|super|such|pretty|totally|kinda|soo+)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
 _LEAD = r"^(?:(?:oh|well|actually|honestly|also|btw|by the way|and|but|so|yeah|yes|no)\s*,?\s+)?"
 _VERBS = {"like": "likes", "love": "loves", "hate": "hates", "enjoy": "enjoys", "dislike": "dislikes"}
@@ -124,18 +136,24 @@ def _liking(verb: str) -> Callable[[re.Match[str], str], str | None]:
     """The rewrite `S <verb> <object>` for an object that names a thing (not `VAGUE_OBJECT`)."""
 
     def rewrite(m: re.Match[str], s: str) -> str | None:
-        if VAGUE_OBJECT.match(m["rest"]):
+        rest = _own_clause(m["rest"])
+        if VAGUE_OBJECT.match(rest) or POINTER.search(rest):
             return None
-        return f"{s} {verb or _VERBS[m['verb'].lower()]} {third_person(m['rest'], s)}"
+        return f"{s} {verb or _VERBS[m['verb'].lower()]} {third_person(rest, s)}"
 
     return rewrite
 
 
+def _own_clause(rest: str) -> str:
+    """`rest` up to its first afterthought (`AFTERTHOUGHT`)."""
+    return AFTERTHOUGHT.split(rest, maxsplit=1)[0]
+
+
 def _my_thing(m: re.Match[str], s: str) -> str | None:
-    thing = m["thing"].strip()
-    if len(thing.split()) > MAX_SUBJECT_WORDS:
+    thing, rest = m["thing"].strip(), _own_clause(m["rest"])
+    if len(thing.split()) > MAX_SUBJECT_WORDS or _FEELING.match(rest) or POINTER.search(rest):
         return None
-    return f"{s}'s {thing} {m['verb'].lower()} {third_person(m['rest'], s)}"
+    return f"{s}'s {thing} {m['verb'].lower()} {third_person(rest, s)}"
 
 
 _RULES: Final[tuple[Rule, ...]] = (
@@ -164,7 +182,7 @@ _RULES: Final[tuple[Rule, ...]] = (
     ),
     (
         re.compile(_LEAD + r"(?:please )?remember(?: that|:)? (?P<rest>.+)", re.IGNORECASE),
-        lambda m, s: third_person(m["rest"], s),
+        lambda m, s: third_person(_own_clause(m["rest"]), s),
     ),
     (re.compile(r"^我不喜欢(?P<rest>.+)"), lambda m, s: f"{s}不喜欢{third_person(m['rest'], s)}"),
     (
