@@ -95,7 +95,7 @@ def test_each_message_is_an_episode_and_a_self_statement_also_a_linked_fact(serv
     [fact_id] = [i for i in first.created if i != first.memory_id]
     fact = service.get("t1", fact_id)
     assert fact.type is MemoryType.SEMANTIC and fact.content == "Ann prefers aisle seats"
-    assert fact.derived_from == [first.memory_id] and fact.entities == ["Ann"]
+    assert fact.derived_from == [first.memory_id] and fact.entities == ["Ann"] and fact.session_id == "s1"
     assert fact.metadata["extracted_by"] == "rules" and fact.confidence < 1
     assert service.get("t1", second.memory_id).content == "assistant: Noted. I love window seats myself."
     assert service.get("t1", second.memory_id).event_time == T0

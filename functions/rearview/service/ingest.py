@@ -11,11 +11,13 @@ The `Extractor` then reads the call's messages: offline, the rules of `extractio
 speaker states about themselves); with `REARVIEW_LLM`, a language model (`llm_extraction`:
 semantic, episodic and procedural memories, with importance, entities and absolute dates). Each
 extracted memory is linked by `derived_from` to the episodes of the messages it cites (and keeps
-the caller's `message_id` when it cites one message) and is counted in the outcome of the last
-message it cites. Every memory goes through `Writer.write`, so dedup, merge safety and supersede
-apply as to any write: an extracted semantic or procedural memory is judged for contradictions
-like any statement (with a language model), while a message's episode, and an extracted event,
-never are (what was said, and what happened, stays true as a record).
+the caller's `message_id` when it cites one message), belongs to their session (so its keyword
+context is the messages around it, `keyword_context`, and a session filter finds it) and is
+counted in the outcome of the last message it cites. Every memory goes through `Writer.write`,
+so dedup, merge safety and supersede apply as to any write: an extracted semantic or procedural
+memory is judged for contradictions like any statement (with a language model), while a
+message's episode, and an extracted event, never are (what was said, and what happened, stays
+true as a record).
 
 Guarantees:
 - bounded: at most `MAX_INGEST_MESSAGES` messages and `MAX_INGEST_CHARS` characters of content per
@@ -222,7 +224,7 @@ class Ingester:
                 update={
                     "content": fact.content,
                     "type": fact.type,
-                    "session_id": last.episode.session_id if fact.type is MemoryType.EPISODIC else None,
+                    "session_id": last.episode.session_id,
                     "entities": list(fact.entities),
                     "importance": fact.importance or 3,
                     "confidence": EXTRACTED_CONFIDENCE if llm else FACT_CONFIDENCE,
