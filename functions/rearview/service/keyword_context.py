@@ -150,7 +150,7 @@ def _neighbours(ordered: Sequence[Memory], changed: set[str]) -> set[str]:
             j, seen = i + step, 0
             while 0 <= j < len(ordered) and seen < NEIGHBOUR_REACH:
                 if ordered[j].id not in changed:
-                    seen += 1
+                    seen += not extracted(ordered[j])  # the extracted ones between are re-set, not counted
                     if ordered[j].status is MemoryStatus.ACTIVE:
                         out.add(ordered[j].id)
                 j += step
