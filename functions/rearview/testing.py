@@ -28,7 +28,7 @@ from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.clock import Clock
 from rearview.errors import EmbedderError, IndexUnavailableError
 from rearview.models import HistoryEvent, Memory
-from rearview.ports import ChannelHits, IndexDocument, IndexQuery, StoreWrite, Vector
+from rearview.ports import ChannelHits, Completion, IndexDocument, IndexQuery, StoreWrite, Vector
 
 __all__ = [
     "BrokenEmbedder",
@@ -174,10 +174,11 @@ class BrokenEmbedder:
 class ScriptedModel:
     """A `LanguageModel` that returns (or raises) its scripted answers in order; `prompts` records them.
 
-    Running out of answers is an IndexError: the test scripted fewer calls than the code made.
+    A `str` answer stopped at `end_turn`; a `Completion` says its own stop reason. Running out of
+    answers is an IndexError: the test scripted fewer calls than the code made.
     """
 
-    def __init__(self, *answers: str | Exception) -> None:
+    def __init__(self, *answers: str | Completion | Exception) -> None:
         self.answers = list(answers)
         self.prompts: list[str] = []
 
@@ -186,11 +187,14 @@ class ScriptedModel:
         return "scripted"
 
     def complete(self, system: str, prompt: str, max_tokens: int) -> str:
+        return self.answer(system, prompt, max_tokens).text
+
+    def answer(self, system: str, prompt: str, max_tokens: int) -> Completion:
         self.prompts.append(prompt)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
-        return answer
+        return answer if isinstance(answer, Completion) else Completion(answer, "end_turn")
 
 
 class RecordingSleep:

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.cli import main
-from rearview.ingest_file import calls, read_conversation
-from rearview.models import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, IngestMessage
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.errors import LanguageModelError
+from rearview.ingest_file import IngestRun, calls, read_conversation
+from rearview.models import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, IngestMessage, Visibility
+from rearview.service.llm_extraction import LanguageModelExtractor
+from rearview.service.memory_service import MemoryService
+from rearview.testing import ScriptedModel
 
 ANTHROPIC = {
     "system": "You are helpful.",
@@ -114,3 +120,19 @@ def test_a_long_conversation_is_sent_in_calls_within_the_limits() -> None:
         len(r) <= MAX_INGEST_MESSAGES and sum(len(m.content) for m in r) <= MAX_INGEST_CHARS for r in runs
     )
     assert len(runs) == 6  # 111 messages of 900 characters fit 100,000
+
+
+def test_the_summary_says_when_the_model_failed_and_the_messages_were_kept() -> None:
+
+    model = ScriptedModel(LanguageModelError("Bedrock Converse failed (ThrottlingException): slow down"))
+    service = MemoryService(
+        InMemoryMemoryStore(),
+        InMemoryMemoryIndex(64),
+        HashingEmbedder(64),
+        extractor=LanguageModelExtractor(model),
+    )
+    run = IngestRun(service, "t1", "s1", "default", Visibility.SHARED)
+    run.send([IngestMessage(speaker="Ann", content="I prefer window seats.")])
+    line = run.summary(skipped=0)
+    assert "(fallback): created 1, merged 0" in line
+    assert "1 call(s) kept the messages only" in line and "ThrottlingException" in line

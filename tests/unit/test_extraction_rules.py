@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from rearview.service.extraction import RulesExtractor, third_person
+from rearview.models import ExtractionMode
+from rearview.service.extraction import Fact, RulesExtractor, Turn, third_person
+from tests.factories import T0
+
+
+def extract(speaker: str, content: str) -> list[Fact]:
+    """The rules' facts for one message."""
+    extraction = RulesExtractor().extract([Turn(0, speaker, content, T0)])
+    assert extraction.mode is ExtractionMode.RULES and extraction.dropped == 0
+    return extraction.facts
+
 
 STATED = [
     ("I prefer green tea over coffee.", ["Ann prefers green tea over coffee"]),
@@ -26,6 +36,13 @@ STATED = [
     ("我的生日是五月三号", ["Ann的生日是五月三号"]),
     ("记住我的车停在三楼", ["Ann的车停在三楼"]),
     ("Good morning! I prefer email. 我喜欢咖啡", ["Ann prefers email", "Ann喜欢咖啡"]),
+    ("I love the ocean, it's so calm", ["Ann loves the ocean"]),  # the afterthought is not the fact
+    ("I love camping trips, 'cause nature brings peace", ["Ann loves camping trips"]),
+    ("My favorite is the banana split - I have it after work", ["Ann's favorite is the banana split"]),
+    (
+        "I love the energy, diversity, and food of Lisbon",
+        ["Ann loves the energy, diversity, and food of Lisbon"],
+    ),
 ]
 
 NOT_STATED = [
@@ -37,27 +54,32 @@ NOT_STATED = [
     "She said my plan is good to go after the meeting of the board",  # not at the sentence start
     "My brother's friend from the old school in town is here",  # the subject is a clause
     "You like tea",
+    "I love the energy of this city",  # a pointer anywhere names nothing on its own
+    "I love seeing them play",
+    "My dream is to make a home for these kids",
+    "My kids are so excited about summer break",  # a passing feeling
+    "My week is really long",
     "他喜欢茶",
 ]
 
 
 @pytest.mark.parametrize(("content", "facts"), STATED)
 def test_a_self_statement_becomes_a_fact_about_the_speaker(content: str, facts: list[str]) -> None:
-    assert [f.content for f in RulesExtractor().extract("Ann", content)] == facts
+    assert [f.content for f in extract("Ann", content)] == facts
 
 
 @pytest.mark.parametrize("content", NOT_STATED)
 def test_questions_and_other_sentences_state_nothing(content: str) -> None:
-    assert RulesExtractor().extract("Ann", content) == []
+    assert extract("Ann", content) == []
 
 
 @pytest.mark.parametrize("role", ["assistant", "System", "tool"])
 def test_an_assistant_or_system_message_states_nothing_about_anyone(role: str) -> None:
-    assert RulesExtractor().extract(role, "I love helping. My name is Claude.") == []
+    assert extract(role, "I love helping. My name is Claude.") == []
 
 
 def test_a_repeated_statement_is_one_fact() -> None:
-    assert len(RulesExtractor().extract("Ann", "I like tea. I like tea!")) == 1
+    assert len(extract("Ann", "I like tea. I like tea!")) == 1
 
 
 def test_third_person_names_the_speaker() -> None:
@@ -73,4 +95,13 @@ def test_third_person_names_the_speaker() -> None:
     ["I love it!", "I love how you paint.", "Yeah, I love to.", "I prefer that one", "I like your style"],
 )
 def test_a_liking_of_a_pointer_into_the_conversation_is_no_fact(content: str) -> None:
-    assert RulesExtractor().extract("Ann", content) == []
+    assert extract("Ann", content) == []
+
+
+def test_each_fact_cites_its_turn_and_names_its_speaker() -> None:
+    turns = [Turn(0, "Ann", "hello", T0), Turn(1, "Bo", "I like jazz. My dog's name is Rex", T0)]
+    facts = RulesExtractor().extract(turns).facts
+    assert [(f.content, f.sources, f.entities) for f in facts] == [
+        ("Bo likes jazz", (1,), ("Bo",)),
+        ("Bo's dog's name is Rex", (1,), ("Bo",)),
+    ]

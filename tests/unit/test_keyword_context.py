@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from rearview.clock import ManualClock
-from rearview.models import ForgetRequest, MemoryFilter, MemoryType, UpdateRequest, WriteRequest
+from rearview.models import ForgetRequest, Memory, MemoryFilter, MemoryType, UpdateRequest, WriteRequest
 from rearview.ports import IndexQuery
 from rearview.service.keyword_context import NEIGHBOUR_GAP, date_words, session_contexts
 from rearview.service.memory_service import MemoryService
@@ -124,3 +124,19 @@ def test_session_contexts_link_by_write_order_within_the_gap(gap_hours: float) -
     assert contexts["m1"] == f"[{day}] \ntwo\nthree"
     assert contexts["m2"] == f"[{day}] one\nthree"
     assert contexts["m3"] == f"[{date_words(end.event_time)}] one\ntwo"
+
+
+def test_an_extracted_memory_is_no_ones_neighbour_but_has_the_messages_around_it() -> None:
+    def said(content: str, n: int, **update: object) -> Memory:
+        memory = make_memory(
+            content, memory_id=f"m{n}", session_id="s", at=T0 + timedelta(seconds=n), event_time=T0
+        )
+        return memory.model_copy(update=update)
+
+    turns = [said("Ann: I like jazz", 1), said("Bo: me too", 3), said("Ann: see you", 4)]
+    fact = said("Ann likes jazz", 2, derived_from=["m1"], metadata={"extracted_by": "rules"})
+    contexts = session_contexts([*turns, fact])
+    day = date_words(T0)
+    assert contexts["m1"] == f"[{day}] \nBo: me too\nAnn: see you"  # not the fact
+    assert contexts["m3"] == f"[{day}] Ann: I like jazz\nAnn: see you"
+    assert contexts["m2"] == f"[{day}] Ann: I like jazz\nBo: me too\nAnn: see you"

@@ -22,6 +22,7 @@ from rearview.models import (
     MemoryType,
     SearchRequest,
     Visibility,
+    WriteRequest,
 )
 from rearview.ports import IndexQuery, Vector
 from rearview.service.memory_service import MemoryService
@@ -85,11 +86,16 @@ def test_each_message_is_an_episode_and_a_self_statement_also_a_linked_fact(serv
     episode = service.get("t1", first.memory_id)
     assert episode.content == "Ann: I prefer aisle seats."
     assert episode.type is MemoryType.EPISODIC and episode.session_id == "s1" and episode.event_time == said
-    assert episode.metadata == {"speaker": "Ann", "source": "ingest", "message_id": "m1"}
+    assert episode.metadata == {
+        "speaker": "Ann",
+        "source": "ingest",
+        "message_id": "m1",
+        "extraction": "rules",
+    }
     [fact_id] = [i for i in first.created if i != first.memory_id]
     fact = service.get("t1", fact_id)
     assert fact.type is MemoryType.SEMANTIC and fact.content == "Ann prefers aisle seats"
-    assert fact.derived_from == [first.memory_id] and fact.entities == ["Ann"]
+    assert fact.derived_from == [first.memory_id] and fact.entities == ["Ann"] and fact.session_id == "s1"
     assert fact.metadata["extracted_by"] == "rules" and fact.confidence < 1
     assert service.get("t1", second.memory_id).content == "assistant: Noted. I love window seats myself."
     assert service.get("t1", second.memory_id).event_time == T0
@@ -143,12 +149,55 @@ def test_a_private_ingest_is_seen_by_its_agent_only(service: MemoryService) -> N
     req = chat(("Ann", "my locker code is 4711")).model_copy(
         update={"agent_id": "bot", "visibility": Visibility.PRIVATE}
     )
-    service.ingest("t1", req)
+    result = service.ingest("t1", req)
     for agent, expected in (("bot", 2), ("other", 0)):
         hits = service.search(
             "t1", SearchRequest(query="locker code", agent_id=agent, reinforce=False)
         ).results
-        assert len(hits) == expected
+        assert sum(1 + len(h.related) for h in hits) == expected  # the fact and its message, in one place
+    assert len(result.messages[0].created) == 2
+
+
+# ------------------------------------------------------------------------ one place in a search
+
+
+def search(service: MemoryService, query: str, top_k: int = 10) -> list[tuple[str, list[str]]]:
+    hits = service.search("t1", SearchRequest(query=query, top_k=top_k, reinforce=False)).results
+    return [(h.content, h.related) for h in hits]
+
+
+def test_a_fact_and_the_message_it_came_from_take_one_place(service: MemoryService) -> None:
+    outcome = service.ingest("t1", chat(("Ann", "my locker code is 4711"))).messages[0]
+    service.write("t1", WriteRequest(content="the gym locker room is on floor 2"))
+
+    hits = search(service, "locker code 4711", top_k=2)
+
+    assert len(hits) == 2 and hits[1] == ("the gym locker room is on floor 2", [])
+    best, related = hits[0]
+    assert {best, *(service.get("t1", i).content for i in related)} == {
+        "Ann: my locker code is 4711",
+        "Ann's locker code is 4711",
+    }
+    assert len(related) == 1 and related[0] in outcome.created
+
+
+def test_two_facts_of_one_message_keep_their_own_places(service: MemoryService) -> None:
+    service.ingest("t1", chat(("Ann", "I like jazz. I like tea")))
+    hits = search(service, "Ann likes jazz tea")
+    contents = sorted(c for c, _ in hits)
+    assert len(hits) == 2 and "Ann likes jazz" in contents and "Ann likes tea" in contents
+    assert sum(len(r) for _, r in hits) == 1  # the message, folded into the better of the two
+
+
+def test_a_summary_does_not_collapse_with_its_sources(service: MemoryService) -> None:
+    ids = [
+        service.write("t1", WriteRequest(content=text, type=MemoryType.EPISODIC, session_id="s9")).memory.id
+        for text in ("deployed the billing service", "billing service rollback")
+    ]
+    summary = service.summarize("t1", session_id="s9").memory
+    assert sorted(summary.derived_from) == sorted(ids)
+    hits = search(service, "billing service")
+    assert len(hits) == 3 and all(related == [] for _, related in hits)
 
 
 class CountingBrokenEmbedder(BrokenEmbedder):

@@ -311,8 +311,10 @@ class MemoryTools:
         ),
     ) -> IngestResult:
         """Hand over raw conversation messages and let memory decide what to keep: each message is stored as
-        an event of the session, and what a user states about themselves ("I prefer...", "my X is...",
-        "remember that...") also as a fact. Call it with the new turns at the end of an exchange, instead of
+        an event of the session; what a user states about themselves ("I prefer...", "my X is...",
+        "remember that...") also as a fact, or, when the server has a language model, the durable facts,
+        dated events and lessons it extracts (`mode`: rules, llm, or fallback when the model failed and
+        only the messages were kept). Call it with the new turns at the end of an exchange, instead of
         writing each one; re-sending the same messages stores nothing twice."""
         req = IngestRequest(
             messages=[m.message(f"messages[{i}]") for i, m in enumerate(messages)],

@@ -1,7 +1,7 @@
 """Amazon Bedrock `LanguageModel` through the Converse API (any Converse-capable text model).
 
 Request: `system=[{"text": ...}]`, one user message, `inferenceConfig={"maxTokens", "temperature"}`.
-Response: the text blocks of `output.message.content`, joined. The model id is configuration
+Response: the text blocks of `output.message.content`, joined, and `stopReason`. The model id is configuration
 (`REARVIEW_LLM_MODEL_ID`), e.g. `amazon.nova-lite-v1:0` or an inference profile id.
 """
 
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rearview.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import LanguageModelError
 from rearview.lazy import Lazy
+from rearview.ports import Completion
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -49,6 +50,10 @@ class BedrockConverseModel:
 
     def complete(self, system: str, prompt: str, max_tokens: int) -> str:
         """The model's text answer (stripped); `LanguageModelError` if Bedrock fails or returns no text."""
+        return self.answer(system, prompt, max_tokens).text
+
+    def answer(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        """The text answer (stripped) and `stopReason`; `LanguageModelError` as for `complete`."""
         out = call_bedrock(
             lambda: self._client.get().converse(
                 modelId=self._model,
@@ -59,12 +64,12 @@ class BedrockConverseModel:
             error=LanguageModelError,
             label=f"Bedrock Converse({self._model})",
         )
-        return self._text(dict(out))
+        return self._completion(dict(out))
 
-    def _text(self, out: dict[str, Any]) -> str:
+    def _completion(self, out: dict[str, Any]) -> Completion:
         content = out.get("output", {}).get("message", {}).get("content", [])
         text = "".join(block.get("text", "") for block in content if isinstance(block, dict)).strip()
+        reason = str(out.get("stopReason", "unknown"))
         if not text:
-            reason = out.get("stopReason", "unknown")
             raise LanguageModelError(f"Bedrock {self._model} returned no text (stop reason: {reason})")
-        return text
+        return Completion(text, reason)

@@ -20,22 +20,30 @@ reworded: a sentence (split at . ! ? 。！？ ; and line breaks) that *starts* 
 where S is the speaker's name and "in the third person" turns I/me/my/mine (我/我的) into S.
 What someone prefers, likes, loves, hates, enjoys or dislikes must be a thing, not a pointer into
 the conversation ("I love it", "I love how you ...", "I'd love to"): an object that starts with a
-pronoun or a question word (`VAGUE_OBJECT`) states nothing on its own. Questions (ending in ? or
+pronoun or a question word (`VAGUE_OBJECT`) states nothing on its own, nor does one that names
+its thing by a pointer anywhere (`POINTER`: "I love this city", "my dream is to help these
+kids"). A statement ends where an afterthought starts (`AFTERTHOUGHT`: a dash, or a comma before a
+new clause: "I love the ocean, it's so calm" -> S loves the ocean), and `my X is/are` followed by
+an intensifier ("my kids are so excited") is a passing feeling, not a fact. Questions (ending in ? or
 ？) are never statements; neither are an assistant's, system's or
 tool's messages (`NOT_A_PERSON`): only a person's self-statements become facts about them.
-A language-model extractor (a later round) plugs in behind the same `Extractor` port.
+
+The `Extractor` port reads a call's messages (`Turn`s) at once and returns `Fact`s, each citing
+the turns it came from (`sources`); a language-model extractor (`llm_extraction`) plugs in behind
+it. An extractor never writes: the ingest validates everything it returns before any write.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Protocol
 
-from rearview.models import ExtractionMode
+from rearview.models import ExtractionMode, MemoryType
 
-__all__ = ["NOT_A_PERSON", "Extractor", "Fact", "RulesExtractor", "third_person"]
+__all__ = ["NOT_A_PERSON", "Extraction", "Extractor", "Fact", "RulesExtractor", "Turn", "third_person"]
 
 NOT_A_PERSON: Final = frozenset({"assistant", "system", "tool", "function", "developer", "model", "ai"})
 """Roles whose messages are never read for self-statements (casefolded)."""
@@ -47,6 +55,14 @@ VAGUE_OBJECT: Final = re.compile(
     re.IGNORECASE,
 )
 """The start of an object that points back into the conversation instead of naming a thing."""
+POINTER: Final = re.compile(r"\b(?:it|this|that|these|those|them)\b", re.IGNORECASE)
+"""A word anywhere in an object that names its thing by pointing into the conversation."""
+AFTERTHOUGHT: Final = re.compile(
+    r"\s+[-–—]\s+|,\s+(?=(?:it|it's|they|they're|he|she|that's|this|'cause|cause|because|but|so|which)\b)",
+    re.IGNORECASE,
+)
+"""Where a statement's own clause ends and a remark about it begins (English)."""
+_FEELING = re.compile(r"^(?:so|really|very|super|such|pretty|totally|kinda|soo+)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
 _LEAD = r"^(?:(?:oh|well|actually|honestly|also|btw|by the way|and|but|so|yeah|yes|no)\s*,?\s+)?"
 _VERBS = {"like": "likes", "love": "loves", "hate": "hates", "enjoy": "enjoys", "dislike": "dislikes"}
@@ -54,21 +70,55 @@ _TRAILING = re.compile(r"[\s.!。！;；,，]+$")
 
 
 @dataclass(frozen=True, slots=True)
+class Turn:
+    """One checked message of an ingest call, as an extractor reads it.
+
+    `index` is its position in the call (what `Fact.sources` cite); `time` when it was said.
+    """
+
+    index: int
+    speaker: str
+    content: str
+    time: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Fact:
-    """A semantic statement about the speaker, extracted from one message."""
+    """A memory an extractor found: its statement, the turns it came from, and how to file it.
+
+    `importance` (1..5) and `event_time` None keep the defaults (3; the last source's time).
+    """
 
     content: str
+    sources: tuple[int, ...]
+    type: MemoryType = MemoryType.SEMANTIC
+    importance: int | None = None
+    entities: tuple[str, ...] = ()
+    event_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What an extractor made of a call: its facts, and how (`reason` says why for a fallback).
+
+    `dropped`: items the extractor found but could not trace to a turn of the call (not kept).
+    """
+
+    facts: list[Fact]
+    mode: ExtractionMode
+    reason: str | None = None
+    dropped: int = 0
 
 
 class Extractor(Protocol):
-    """Reads one message and returns the facts it states; `mode` names how (recorded on each outcome)."""
+    """Reads a call's turns and returns the facts they state; never raises for what a model answers."""
 
     @property
     def mode(self) -> ExtractionMode:
-        """How this extractor works."""
+        """How this extractor works when it works (`rules` or `llm`)."""
 
-    def extract(self, speaker: str, content: str) -> list[Fact]:
-        """The facts `content`, said by `speaker`, states (none for most messages)."""
+    def extract(self, turns: Sequence[Turn]) -> Extraction:
+        """The facts `turns` state, each citing its turns by `Turn.index`."""
 
 
 def third_person(text: str, speaker: str) -> str:
@@ -86,18 +136,24 @@ def _liking(verb: str) -> Callable[[re.Match[str], str], str | None]:
     """The rewrite `S <verb> <object>` for an object that names a thing (not `VAGUE_OBJECT`)."""
 
     def rewrite(m: re.Match[str], s: str) -> str | None:
-        if VAGUE_OBJECT.match(m["rest"]):
+        rest = _own_clause(m["rest"])
+        if VAGUE_OBJECT.match(rest) or POINTER.search(rest):
             return None
-        return f"{s} {verb or _VERBS[m['verb'].lower()]} {third_person(m['rest'], s)}"
+        return f"{s} {verb or _VERBS[m['verb'].lower()]} {third_person(rest, s)}"
 
     return rewrite
 
 
+def _own_clause(rest: str) -> str:
+    """`rest` up to its first afterthought (`AFTERTHOUGHT`)."""
+    return AFTERTHOUGHT.split(rest, maxsplit=1)[0]
+
+
 def _my_thing(m: re.Match[str], s: str) -> str | None:
-    thing = m["thing"].strip()
-    if len(thing.split()) > MAX_SUBJECT_WORDS:
+    thing, rest = m["thing"].strip(), _own_clause(m["rest"])
+    if len(thing.split()) > MAX_SUBJECT_WORDS or _FEELING.match(rest) or POINTER.search(rest):
         return None
-    return f"{s}'s {thing} {m['verb'].lower()} {third_person(m['rest'], s)}"
+    return f"{s}'s {thing} {m['verb'].lower()} {third_person(rest, s)}"
 
 
 _RULES: Final[tuple[Rule, ...]] = (
@@ -126,7 +182,7 @@ _RULES: Final[tuple[Rule, ...]] = (
     ),
     (
         re.compile(_LEAD + r"(?:please )?remember(?: that|:)? (?P<rest>.+)", re.IGNORECASE),
-        lambda m, s: third_person(m["rest"], s),
+        lambda m, s: third_person(_own_clause(m["rest"]), s),
     ),
     (re.compile(r"^我不喜欢(?P<rest>.+)"), lambda m, s: f"{s}不喜欢{third_person(m['rest'], s)}"),
     (
@@ -163,9 +219,18 @@ class RulesExtractor:
     def mode(self) -> ExtractionMode:
         return ExtractionMode.RULES
 
-    def extract(self, speaker: str, content: str) -> list[Fact]:
-        """The self-statements of `content` as facts about `speaker` (none from a non-person role)."""
-        if speaker.casefold() in NOT_A_PERSON:
-            return []
+    def extract(self, turns: Sequence[Turn]) -> Extraction:
+        """Each turn's self-statements as facts about its speaker, citing it (none from a non-person)."""
+        facts = [
+            Fact(text, (turn.index,), entities=(turn.speaker,))
+            for turn in turns
+            if turn.speaker.casefold() not in NOT_A_PERSON
+            for text in self.statements(turn.speaker, turn.content)
+        ]
+        return Extraction(facts, ExtractionMode.RULES)
+
+    @staticmethod
+    def statements(speaker: str, content: str) -> list[str]:
+        """The self-statements of `content`, in the third person, without repeats."""
         found = (_statement(s, speaker) for s in _sentences(content))
-        return [Fact(text) for text in dict.fromkeys(f for f in found if f)]
+        return list(dict.fromkeys(f for f in found if f))

@@ -1,19 +1,37 @@
 """`memory_ingest`: a conversation's raw messages in, memories out, through the normal write path.
 
 Each message becomes an episodic memory `"<speaker>: <content>"` in the session, at the message's
-time (else now), its `message_id` and speaker kept in `metadata`; the write path indexes it with
-its session neighbours as keyword context (`keyword_context`). The `Extractor` (offline: the rules
-of `extraction`) reads each message for facts the speaker states about themselves; each becomes a
-semantic memory linked to its message's memory by `derived_from`. Every memory goes through
-`Writer.write`, so dedup, merge safety and supersede apply as to any write.
+time (else now), its `message_id`, speaker and the extraction mode kept in `metadata`; the write
+path indexes it with its session neighbours as keyword context (`keyword_context`). In every
+mode the messages themselves are kept: extracted memories are added on top of the episode they
+came from (as mem0 and Hindsight keep the episode), so evidence stays traceable and a misread
+extraction never replaces what was said.
+
+The `Extractor` then reads the call's messages: offline, the rules of `extraction` (facts a
+speaker states about themselves); with `REARVIEW_LLM`, a language model (`llm_extraction`:
+semantic, episodic and procedural memories, with importance, entities and absolute dates). Each
+extracted memory is linked by `derived_from` to the episodes of the messages it cites (and keeps
+the caller's `message_id` when it cites one message), belongs to their session (so its keyword
+context is the messages around it, `keyword_context`, and a session filter finds it) and is
+counted in the outcome of the last message it cites. Every memory goes through `Writer.write`,
+so dedup, merge safety and supersede apply as to any write: an extracted semantic or procedural
+memory is judged for contradictions like any statement (with a language model), while a
+message's episode, and an extracted event, never are (what was said, and what happened, stays
+true as a record).
 
 Guarantees:
 - bounded: at most `MAX_INGEST_MESSAGES` messages and `MAX_INGEST_CHARS` characters of content per
   call; every message is checked before anything is written (`InvalidInputError` naming
   `messages[i].<field>`);
-- idempotent: each memory is written with an idempotency key derived from the session and the
-  message's id (or, without one, the hash of its speaker and content), so re-sending a message,
-  or a whole call that failed half-way, writes nothing twice (the outcome lists it as `replayed`);
+- no half-write: the extraction (every model answer, parsed and validated) is complete before the
+  first write; when it fails the call is `fallback`: its messages are stored as episodes only,
+  and `fallback_reason` says why;
+- idempotent: each episode is written with an idempotency key derived from the session and the
+  message's id (or, without one, the hash of its speaker and content), each extracted memory with
+  one derived from its sources' keys and its content, so re-sending a message, or a whole call
+  that failed half-way, writes nothing twice (the outcome lists it as `replayed`). With a language
+  model, a call whose every message is already stored with model-extracted memories is not sent
+  to the model again;
 - one `embed_documents` call for every text of the call (the throughput of a batch, not of a
   loop of single writes); if it fails, the memories are stored unindexed (as `write` does) and
   the result says `indexed: false`: nothing is embedded again, one by one.
@@ -23,18 +41,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from rearview.clock import parse_time
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.models import (
-    MAX_CONTENT_CHARS,
     MAX_INGEST_CHARS,
     MAX_INGEST_MESSAGES,
     MAX_LABEL_CHARS,
     MAX_SESSION_ID_CHARS,
+    ExtractionMode,
     IngestMessage,
     IngestRequest,
     IngestResult,
@@ -45,10 +63,11 @@ from rearview.models import (
     WriteRequest,
     WriteResult,
 )
-from rearview.ports import Embedder
 from rearview.service import validation
-from rearview.service.extraction import Extractor
-from rearview.service.writing import Embedded
+from rearview.service.extraction import Extraction, Extractor, Fact, Turn
+from rearview.service.llm_extraction import EXTRACTED_CONFIDENCE, EXTRACTION_PROMPT_VERSION
+from rearview.service.visibility import agent_idempotency_key
+from rearview.service.writing import Embedded, Writer
 from rearview.text import content_hash
 
 __all__ = ["FACT_CONFIDENCE", "Ingester", "idempotency_key"]
@@ -56,9 +75,7 @@ __all__ = ["FACT_CONFIDENCE", "Ingester", "idempotency_key"]
 log = logging.getLogger(__name__)
 
 FACT_CONFIDENCE = 0.9
-"""Confidence of an extracted fact: the speaker said it, but a rule reworded it."""
-
-WriteFn = Callable[[str, WriteRequest, Embedded], WriteResult]
+"""Confidence of a rule-extracted fact: the speaker said it, but a rule reworded it."""
 
 
 def idempotency_key(session_id: str, message: IngestMessage, speaker: str) -> str:
@@ -71,54 +88,65 @@ def idempotency_key(session_id: str, message: IngestMessage, speaker: str) -> st
         if message.message_id
         else f"hash:{content_hash(f'{speaker}: {message.content}')}"
     )
-    digest = hashlib.sha256(f"{session_id}\x00{ref}".encode()).hexdigest()[:40]
-    return f"ingest:{digest}"
+    return _key(f"{session_id}\x00{ref}")
+
+
+def _key(text: str) -> str:
+    return f"ingest:{hashlib.sha256(text.encode()).hexdigest()[:40]}"
 
 
 @dataclass(frozen=True, slots=True)
-class _Planned:
-    """One checked message: its episodic write and the fact writes derived from it (sources unset)."""
+class _Message:
+    """One checked message: its episodic write, its turn for the extractor, and its extracted writes."""
 
-    index: int
+    turn: Turn
     message_id: str | None
     episode: WriteRequest
-    facts: list[WriteRequest]
+    facts: list[tuple[WriteRequest, Fact]] = field(default_factory=list)
+    """The extracted memories this message's outcome reports (it is the last one they cite)."""
 
 
 class Ingester:
-    """`MemoryService.ingest`: plans every write, embeds them in one call, then writes them in order."""
+    """`MemoryService.ingest`: checks every message, extracts, embeds all at once, then writes in order."""
 
-    def __init__(self, write: WriteFn, embedder: Embedder, extractor: Extractor) -> None:
-        self.write = write
-        self.embedder = embedder
+    def __init__(self, writer: Writer, extractor: Extractor) -> None:
+        self.writer = writer
         self.extractor = extractor
 
     def ingest(self, tenant_id: str, req: IngestRequest) -> IngestResult:
         """Write the messages of `req` (see the module docstring); what each one became, in order."""
         plan = self._plan(req)
-        vectors = self._embed([p.episode.content for p in plan] + [f.content for p in plan for f in p.facts])
-        fact_vectors = iter(vectors[len(plan) :])  # the episodes' vectors come first, in message order
+        extraction = self._extract(tenant_id, req.agent_id, plan)
+        self._plan_facts(plan, extraction)
+        facts = [f for m in plan for f, _ in m.facts]
+        vectors = self._embed([m.episode.content for m in plan] + [f.content for f in facts])
+        fact_vectors = dict(zip(map(id, facts), vectors[len(plan) :], strict=True))
         outcomes: list[MessageOutcome] = []
+        episode_ids: dict[int, str] = {}
         indexed = True
-        for planned, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
-            outcome, ok = self._write_one(tenant_id, planned, episode_vector, fact_vectors)
+        for message, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
+            outcome, ok = self._write_one(
+                tenant_id, message, extraction.mode, episode_vector, fact_vectors, episode_ids
+            )
             outcomes.append(outcome)
             indexed = indexed and ok
         return IngestResult(
             session_id=req.session_id,
-            mode=self.extractor.mode,
+            mode=extraction.mode,
             messages=outcomes,
             created=sum(len(o.created) for o in outcomes),
             merged=sum(len(o.merged) for o in outcomes),
             superseded=sum(len(o.superseded) for o in outcomes),
             replayed=sum(len(o.replayed) for o in outcomes),
             indexed=indexed,
+            fallback_reason=extraction.reason,
+            dropped_items=extraction.dropped,
         )
 
     # ---------------------------------------------------------------------------------- plan
 
-    def _plan(self, req: IngestRequest) -> list[_Planned]:
-        """Every write of the call, checked (InvalidInputError before anything is written)."""
+    def _plan(self, req: IngestRequest) -> list[_Message]:
+        """Every message of the call, checked (InvalidInputError before anything is written)."""
         agent_id = validation.check_agent_id(req.agent_id)
         session_id = validation.check_text(req.session_id, "session_id", MAX_SESSION_ID_CHARS)
         if not 1 <= len(req.messages) <= MAX_INGEST_MESSAGES:
@@ -131,9 +159,12 @@ class Ingester:
                 "messages", f"has {total} characters of content; the limit is {MAX_INGEST_CHARS} per call"
             )
         base = WriteRequest(content="-", agent_id=agent_id, visibility=req.visibility)
-        return [self._plan_one(i, m, session_id, base) for i, m in enumerate(req.messages)]
+        now = self.writer.clock.now()
+        return [self._plan_one(i, m, session_id, base, now) for i, m in enumerate(req.messages)]
 
-    def _plan_one(self, index: int, message: IngestMessage, session_id: str, base: WriteRequest) -> _Planned:
+    def _plan_one(
+        self, index: int, message: IngestMessage, session_id: str, base: WriteRequest, now: datetime
+    ) -> _Message:
         field = f"messages[{index}]"
         speaker = validation.check_text(
             (message.speaker or message.role or "").strip(), f"{field}.speaker", MAX_LABEL_CHARS
@@ -142,7 +173,6 @@ class Ingester:
         message_id = message.message_id and validation.check_text(
             message.message_id, f"{field}.message_id", MAX_LABEL_CHARS
         )
-        key = idempotency_key(session_id, message, speaker)
         metadata: dict[str, MetadataValue] = {"speaker": speaker, "source": "ingest"}
         if message_id:
             metadata["message_id"] = message_id
@@ -153,25 +183,57 @@ class Ingester:
                 "session_id": session_id,
                 "metadata": metadata,
                 "event_time": _utc(message.timestamp, f"{field}.timestamp"),
-                "idempotency_key": key,
+                "idempotency_key": idempotency_key(session_id, message, speaker),
             }
         )
-        facts = [
-            base.model_copy(
+        turn = Turn(index, speaker, text, episode.event_time or now)
+        return _Message(turn, message_id or None, episode)
+
+    def _extract(self, tenant_id: str, agent_id: str, plan: list[_Message]) -> Extraction:
+        """The extractor's reading of the call; no model call when a model already read every message."""
+        if self.extractor.mode is ExtractionMode.LLM and self._all_extracted(tenant_id, agent_id, plan):
+            return Extraction([], ExtractionMode.LLM)
+        return self.extractor.extract([m.turn for m in plan])
+
+    def _all_extracted(self, tenant_id: str, agent_id: str, plan: list[_Message]) -> bool:
+        """Whether every message is stored already, from an ingest whose model extraction succeeded."""
+        for message in plan:
+            key = agent_idempotency_key(agent_id, str(message.episode.idempotency_key))
+            stored = self.writer.store.find_by_idempotency_key(tenant_id, key)
+            if stored is None or stored.metadata.get("extraction") != ExtractionMode.LLM.value:
+                return False
+        return True
+
+    def _plan_facts(self, plan: list[_Message], extraction: Extraction) -> None:
+        """Each extracted memory as a write, filed under the last message it cites.
+
+        The episodes record the mode (`metadata.extraction`), which the next ingest reads.
+        """
+        for message in plan:
+            message.episode.metadata["extraction"] = extraction.mode.value
+        llm = extraction.mode is ExtractionMode.LLM
+        metadata: dict[str, MetadataValue] = {"source": "ingest", "extracted_by": extraction.mode.value}
+        if llm:
+            metadata |= {"extraction_prompt": EXTRACTION_PROMPT_VERSION}
+        for fact in extraction.facts:
+            sources = [plan[i] for i in fact.sources]
+            last = sources[-1]
+            refs = "\x00".join(str(m.episode.idempotency_key) for m in sources)
+            ids = [m.message_id for m in sources]
+            write = last.episode.model_copy(
                 update={
                     "content": fact.content,
-                    "type": MemoryType.SEMANTIC,
-                    "entities": [speaker],
-                    "metadata": {**metadata, "extracted_by": self.extractor.mode.value},
-                    "confidence": FACT_CONFIDENCE,
-                    "event_time": episode.event_time,
-                    "idempotency_key": f"{key}:fact:{n}",
+                    "type": fact.type,
+                    "session_id": last.episode.session_id,
+                    "entities": list(fact.entities),
+                    "importance": fact.importance or 3,
+                    "confidence": EXTRACTED_CONFIDENCE if llm else FACT_CONFIDENCE,
+                    "metadata": metadata | ({"message_id": ids[0]} if len(ids) == 1 and ids[0] else {}),
+                    "event_time": fact.event_time or last.episode.event_time,
+                    "idempotency_key": _key(f"{refs}\x00fact\x00{content_hash(fact.content)}"),
                 }
             )
-            for n, fact in enumerate(self.extractor.extract(speaker, text))
-            if len(fact.content) <= MAX_CONTENT_CHARS  # a fact never makes a valid message fail
-        ]
-        return _Planned(index, message_id or None, episode, facts)
+            last.facts.append((write, fact))
 
     def _embed(self, texts: Sequence[str]) -> list[Embedded]:
         """Each text embedded, in one embedder call; all without a vector (stored unindexed) if it fails.
@@ -181,7 +243,7 @@ class Ingester:
         """
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         try:
-            matrix = self.embedder.embed_documents([texts[i] for i in order])
+            matrix = self.writer.embedder.embed_documents([texts[i] for i in order])
         except EmbedderError as exc:
             log.warning("embedding failed, ingested memories stored unindexed: %s", exc)
             return [Embedded(None)] * len(texts)
@@ -195,20 +257,24 @@ class Ingester:
     def _write_one(
         self,
         tenant_id: str,
-        planned: _Planned,
+        message: _Message,
+        mode: ExtractionMode,
         episode_vector: Embedded,
-        fact_vectors: Iterator[Embedded],
+        fact_vectors: dict[int, Embedded],
+        episode_ids: dict[int, str],
     ) -> tuple[MessageOutcome, bool]:
-        """Write one message's episode, then its facts linked to it; what they did, and if all are indexed."""
-        episode = self.write(tenant_id, planned.episode, episode_vector)
+        """Write one message's episode, then the memories filed under it, linked to the episodes they cite."""
+        episode = self.writer.write(tenant_id, message.episode, episode_vector, judge=False)
+        episode_ids[message.turn.index] = episode.memory.id
         outcome = MessageOutcome(
-            index=planned.index, message_id=planned.message_id, memory_id=episode.memory.id,
-            mode=self.extractor.mode,
-        )  # fmt: skip
+            index=message.turn.index, message_id=message.message_id, memory_id=episode.memory.id, mode=mode
+        )
         indexed = _record(outcome, episode)
-        for fact in planned.facts:
-            linked = fact.model_copy(update={"derived_from": [episode.memory.id]})
-            indexed = _record(outcome, self.write(tenant_id, linked, next(fact_vectors))) and indexed
+        for write, fact in message.facts:
+            linked = write.model_copy(update={"derived_from": [episode_ids[i] for i in fact.sources]})
+            judge = fact.type is not MemoryType.EPISODIC
+            result = self.writer.write(tenant_id, linked, fact_vectors[id(write)], judge=judge)
+            indexed = _record(outcome, result) and indexed
             outcome.facts.append(fact.content)
         return outcome, indexed
 

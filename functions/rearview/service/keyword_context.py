@@ -9,7 +9,8 @@ turns around it usually have them. So the index keeps, beside each memory's own 
 
 The neighbours are the memory's `NEIGHBOUR_REACH` predecessors and successors among the *active*
 memories of its `session_id` (`NEIGHBOUR_TYPES`: every type, since clients write conversation
-turns with whatever type they choose), in write order (`created_at`, then id), each linked only
+turns with whatever type they choose; but not the memories an ingest extracted from a message,
+which restate one, `extracted`), in write order (`created_at`, then id), each linked only
 when its event time is at most `NEIGHBOUR_GAP` from this memory's. A memory without a session
 gets its date alone. The context is never embedded, stored or shown: the memory stays as
 written, and the context is rebuilt from the store whenever a neighbour appears, changes or goes
@@ -30,6 +31,7 @@ session (a new memory's previous neighbours are the newest ones), other changes 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Final
@@ -89,13 +91,25 @@ def _write_order(m: Memory) -> tuple[datetime, str]:
     return (m.created_at, m.id)
 
 
+def extracted(memory: Memory) -> bool:
+    """Whether an ingest extracted `memory` from messages of its session (`metadata.extracted_by`)."""
+    return "extracted_by" in memory.metadata
+
+
 def session_contexts(members: Iterable[Memory]) -> dict[str, str]:
-    """The context of every memory of `members`, the active memories of one session (any order)."""
+    """The context of every memory of `members`, the active memories of one session (any order).
+
+    An extracted memory restates a message next to it, so it is no one's neighbour (it would lend
+    the same words twice); its own context is the messages around it, as theirs is.
+    """
     ordered = sorted(members, key=_write_order)
+    said = [m for m in ordered if not extracted(m)]
     out: dict[str, str] = {}
-    for i, m in enumerate(ordered):
-        previous = [p for p in ordered[max(0, i - NEIGHBOUR_REACH) : i] if _linked(p, m)]
-        following = [f for f in ordered[i + 1 : i + 1 + NEIGHBOUR_REACH] if _linked(m, f)]
+    for m in ordered:
+        i = bisect_left(said, _write_order(m), key=_write_order)  # m's place among the messages
+        j = i + 1 if i < len(said) and said[i].id == m.id else i
+        previous = [p for p in said[max(0, i - NEIGHBOUR_REACH) : i] if _linked(p, m)]
+        following = [f for f in said[j : j + NEIGHBOUR_REACH] if _linked(m, f)]
         out[m.id] = context_text(m, previous, following)
     return out
 
@@ -136,7 +150,7 @@ def _neighbours(ordered: Sequence[Memory], changed: set[str]) -> set[str]:
             j, seen = i + step, 0
             while 0 <= j < len(ordered) and seen < NEIGHBOUR_REACH:
                 if ordered[j].id not in changed:
-                    seen += 1
+                    seen += not extracted(ordered[j])  # the extracted ones between are re-set, not counted
                     if ordered[j].status is MemoryStatus.ACTIVE:
                         out.add(ordered[j].id)
                 j += step

@@ -128,7 +128,7 @@ class MemoryService:
         self.consolidator = consolidator or Consolidator()
         self._writer = Writer(store, index, embedder, self.clock, self.config, self.consolidator)
         self._searcher = Searcher(store, index, embedder, self.clock, self.config)
-        self._ingester = Ingester(self._writer.write, embedder, extractor or RulesExtractor())
+        self._ingester = Ingester(self._writer, extractor or RulesExtractor())
 
     def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
         """Store one memory, or merge it into a duplicate, or supersede an older one: see `Writer.write`."""

@@ -24,6 +24,7 @@ from rearview.models import (
 )
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service import validation
+from rearview.service.collapse import collapse_extracted
 from rearview.service.config import ServiceConfig
 from rearview.service.ranking import Candidates, ChannelScores, Ranked, rank
 from rearview.service.rendering import render_context
@@ -65,6 +66,8 @@ class Searcher:
         is not reinforced.
 
         Only memories `req.agent_id` may see are matched: the filter is scoped to it (`visibility`).
+        A memory an ingest extracted from a message and the message's memory take one place
+        (`collapse.collapse_extracted`): the better ranked lists the other in `related`.
         """
         top_k = validation.check_top_k(req.top_k)
         if req.min_score < 0:
@@ -72,8 +75,8 @@ class Searcher:
         reasons: list[str] = []
         candidates = self._candidates(tenant_id, req, top_k, reasons)
         ranked = rank(candidates, self.config.ranking)
-        kept = [r for r in ranked if round(r.score, 6) >= req.min_score][:top_k]  # hits built for these only
-        results = [_hit(r) for r in kept]
+        kept = collapse_extracted((r for r in ranked if round(r.score, 6) >= req.min_score), top_k)
+        results = [_hit(c.ranked, c.related) for c in kept]  # hits built for these only
         if req.reinforce and results:
             results = self._reinforce(tenant_id, results, candidates.memories)
         context = render_context(results)
@@ -190,10 +193,11 @@ class Searcher:
         ]
 
 
-def _hit(ranked: Ranked) -> SearchHit:
+def _hit(ranked: Ranked, related: list[str]) -> SearchHit:
     memory, fused, factors = ranked.memory, ranked.fused, ranked.factors
     return SearchHit(
         id=memory.id,
+        related=related,
         content=memory.content,
         type=memory.type,
         score=round(ranked.score, 6),

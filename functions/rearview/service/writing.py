@@ -164,7 +164,14 @@ class Writer:
         self.config = config
         self.consolidator = consolidator
 
-    def write(self, tenant_id: str, req: WriteRequest, embedded: Embedded | None = None) -> WriteResult:
+    def write(
+        self,
+        tenant_id: str,
+        req: WriteRequest,
+        embedded: Embedded | None = None,
+        *,
+        judge: bool | None = None,
+    ) -> WriteResult:
         """Store one memory, or merge it into an exact/near duplicate in the same scope.
 
         `embedded`, when given, is `req.content` (stripped) already embedded by a caller that embeds
@@ -175,6 +182,8 @@ class Writer:
         the same agent returns the first result (keys are per agent: `visibility`).
         With a language model (and `contradiction_check`), a similar active memory in the scope
         that the model judges contradicted is retired the same way (never by a consolidation).
+        `judge` overrides who is judged (`decide`): True for a fact an ingest extracted from the
+        messages in `derived_from` (judged like any statement), False for a message's own record.
         Every check runs before anything is written.
         """
         req = _validated(req)
@@ -183,7 +192,7 @@ class Writer:
             return replay
         target = self._supersede_target(tenant_id, req)
         draft = self.draft(req, embedded)
-        return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target))
+        return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target, judge=judge))
 
     def draft(self, req: WriteRequest, embedded: Embedded | None = None) -> Draft:
         """The draft of an already validated request, stamped now and embedded (best-effort).
@@ -200,7 +209,9 @@ class Writer:
 
     # ------------------------------------------------------------------------------ decide
 
-    def decide(self, tenant_id: str, draft: Draft, target: Memory | None) -> WriteDecision:
+    def decide(
+        self, tenant_id: str, draft: Draft, target: Memory | None, *, judge: bool | None = None
+    ) -> WriteDecision:
         """What the write means; reads only. `target` is the caller's (checked) `supersedes` memory.
 
         In order: an exact or near duplicate in the scope (neither `target` nor one of a
@@ -212,10 +223,12 @@ class Writer:
         the most similar active memory the model judges contradicted is superseded; else a new
         memory is created. Contradictions are judged only for writes that
         name no `supersedes` and are not consolidations (`derived_from`): a summary never
-        retires its sources.
+        retires its sources. `judge` overrides the second condition: True judges a write with
+        `derived_from` (a fact extracted from messages, not a summary of them), False never judges
+        (an ingested message: what someone said stays true as a record when its content changes).
         """
         req = draft.req
-        judge = target is None and not req.derived_from
+        judge = target is None and (not req.derived_from if judge is None else judge)
         # A consolidation never merges into one of its sources: the summary would vanish into it.
         excluded = frozenset(req.derived_from) | ({req.supersedes} if req.supersedes else set())
         duplicate = self._find_duplicate(tenant_id, draft, excluded)
