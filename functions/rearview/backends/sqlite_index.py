@@ -20,6 +20,7 @@ the segments without it, and the write-ahead log is truncated.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -366,11 +367,12 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
         # NULL: indexed before content hashes were kept, trusted as before.
         if row is None or row[2] not in (None, m.content_hash):
             return False
-        conn.execute(
-            "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
-            " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
-            (*cols, row[0]),
-        )
+        if row[1] != m.version or row[2] is None:  # one version has one set of filter fields
+            conn.execute(
+                "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
+                " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
+                (*cols, row[0]),
+            )
         if doc.context is not None:
             conn.execute("UPDATE docs_fts SET ctx = ? WHERE rowid = ?", (_fts_text(doc.context), row[0]))
         return True
@@ -390,5 +392,15 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
 
 
 def _fts_text(text: str) -> str:
-    """What FTS5 indexes of a text: its `text.tokens`, space-separated."""
-    return " ".join(tokens(text))
+    """What FTS5 indexes of a text: its `text.tokens`, space-separated.
+
+    Line by line: no token spans a line break (nor does Unicode normalization), so this is
+    `" ".join(tokens(text))`, and a keyword context, which is its neighbours' lines, is mostly
+    lines already tokenized for the documents written just before it (`_line_tokens` caches them).
+    """
+    return " ".join(filter(None, map(_line_tokens, text.split("\n"))))
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_tokens(line: str) -> str:
+    return " ".join(tokens(line))
