@@ -14,6 +14,9 @@ Guarantees:
 - idempotent: each memory is written with an idempotency key derived from the session and the
   message's id (or, without one, the hash of its speaker and content), so re-sending a message,
   or a whole call that failed half-way, writes nothing twice (the outcome lists it as `replayed`);
+- no half-written chunk: the memories are committed `MAX_WRITES_PER_COMMIT` at a time, each chunk
+  in one atomic store commit and then one index upsert (`WriteBatch`); a failure leaves the
+  chunks before it committed and nothing of its own (re-sending the call replays the former);
 - one `embed_documents` call for every text of the call (the throughput of a batch, not of a
   loop of single writes); if it fails, the memories are stored unindexed (as `write` does) and
   the result says `indexed: false`: nothing is embedded again, one by one.
@@ -48,6 +51,7 @@ from rearview.models import (
 from rearview.ports import Embedder
 from rearview.service import validation
 from rearview.service.extraction import Extractor
+from rearview.service.write_batch import WriteBatch
 from rearview.service.writing import Embedded
 from rearview.text import content_hash
 
@@ -58,7 +62,8 @@ log = logging.getLogger(__name__)
 FACT_CONFIDENCE = 0.9
 """Confidence of an extracted fact: the speaker said it, but a rule reworded it."""
 
-WriteFn = Callable[[str, WriteRequest, Embedded], WriteResult]
+BatchFn = Callable[[str], WriteBatch]
+"""A new `WriteBatch` for the tenant."""
 
 
 def idempotency_key(session_id: str, message: IngestMessage, speaker: str) -> str:
@@ -86,10 +91,14 @@ class _Planned:
 
 
 class Ingester:
-    """`MemoryService.ingest`: plans every write, embeds them in one call, then writes them in order."""
+    """`MemoryService.ingest`: plans every write, embeds them in one call, then writes them in order.
 
-    def __init__(self, write: WriteFn, embedder: Embedder, extractor: Extractor) -> None:
-        self.write = write
+    The writes go through one `WriteBatch` per call (`batch(tenant_id)`): decided one by one as
+    `Writer.write` would, committed and indexed in chunks of up to `MAX_WRITES_PER_COMMIT`.
+    """
+
+    def __init__(self, batch: BatchFn, embedder: Embedder, extractor: Extractor) -> None:
+        self.batch = batch
         self.embedder = embedder
         self.extractor = extractor
 
@@ -99,11 +108,13 @@ class Ingester:
         vectors = self._embed([p.episode.content for p in plan] + [f.content for p in plan for f in p.facts])
         fact_vectors = iter(vectors[len(plan) :])  # the episodes' vectors come first, in message order
         outcomes: list[MessageOutcome] = []
+        batch = self.batch(tenant_id)
         indexed = True
         for planned, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
-            outcome, ok = self._write_one(tenant_id, planned, episode_vector, fact_vectors)
+            outcome, ok = self._write_one(batch, planned, episode_vector, fact_vectors)
             outcomes.append(outcome)
             indexed = indexed and ok
+        indexed = batch.flush() and indexed
         return IngestResult(
             session_id=req.session_id,
             mode=self.extractor.mode,
@@ -194,13 +205,13 @@ class Ingester:
 
     def _write_one(
         self,
-        tenant_id: str,
+        batch: WriteBatch,
         planned: _Planned,
         episode_vector: Embedded,
         fact_vectors: Iterator[Embedded],
     ) -> tuple[MessageOutcome, bool]:
         """Write one message's episode, then its facts linked to it; what they did, and if all are indexed."""
-        episode = self.write(tenant_id, planned.episode, episode_vector)
+        episode = batch.write(planned.episode, episode_vector)
         outcome = MessageOutcome(
             index=planned.index, message_id=planned.message_id, memory_id=episode.memory.id,
             mode=self.extractor.mode,
@@ -208,7 +219,7 @@ class Ingester:
         indexed = _record(outcome, episode)
         for fact in planned.facts:
             linked = fact.model_copy(update={"derived_from": [episode.memory.id]})
-            indexed = _record(outcome, self.write(tenant_id, linked, next(fact_vectors))) and indexed
+            indexed = _record(outcome, batch.write(linked, next(fact_vectors))) and indexed
             outcome.facts.append(fact.content)
         return outcome, indexed
 

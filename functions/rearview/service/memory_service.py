@@ -79,6 +79,7 @@ from rearview.service.history import change_event
 from rearview.service.ingest import Ingester
 from rearview.service.searching import Searcher
 from rearview.service.visibility import load_all_visible, load_visible, scoped
+from rearview.service.write_batch import WriteBatch
 from rearview.service.writing import Writer, scope_key
 from rearview.text import content_hash
 
@@ -123,7 +124,9 @@ class MemoryService:
         self.consolidator = consolidator or Consolidator()
         self._writer = Writer(store, index, embedder, self.clock, self.config, self.consolidator)
         self._searcher = Searcher(store, index, embedder, self.clock, self.config)
-        self._ingester = Ingester(self._writer.write, embedder, extractor or RulesExtractor())
+        self._ingester = Ingester(
+            lambda tenant_id: WriteBatch(self._writer, tenant_id), embedder, extractor or RulesExtractor()
+        )
 
     def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
         """Store one memory, or merge it into a duplicate, or supersede an older one: see `Writer.write`."""
