@@ -367,12 +367,11 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
         # NULL: indexed before content hashes were kept, trusted as before.
         if row is None or row[2] not in (None, m.content_hash):
             return False
-        if row[1] != m.version or row[2] is None:  # one version has one set of filter fields
-            conn.execute(
-                "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
-                " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
-                (*cols, row[0]),
-            )
+        conn.execute(
+            "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
+            " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
+            (*cols, row[0]),
+        )
         if doc.context is not None:
             conn.execute("UPDATE docs_fts SET ctx = ? WHERE rowid = ?", (_fts_text(doc.context), row[0]))
         return True

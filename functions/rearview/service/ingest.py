@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from rearview.clock import parse_time
 from rearview.errors import EmbedderError, InvalidInputError
@@ -51,19 +52,29 @@ from rearview.models import (
 from rearview.ports import Embedder
 from rearview.service import validation
 from rearview.service.extraction import Extractor
-from rearview.service.write_batch import WriteBatch
 from rearview.service.writing import Embedded
 from rearview.text import content_hash
 
-__all__ = ["FACT_CONFIDENCE", "Ingester", "idempotency_key"]
+__all__ = ["FACT_CONFIDENCE", "Batch", "BatchFn", "Ingester", "idempotency_key"]
 
 log = logging.getLogger(__name__)
 
 FACT_CONFIDENCE = 0.9
 """Confidence of an extracted fact: the speaker said it, but a rule reworded it."""
 
-BatchFn = Callable[[str], WriteBatch]
-"""A new `WriteBatch` for the tenant."""
+
+class Batch(Protocol):
+    """Where an ingest's writes go: `WriteBatch`, or anything that writes as `Writer.write` does."""
+
+    def write(self, req: WriteRequest, embedded: Embedded) -> WriteResult:
+        """Write one memory (its store commit may wait for `flush`)."""
+
+    def flush(self) -> bool:
+        """Commit and index what is left; whether every memory written so far was indexed."""
+
+
+BatchFn = Callable[[str], Batch]
+"""A new batch of writes for the tenant (`MemoryService`: a `WriteBatch`)."""
 
 
 def idempotency_key(session_id: str, message: IngestMessage, speaker: str) -> str:
@@ -205,7 +216,7 @@ class Ingester:
 
     def _write_one(
         self,
-        batch: WriteBatch,
+        batch: Batch,
         planned: _Planned,
         episode_vector: Embedded,
         fact_vectors: Iterator[Embedded],
