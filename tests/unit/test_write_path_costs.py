@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, WriteRequest
 from rearview.ports import IndexDocument
 from rearview.service.memory_service import MemoryService
-from rearview.text import tokens
+from rearview.text import disallowed_control_chars, tokens
 from tests.factories import T0
 
 
@@ -60,3 +61,11 @@ def test_a_new_memory_rewrites_only_the_neighbours_whose_context_it_changes() ->
     write("b: evening", 10)  # more than six hours later: not a's neighbour, a's context stays
     write("c: night", 10.5)  # b's neighbour: b's context changes
     assert index.upserts == [["a: morning"], ["b: evening"], ["c: night", "b: evening"]]
+
+
+def test_control_characters_are_exactly_unicodes_cc_less_tab_newline_and_return() -> None:
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    cc = [ord(ch) for ch in every if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r"]
+    assert disallowed_control_chars(every) == cc
+    assert disallowed_control_chars("a\x07b\x07\x85") == [7, 0x85]
+    assert disallowed_control_chars("plain\ttext\r\n") == []
