@@ -26,6 +26,7 @@ from tests.factories import T0
         "café\n\u0301accent at a line start\r\nwindows line\n\nblank above",
         "ﬁne ligatures and Ｆｕｌｌｗｉｄｔｈ\nit’s o'clock",
         "",
+        "a] b]] c ] d\n]\n] ",
     ],
 )
 def test_line_by_line_tokens_are_the_texts_tokens(text: str) -> None:

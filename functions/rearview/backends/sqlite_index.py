@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -393,11 +394,15 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
 def _fts_text(text: str) -> str:
     """What FTS5 indexes of a text: its `text.tokens`, space-separated.
 
-    Line by line: no token spans a line break (nor does Unicode normalization), so this is
-    `" ".join(tokens(text))`, and a keyword context, which is its neighbours' lines, is mostly
-    lines already tokenized for the documents written just before it (`_line_tokens` caches them).
+    Piece by piece, split at line breaks and at "] " (after a context's date): no token spans
+    those characters (nor does Unicode normalization), so this is `" ".join(tokens(text))`, and a
+    keyword context, which is its date and its neighbours' lines, is mostly pieces already
+    tokenized for the documents written just before it (`_line_tokens` caches them).
     """
-    return " ".join(filter(None, map(_line_tokens, text.split("\n"))))
+    return " ".join(filter(None, map(_line_tokens, _PIECES.split(text))))
+
+
+_PIECES = re.compile(r"\n|\] ")
 
 
 @functools.lru_cache(maxsize=4096)
