@@ -358,7 +358,8 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
     """
     m = doc.memory
     row = conn.execute(
-        "SELECT rowid, version, content_hash FROM docs WHERE tenant_id = ? AND memory_id = ?",
+        "SELECT rowid, version, content_hash, agent_id, visibility, session_id, type, status, scope_key,"
+        " event_time, tags FROM docs WHERE tenant_id = ? AND memory_id = ?",
         (m.tenant_id, m.id),
     ).fetchone()
     if row is not None and row[1] > m.version:
@@ -368,11 +369,12 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
         # NULL: indexed before content hashes were kept, trusted as before.
         if row is None or row[2] not in (None, m.content_hash):
             return False
-        conn.execute(
-            "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
-            " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
-            (*cols, row[0]),
-        )
+        if tuple(row[3:]) + tuple(row[1:3]) != cols:  # e.g. a neighbour's new context: its fields stay
+            conn.execute(
+                "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
+                " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
+                (*cols, row[0]),
+            )
         if doc.context is not None:
             conn.execute("UPDATE docs_fts SET ctx = ? WHERE rowid = ?", (_fts_text(doc.context), row[0]))
         return True
