@@ -9,6 +9,7 @@ import pytest
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
+from rearview.errors import ConflictError
 from rearview.models import (
     IngestMessage,
     IngestRequest,
@@ -195,3 +196,12 @@ def test_nothing_is_stored_before_flush() -> None:
     assert service.store.get("t1", result.memory.id) is None
     assert batch.flush() is False  # stored, but without a vector: unindexed
     assert service.store.get("t1", result.memory.id) is not None
+
+
+def test_an_ingest_that_loses_a_chunk_to_a_concurrent_writer_writes_again_and_replays() -> None:
+    """As one write at a time did: a create that lost its idempotency key to a racer answers replayed."""
+    store = FlakyMemoryStore(Fault(on_call=2, error=lambda _: ConflictError("m", None, 1)), TickingClock(T0))
+    service = _service(store)
+    result = service.ingest("t1", distinct(60))
+    assert (result.created, result.replayed) == (60 - MAX_WRITES_PER_COMMIT, MAX_WRITES_PER_COMMIT)
+    assert len(service.store.list_memories("t1", MemoryFilter(), limit=500).items) == 60

@@ -16,7 +16,8 @@ Guarantees:
   or a whole call that failed half-way, writes nothing twice (the outcome lists it as `replayed`);
 - no half-written chunk: the memories are committed `MAX_WRITES_PER_COMMIT` at a time, each chunk
   in one atomic store commit and then one index upsert (`WriteBatch`); a failure leaves the
-  chunks before it committed and nothing of its own (re-sending the call replays the former);
+  chunks before it committed and nothing of its own (re-sending the call replays the former; a
+  `ConflictError`, a concurrent writer of the same messages, is that re-send, once, here);
 - one `embed_documents` call for every text of the call (the throughput of a batch, not of a
   loop of single writes); if it fails, the memories are stored unindexed (as `write` does) and
   the result says `indexed: false`: nothing is embedded again, one by one.
@@ -32,7 +33,7 @@ from datetime import datetime
 from typing import Protocol
 
 from rearview.clock import parse_time
-from rearview.errors import EmbedderError, InvalidInputError
+from rearview.errors import ConflictError, EmbedderError, InvalidInputError
 from rearview.models import (
     MAX_CONTENT_CHARS,
     MAX_INGEST_CHARS,
@@ -117,15 +118,13 @@ class Ingester:
         """Write the messages of `req` (see the module docstring); what each one became, in order."""
         plan = self._plan(req)
         vectors = self._embed([p.episode.content for p in plan] + [f.content for p in plan for f in p.facts])
-        fact_vectors = iter(vectors[len(plan) :])  # the episodes' vectors come first, in message order
-        outcomes: list[MessageOutcome] = []
-        batch = self.batch(tenant_id)
-        indexed = True
-        for planned, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
-            outcome, ok = self._write_one(batch, planned, episode_vector, fact_vectors)
-            outcomes.append(outcome)
-            indexed = indexed and ok
-        indexed = batch.flush() and indexed
+        try:
+            outcomes, indexed = self._write_all(tenant_id, plan, vectors)
+        except ConflictError as exc:
+            # A concurrent writer (the same messages sent twice at once) got there first: nothing
+            # of the conflicting chunk landed, and writing everything again replays what it wrote.
+            log.info("ingest conflicted with a concurrent write; writing again: %s", exc)
+            outcomes, indexed = self._write_all(tenant_id, plan, vectors)
         return IngestResult(
             session_id=req.session_id,
             mode=self.extractor.mode,
@@ -136,6 +135,20 @@ class Ingester:
             replayed=sum(len(o.replayed) for o in outcomes),
             indexed=indexed,
         )
+
+    def _write_all(
+        self, tenant_id: str, plan: Sequence[_Planned], vectors: Sequence[Embedded]
+    ) -> tuple[list[MessageOutcome], bool]:
+        """Every planned write through one batch; each message's outcome, and whether all are indexed."""
+        fact_vectors = iter(vectors[len(plan) :])  # the episodes' vectors come first, in message order
+        outcomes: list[MessageOutcome] = []
+        batch = self.batch(tenant_id)
+        indexed = True
+        for planned, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
+            outcome, ok = self._write_one(batch, planned, episode_vector, fact_vectors)
+            outcomes.append(outcome)
+            indexed = indexed and ok
+        return outcomes, batch.flush() and indexed
 
     # ---------------------------------------------------------------------------------- plan
 
