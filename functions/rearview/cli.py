@@ -155,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve = command("serve", "serve MCP over HTTP at http://HOST:PORT/mcp")
     serve.add_argument("--host", default=None, metavar="H", help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, metavar="P", help="port (default 8080)")
+    serve.add_argument(
+        "--no-ui", dest="ui", action="store_false", default=None,
+        help="do not serve the memory browser at /ui (REARVIEW_UI=false does the same)",
+    )  # fmt: skip
     serve.set_defaults(func=_serve)
 
     _add_import(command("import", "load memories from a JSON Lines file (WriteRequests or an export)"))
@@ -266,7 +270,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
 
     settings = settings.model_copy(
-        update={k: v for k, v in {"host": args.host, "port": args.port}.items() if v}
+        update={
+            k: v for k, v in {"host": args.host, "port": args.port, "ui": args.ui}.items() if v is not None
+        }
     )
     keys = settings.api_keys()
     if not keys and settings.host not in LOOPBACK:
@@ -283,9 +289,13 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         host=settings.host,
         public_url=settings.public_url,
         trust_forwarded_headers=settings.trust_forwarded_headers,
+        ui=settings.ui,
+        ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,
     )
     mode = f"{len(keys)} API key(s)" if keys else f"no API keys: single tenant '{settings.default_tenant}'"
     print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; data in {settings.data_dir})")
+    if settings.ui:
+        print(f"Memory browser at http://{settings.host}:{settings.port}/ui")
     timer = _lifecycle_timer(settings, service)
     try:
         # uvicorn rewrites the scheme and client from X-Forwarded-* by default; only behind a proxy

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rearview.config_file import ANY, ANY_HIDDEN, Shape, read_config
@@ -84,6 +84,10 @@ class Settings(BaseSettings):
     """Derive that URL from `X-Forwarded-Proto`/`X-Forwarded-Host`: only behind a proxy that sets them."""
     jwt_issuer: str | None = None
     """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server)."""
+    ui: bool = True
+    """`rearview serve` also serves the memory browser at `/ui` (`--no-ui` or `REARVIEW_UI=false`: off)."""
+    ui_secret: SecretStr | None = None
+    """Signs the browser's session cookies; unset: a random one per process (sessions end on restart)."""
 
     # Behaviour
     near_duplicate_threshold: float | None = Field(default=None, ge=0.5, le=1.01)

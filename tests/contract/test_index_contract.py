@@ -81,6 +81,10 @@ def test_filters_match_the_reference_semantics_in_both_channels(index: MemoryInd
         MemoryFilter(time_from=T0 + minutes(70), time_to=T0 + minutes(80)),
         MemoryFilter(statuses=(MemoryStatus.SUPERSEDED,)),
         MemoryFilter(scope_key="scope1"),
+        MemoryFilter(statuses=(MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED), types=(MemoryType.WORKING,)),
+        MemoryFilter(agent_id="agent2", session_id="s0", tags=("x",)),
+        MemoryFilter(session_id="no-such-session"),
+        MemoryFilter(agent_id="no-such-agent"),  # sees the shared memories only
     ]
     for flt in filters:
         expected = {m.id for m in rows if flt.matches(m)}

@@ -38,6 +38,6 @@ async def test_archived_memory_is_found_with_include_archived_and_restored(tmp_p
             assert (await call(client, "memory_search", query))["results"][0]["id"] == memory_id
             history = await call(client, "memory_history", {"memory_id": memory_id})
             assert [e["action"] for e in history["events"]] == ["created", "archived", "restored"]
-            assert "only archived memories" in await call_error(
+            assert "only archived or soft-forgotten memories" in await call_error(
                 client, "memory_restore", {"memory_id": memory_id}
             )

@@ -212,3 +212,32 @@ def test_an_unreachable_aws_endpoint_is_one_line(
         monkeypatch.setenv(name, value)
     assert main(["stats", "--data-dir", str(tmp_path)]) == 1
     assert "127.0.0.1:9" in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "served"),
+    [([], None, True), (["--no-ui"], None, False), ([], "false", False), ([], "true", True)],
+)
+def test_serve_runs_the_memory_browser_unless_turned_off(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    env: str | None,
+    served: bool,
+) -> None:
+    import uvicorn
+    from starlette.testclient import TestClient
+    from starlette.types import ASGIApp
+
+    apps: list[ASGIApp] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: apps.append(app))
+    monkeypatch.setenv("REARVIEW_EMBEDDER", "hashing")
+    monkeypatch.setenv("REARVIEW_LIFECYCLE_INTERVAL_S", "0")
+    if env is not None:
+        monkeypatch.setenv("REARVIEW_UI", env)
+    assert main(["--data-dir", str(tmp_path), "serve", *argv]) == 0
+    (app,) = apps
+    page = TestClient(app, base_url="http://127.0.0.1:8080").get("/ui/memories")
+    assert page.status_code == (200 if served else 404)
+    assert ("Memory browser at http://127.0.0.1:8080/ui" in capsys.readouterr().out) is served

@@ -35,11 +35,12 @@ from rearview.backends.opensearch import (
     index_body,
     signing_auth,
 )
-from rearview.backends.opensearch.mapping import ADDED_FIELDS
+from rearview.backends.opensearch.mapping import ADDED_FIELDS, TERM_FIELDS, document_source
+from rearview.bm25 import bm25_rank_fields
 from rearview.errors import IndexUnavailableError, InvalidInputError
-from rearview.fts_terms import fts_terms
+from rearview.fts_terms import fts_terms, text_terms
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType, Visibility
-from rearview.ports import IndexDocument, IndexQuery
+from rearview.ports import CONTEXT_WEIGHT, IndexDocument, IndexQuery
 from rearview.text import tokens
 from tests.engines.opensearch_node import OpenSearchNode
 from tests.factories import T0, make_memory
@@ -659,3 +660,48 @@ def test_ensure_schema_adds_the_fields_added_since_to_an_index_created_before_th
     assert index.versions("t1").items == [("m1", 4)]
     query = IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=5, text="lighthouse")
     assert [i for i, _ in index.search(query).keyword] == ["m1"]
+
+
+@needs_engine
+def test_keyword_scores_are_fts5_bm25_over_every_document_of_the_index(make_index: IndexFactory) -> None:
+    """The channel ranks as the embedded index: FTS5's BM25 with statistics over the whole index
+    (every tenant, as FTS5's are over its table), context terms at `CONTEXT_WEIGHT`."""
+    index = make_index()
+    rng = np.random.default_rng(11)
+    docs = {
+        ("t1", "a"): ("The lighthouse keeper's daughter rowed to the harbour.", ""),
+        ("t1", "b"): ("A lighthouse at the harbour, painted red and white.", "[8 May 2023] keeper"),
+        ("t1", "c"): ("Harbour cranes unload containers at night.", "lighthouse lighthouse"),
+        ("t1", "d"): ("Nothing to see here.", "the keeper's log"),
+        ("t2", "e"): ("Lighthouse lighthouse lighthouse keeper harbour.", ""),
+        ("t2", "f"): ("Another tenant's harbour.", ""),
+    }
+    index.upsert(
+        [
+            IndexDocument(memory(mid, text, tenant_id=tenant), unit(rng), context=ctx)
+            for (tenant, mid), (text, ctx) in docs.items()
+        ]
+    )
+    text = "lighthouse keeper's harbour"
+    corpus = [(mid, text_terms(body), text_terms(ctx)) for (_, mid), (body, ctx) in docs.items()]
+    everywhere = bm25_rank_fields(corpus, text, 10, CONTEXT_WEIGHT)
+    expected = [(mid, score) for mid, score in everywhere if mid in {"a", "b", "c", "d"}]
+    hits = index.search(IndexQuery("t1", MemoryFilter(), 10, text=text)).keyword
+    assert ids(hits) == ids(expected)
+    assert [s for _, s in hits] == pytest.approx([s for _, s in expected], rel=1e-12)
+
+
+@needs_engine
+def test_a_document_indexed_before_the_term_fields_is_found_and_scored_from_its_text(
+    make_index: IndexFactory,
+) -> None:
+    index = make_index()
+    index.upsert([IndexDocument(memory("new", "the lighthouse at dusk"), unit(np.random.default_rng(2)))])
+    legacy = document_source(memory("old", "a lighthouse keeper"), unit(np.random.default_rng(3)), "")
+    for field in TERM_FIELDS.values():
+        del legacy[field]
+    index.client.index(index=index.config.alias, id="t1:old", body=legacy, refresh=True)
+
+    hits = index.search(IndexQuery("t1", MemoryFilter(), 10, text="lighthouse keeper")).keyword
+    assert ids(hits) == ["old", "new"]
+    assert all(score > 0 for _, score in hits)

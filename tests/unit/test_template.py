@@ -310,3 +310,65 @@ def test_iam_is_scoped_to_this_stacks_resources() -> None:
                 assert statement["Resource"] == {"Fn::GetAtt": ["VectorCollection", "Arn"]}
     ssm = [s for s in statements("McpFunction") if s.get("Sid") == "ReadApiKeyMap"]
     assert ssm and "parameter${ApiKeysParameterName}" in json.dumps(ssm[0]["Resource"])
+
+
+# ----------------------------------------------------------------------------- memory browser
+
+
+def test_memory_browser_is_off_unless_the_parameter_enables_it() -> None:
+    parameter = template()["Parameters"]["MemoryBrowser"]
+    assert parameter["AllowedValues"] == ["Enabled", "Disabled"]
+    assert parameter["Default"] == "Disabled"
+    assert template()["Conditions"]["UiEnabled"] == {"Fn::Equals": [{"Ref": "MemoryBrowser"}, "Enabled"]}
+    env = props("McpFunction")["Environment"]["Variables"]
+    assert env["REARVIEW_UI"] == {"Fn::If": ["UiEnabled", "true", "false"]}
+    # The function gets the secret's ARN (read at init), never its value in the environment.
+    assert env["REARVIEW_UI_SECRET_ARN"] == {"Fn::If": ["UiEnabled", {"Ref": "UiSessionSecret"}, ""]}
+    assert "resolve:secretsmanager" not in json.dumps(template())
+
+
+def test_memory_browser_needs_api_keys() -> None:
+    rule = template()["Rules"]["MemoryBrowserNeedsApiKeys"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "MemoryBrowser"}, "Enabled"]}
+    (assertion,) = rule["Assertions"]
+    assert assertion["Assert"] == {"Fn::Equals": [{"Ref": "AuthMode"}, "apikey"]}
+    assert "MemoryBrowser=Enabled needs AuthMode=apikey" in assertion["AssertDescription"]
+
+
+def test_memory_browser_session_secret_is_generated_and_readable_by_the_mcp_function_only() -> None:
+    secret = resource("UiSessionSecret")
+    assert secret["Type"] == "AWS::SecretsManager::Secret"
+    assert secret["Condition"] == "UiEnabled"
+    generated = secret["Properties"]["GenerateSecretString"]
+    assert generated["PasswordLength"] >= 32 and generated["ExcludePunctuation"] is True
+    readers = [
+        (name, s)
+        for name in FUNCTIONS
+        for s in statements(name)
+        if "secretsmanager:GetSecretValue" in json.dumps(s["Action"])
+    ]
+    assert [name for name, _ in readers] == ["McpFunction"]
+    assert readers[0][1]["Resource"] == {"Ref": "UiSessionSecret"}
+    policy = next(p for p in props("McpFunction")["Policies"] if "ReadUiSessionSecret" in json.dumps(p))
+    assert policy["Fn::If"][0] == "UiEnabled"
+
+
+def test_memory_browser_routes_reach_the_function_without_the_jwt_authorizer() -> None:
+    routes = {
+        name: r
+        for name, r in template()["Resources"].items()
+        if r["Type"] == "AWS::ApiGatewayV2::Route" and "/ui" in props(name)["RouteKey"]
+    }
+    assert {props(n)["RouteKey"] for n in routes} == {"GET /ui", "GET /ui/{proxy+}", "POST /ui/{proxy+}"}
+    assert template()["Conditions"]["UiOnHttpApi"] == {
+        "Fn::And": [{"Fn::Condition": "UiEnabled"}, {"Fn::Condition": "UseHttpApi"}]
+    }
+    for name, route in routes.items():
+        assert route["Condition"] == "UiOnHttpApi"
+        assert props(name)["Target"] == props("McpPostRoute")["Target"]  # the MCP function itself
+        assert "AuthorizerId" not in props(name)  # the UI checks its own signed session cookie
+    # The Function URL sends every path to the function; the URL output names /ui/ on either endpoint.
+    output = template()["Outputs"]["MemoryBrowserUrl"]
+    assert output["Condition"] == "UiEnabled"
+    _, on_http_api, on_function_url = output["Value"]["Fn::If"]
+    assert on_http_api["Fn::Sub"].endswith("/ui/") and on_function_url["Fn::Sub"].endswith("}ui/")

@@ -81,6 +81,8 @@ def create_app(
     public_url: str | None = None,
     authorization_server: str | None = None,
     trust_forwarded_headers: bool = False,
+    ui: bool = False,
+    ui_secret: str | None = None,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
 
@@ -90,6 +92,11 @@ def create_app(
     `authorization_server` (an OAuth/OIDC issuer) turns OAuth discovery on: the protected-resource
     metadata (RFC 9728) names it, and the 401 points at that metadata. API-key deployments leave it
     unset: no metadata is served and the 401 names no URL (`rearview.api.auth`).
+
+    `ui` serves the memory browser at `/ui` (`rearview.ui`), outside `TenantAuth`: it signs users
+    in with an API key and keeps them signed in with a cookie signed by `ui_secret` (a random
+    per-process secret when None: sessions then end on restart). Only `/ui` and paths below it
+    reach the UI; everything else, `/mcp` included, still passes `TenantAuth`.
     """
     mcp = build_mcp(service)
 
@@ -125,6 +132,29 @@ def create_app(
     )
     guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
     quiet_library_loggers()
-    return AccessLog(
-        MethodGuard(TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers))
+    api: ASGIApp = MethodGuard(
+        TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers)
     )
+    if ui:
+        from rearview.ui.app import UiConfig, build_ui
+        from rearview.ui.session import SessionCodec
+
+        config = UiConfig(resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers)
+        api = UiDispatch(build_ui(service, config, loopback=host in LOOPBACK), api)
+    return AccessLog(api)
+
+
+class UiDispatch:
+    """Send HTTP requests for `/ui` and below to the UI app, everything else (lifespan too) to `api`."""
+
+    def __init__(self, ui: ASGIApp, api: ASGIApp) -> None:
+        self.ui = ui
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from rearview.ui.app import is_ui_path
+
+        if scope["type"] == "http" and is_ui_path(scope["path"]):
+            await self.ui(scope, receive, send)
+            return
+        await self.api(scope, receive, send)

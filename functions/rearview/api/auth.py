@@ -39,6 +39,8 @@ REALM = "rearview"
 TENANT_STATE_KEY = "tenant_id"
 AGENT_STATE_KEY = "agent_id"
 """The agent the credential is bound to, None when it is not bound."""
+FINGERPRINT_CHARS = 24
+"""Hex digits of a key's hash that name it in a browser session (96 bits)."""
 
 
 class ApiKeyResolver:
@@ -64,6 +66,24 @@ class ApiKeyResolver:
             if hmac.compare_digest(stored, digest):
                 return principal
         return None
+
+    def principal_for_fingerprint(self, fingerprint: str) -> Principal | None:
+        """Who the configured key with this `key_fingerprint` authenticates, else None (also when open).
+
+        For sessions that outlive the request that presented the key (the memory browser): a
+        session names its key by fingerprint, and ends when that key is no longer configured.
+        """
+        if self.open or len(fingerprint) != FINGERPRINT_CHARS:
+            return None
+        for stored, principal in self._keys.items():
+            if hmac.compare_digest(key_fingerprint(stored), fingerprint):
+                return principal
+        return None
+
+
+def key_fingerprint(digest: str) -> str:
+    """The first `FINGERPRINT_CHARS` hex digits of a stored `sha256:<hex>` key hash (names a key)."""
+    return digest.removeprefix("sha256:").lower()[:FINGERPRINT_CHARS]
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:

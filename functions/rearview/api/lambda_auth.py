@@ -180,6 +180,11 @@ class RefreshingKeyResolver(ApiKeyResolver):
             return None
         return self._inner.principal_for(presented)
 
+    def principal_for_fingerprint(self, fingerprint: str) -> Principal | None:
+        """Who the configured key with this fingerprint authenticates (after a refresh), else None."""
+        self._refresh()
+        return None if self._inner.open else self._inner.principal_for_fingerprint(fingerprint)
+
     def _refresh(self) -> None:
         if self._read is None or self._monotonic() < self._retry_at:
             return

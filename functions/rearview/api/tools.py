@@ -422,13 +422,16 @@ class MemoryTools:
         self,
         ctx: Context,
         memory_id: Annotated[
-            MemoryId, Field(description="The id of an archived memory (status 'archived').")
+            MemoryId,
+            Field(
+                description="The id of an archived (status 'archived') or soft-forgotten ('deleted') memory."
+            ),
         ],
         agent_id: AgentId = None,
     ) -> RestoreResult:
         """Bring an archived memory back into active memory, with its full content and history, so that
         memory_search finds it again. Use it when memory_search with include_archived found an archived
-        memory you need."""
+        memory you need. It also undoes a soft memory_forget."""
         return await _call(partial(self.service.restore, tenant_of(ctx), memory_id, agent_of(ctx, agent_id)))
 
     async def memory_history(

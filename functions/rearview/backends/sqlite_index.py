@@ -179,8 +179,16 @@ class _TenantMatrix:
         self.row_tags[row] = tags
 
     def _is(self, name: str, values: Iterable[str | None]) -> npt.NDArray[np.bool_]:
-        wanted = [self.vocab[name][v] for v in values if v in self.vocab[name]]
-        return np.isin(self.codes[name][: self.size], wanted)
+        """Rows whose `name` column is one of `values`: one vectorized `==` per known value.
+
+        (`np.isin` sorts both sides on every call: ~0.4 ms per column at 10k rows, for what is
+        almost always one or two values.)
+        """
+        column = self.codes[name][: self.size]
+        out = np.zeros(self.size, bool)
+        for code in {self.vocab[name][v] for v in values if v in self.vocab[name]}:
+            out |= column == code
+        return out
 
     def mask(self, flt: MemoryFilter) -> npt.NDArray[np.bool_]:
         """Rows that are alive and satisfy `flt` (same semantics as `MemoryFilter.matches`)."""

@@ -25,7 +25,7 @@ have their own modules (`writing`, `searching`, `ingest`, `lifecycle/`).
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -72,12 +72,15 @@ from rearview.ports import (
 )
 from rearview.service import indexing, keyword_context, validation
 from rearview.service.archival import ARCHIVABLE_STATUSES, RestoreResult, archive_refs
+from rearview.service.browsing import BrowsePage, DueList, DueMemory, browse_page, due_scan
 from rearview.service.config import ServiceConfig
 from rearview.service.consolidation import Consolidator
 from rearview.service.extraction import Extractor, RulesExtractor
 from rearview.service.history import change_event
 from rearview.service.ingest import Ingester
+from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.searching import Searcher
+from rearview.service.strength import StrengthPoint, strength_points
 from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.write_batch import WriteBatch
 from rearview.service.writing import Writer, scope_key
@@ -90,6 +93,8 @@ log = logging.getLogger(__name__)
 SUMMARY_MAX_SOURCES = 200
 PROFILE_MAX_MEMORIES = 100
 """How many of an agent's most recently updated semantic memories its profile shows."""
+DUE_LOOKAHEAD = LifecycleConfig().lookahead
+"""How far ahead `due_for_archival` looks for expiring memories: the lifecycle jobs' default."""
 UPDATE_ATTEMPTS = 5
 """How many times an update without `expected_version` re-reads and re-applies after losing a race."""
 
@@ -290,6 +295,9 @@ class MemoryService:
     def restore(self, tenant_id: str, memory_id: str, agent_id: str = DEFAULT_AGENT) -> RestoreResult:
         """Bring an archived memory back from the archive: full content, re-embedded, re-indexed.
 
+        A soft-forgotten memory comes back too (`_undelete`): with the status it had before the
+        forget, re-indexed, and a `restored` event; `restored_from` is then `forgotten`.
+
         It returns with the status it had when archived (active or superseded), a fresh retention
         counted from now, its strength reinforced as by a recall, and its history intact (plus a
         `restored` event); the archived copy is then removed. NotFoundError if there is no such
@@ -298,9 +306,12 @@ class MemoryService:
         """
         validation.check_agent_id(agent_id)
         stub = load_visible(self.store, tenant_id, memory_id, agent_id)
+        if stub.status is MemoryStatus.DELETED:
+            return self._undelete(tenant_id, stub, agent_id)
         if stub.status is not MemoryStatus.ARCHIVED or stub.archive_ref is None:
             raise InvalidInputError(
-                "memory_id", f"memory is {stub.status.value}; only archived memories can be restored"
+                "memory_id",
+                f"memory is {stub.status.value}; only archived or soft-forgotten memories can be restored",
             )
         ref = stub.archive_ref
         full, _ = self._require_archive().get(tenant_id, ref, stub.id)
@@ -335,6 +346,28 @@ class MemoryService:
             log.warning("restored %s but could not remove its archived copy: %s", stub.id, exc)
         return RestoreResult(memory=self._present(restored), restored_from=ref, indexed=indexed)
 
+    def _undelete(self, tenant_id: str, memory: Memory, agent_id: str) -> RestoreResult:
+        """Undo a soft forget: the status before it (from history, else active), a new version, re-indexed."""
+        forgotten = [
+            e for e in self.store.history(tenant_id, memory.id) if e.action is HistoryAction.FORGOTTEN
+        ]
+        previous = (forgotten[-1].before or {}).get("status") if forgotten else None
+        status = MemoryStatus(previous) if previous in ARCHIVABLE_STATUSES else MemoryStatus.ACTIVE
+        now = self.clock.now()
+        restored = memory.model_copy(
+            update={"status": status, "version": memory.version + 1, "updated_at": now}
+        )
+        event = change_event(
+            restored, HistoryAction.RESTORED, memory, now, agent_id, note="restored from forgotten"
+        )
+        self.store.commit([StoreWrite(restored, event, memory.version)])
+        vector = indexing.embed_document(self.embedder, restored.content)
+        indexed = vector is not None and indexing.upsert(
+            self.index,
+            keyword_context.documents_with_context(self.store, tenant_id, [IndexDocument(restored, vector)]),
+        )
+        return RestoreResult(memory=self._present(restored), restored_from="forgotten", indexed=indexed)
+
     def _require_archive(self) -> Archive:
         if self.archive is None:
             raise ArchiveError("no archive is configured (settings.archive)")
@@ -350,6 +383,48 @@ class MemoryService:
         memory = load_visible(self.store, tenant_id, memory_id, agent_id)
         events = self.store.history(tenant_id, memory.id)
         return HistoryResult(memory_id=memory.id, memory=self._present(memory), events=events)
+
+    def browse(
+        self,
+        tenant_id: str,
+        flt: MemoryFilter,
+        agent_id: str = DEFAULT_AGENT,
+        cursor: str | None = None,
+        limit: int = 25,
+    ) -> BrowsePage:
+        """One page (`limit` <= `browsing.MAX_BROWSE_PAGE`) of what `agent_id` may see, newest first.
+
+        `flt`'s statuses, type, tag and session restrict it; its agent is replaced by `agent_id`.
+        Strength is decayed to now. Pass the returned `cursor` back for the next page.
+        """
+        validation.check_agent_id(agent_id)
+        items, next_cursor = browse_page(
+            self.store, tenant_id, agent_id, validation.check_filter(flt), cursor, limit
+        )
+        return BrowsePage(items=[self._present(m) for m in items], cursor=next_cursor)
+
+    def due_for_archival(
+        self,
+        tenant_id: str,
+        agent_id: str = DEFAULT_AGENT,
+        limit: int = 25,
+        lookahead: timedelta = DUE_LOOKAHEAD,
+    ) -> DueList:
+        """What the next lifecycle run would archive of what `agent_id` may see (bounded scan, no write)."""
+        validation.check_agent_id(agent_id)
+        policy = self.config.policy(tenant_id)
+        due, scanned, complete = due_scan(
+            self.store, tenant_id, agent_id, policy, self.clock.now(), lookahead, limit
+        )
+        items = [DueMemory(memory=self._present(m), reason=r) for m, r in due]
+        return DueList(items=items, scanned=scanned, complete=complete)
+
+    def strength_history(
+        self, tenant_id: str, memory_id: str, agent_id: str = DEFAULT_AGENT
+    ) -> list[StrengthPoint]:
+        """The anchors of the memory's strength over time (`strength`), for a chart; NotFoundError as get."""
+        memory = load_visible(self.store, tenant_id, memory_id, agent_id)
+        return strength_points(memory, self.store.history(tenant_id, memory.id))
 
     def stats(self, tenant_id: str) -> Stats:
         """Counts by type and status, the embedding model, and the index's document count if reachable.

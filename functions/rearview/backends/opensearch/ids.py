@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from rearview.backends.opensearch.mapping import CONTEXT_FIELD, Json, document_source
+from rearview.backends.opensearch.mapping import CONTEXT_FIELD, Json, document_source, keyword_terms
 from rearview.backends.opensearch.queries import as_mapping, hit_list, lookup_body
 
 if TYPE_CHECKING:
@@ -199,8 +199,15 @@ def _may_write(memory: Memory, vector: Vector | None, existing: Sequence[_Found]
 def _kept(doc: IndexDocument, found: _Found) -> Json:
     """The source of a vector-less update: `found`'s vector and text (and context, unless `doc` has one)."""
     fresh = document_source(doc.memory, None, doc.context)
+    context = found.context if doc.context is None else doc.context
     return _without_nulls(
-        {CONTEXT_FIELD: found.context, **fresh, "content": found.content, "vector": found.vector}
+        {
+            **fresh,
+            CONTEXT_FIELD: context,
+            "content": found.content,
+            "vector": found.vector,
+            **keyword_terms(found.content, context),
+        }
     )
 
 

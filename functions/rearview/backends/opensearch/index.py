@@ -1,7 +1,8 @@
 """`MemoryIndex` on OpenSearch k-NN: a managed domain, a Serverless vector collection, or a local node.
 
-One request per search: a `_msearch` carrying the BM25 channel (a `match` query under a bool
-filter) and the vector channel (a `knn` query with the same filter *inside* the clause, so the
+One request per search: a `_msearch` carrying the BM25 channel (candidates matched under a bool
+filter, ranked here by BM25 as SQLite FTS5 scores it, from the engine's global term statistics:
+`queries.keyword_body`) and the vector channel (a `knn` query with the same filter *inside* the clause, so the
 engine's efficient filtering returns `limit` hits whenever that many match; nothing is
 post-filtered). Fusion is not done here: the service fuses the two ranked channels.
 
@@ -42,12 +43,14 @@ from rearview.backends.opensearch.queries import (
     as_mapping,
     cosine,
     keyword_body,
+    keyword_ranked,
     ranked,
     vector_body,
     versions_body,
     versions_page,
 )
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
+from rearview.bm25 import query_phrases
 from rearview.errors import IndexUnavailableError, InvalidInputError
 from rearview.lazy import Lazy
 from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
@@ -60,8 +63,8 @@ class OpenSearchMemoryIndex:
 
     The client is injected or built lazily from `config` on first use; the constructor does no
     I/O. The id strategy (`OwnIds` or `AssignedIds`) follows `config.uses_assigned_ids`.
-    Scores: keyword = BM25 as reported; vector = cosine similarity in [-1, 1], converted from
-    the engine's `(1 + cos) / 2` for `cosinesimil`.
+    Scores: keyword = FTS5's BM25 (`rearview.bm25`) over the index's statistics; vector = cosine
+    similarity in [-1, 1], converted from the engine's `(1 + cos) / 2` for `cosinesimil`.
     """
 
     def __init__(self, config: OpenSearchConfig, client: OpenSearch | None = None) -> None:
@@ -200,8 +203,9 @@ class OpenSearchMemoryIndex:
         if query.limit > MAX_WINDOW:
             raise InvalidInputError("limit", f"must be at most {MAX_WINDOW}")
         channels: list[tuple[Literal["keyword", "vector"], Json]] = []
-        if query.text is not None and query.text.strip() and query.limit > 0:
-            channels.append(("keyword", keyword_body(query, query.text)))
+        phrases = query_phrases(query.text or "")
+        if query.text is not None and phrases and query.limit > 0:
+            channels.append(("keyword", keyword_body(query, query.text, phrases)))
         if query.vector is not None:
             vector = self._check_vector(query.vector)
             if query.limit > 0 and vector.any():  # a zero vector has no direction: no neighbours
@@ -220,11 +224,12 @@ class OpenSearchMemoryIndex:
                 f"OpenSearch msearch returned a malformed response: {response!r:.300}"
             )
         for (channel, _), result in zip(channels, responses, strict=True):
-            channel_hits = ranked(as_mapping(result), query.limit)
             if channel == "keyword":
-                hits.keyword.extend(channel_hits)
+                hits.keyword.extend(keyword_ranked(as_mapping(result), phrases, query.limit))
             else:
-                hits.vector.extend((mid, cosine(score)) for mid, score in channel_hits)
+                hits.vector.extend(
+                    (mid, cosine(score)) for mid, score in ranked(as_mapping(result), query.limit)
+                )
         return hits
 
     def count(self, tenant_id: str) -> int:

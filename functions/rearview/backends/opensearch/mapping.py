@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+from rearview.fts_terms import text_terms
 from rearview.text import STOPWORDS
 
 if TYPE_CHECKING:
@@ -17,12 +18,15 @@ __all__ = [
     "CONTEXT_FIELD",
     "INDEX_ANALYZER",
     "KEYWORD_FIELDS",
+    "TERMS_ANALYZER",
+    "TERM_FIELDS",
     "QUERY_ANALYZER",
     "VERSION_FIELDS",
     "Json",
     "document_source",
     "epoch_us",
     "index_body",
+    "keyword_terms",
 ]
 
 Json = dict[str, Any]
@@ -50,7 +54,23 @@ CONTEXT_FIELD: Final = "context"
 
 _TEXT: Final = {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": QUERY_ANALYZER}
 
-ADDED_FIELDS: Final = {**VERSION_FIELDS, CONTEXT_FIELD: _TEXT}
+TERMS_ANALYZER: Final = "whitespace"
+"""The analyzer of `TERM_FIELDS` (built in, so it can be mapped onto an existing index): their text is
+already SQLite FTS5's terms, space-separated."""
+_TERMS: Final = {"type": "text", "analyzer": TERMS_ANALYZER}
+
+TERM_FIELDS: Final = {"body": "kw_body", "context": "kw_context", "length": "kw_length"}
+"""The document as the embedded index holds it, for BM25 as FTS5 scores it (`rearview.bm25`): the FTS5
+terms of the content and of the context (`keyword_terms`), and their total count. The keyword channel
+matches on them, reads them back from candidates and sums the lengths over the index."""
+
+ADDED_FIELDS: Final = {
+    **VERSION_FIELDS,
+    CONTEXT_FIELD: _TEXT,
+    TERM_FIELDS["body"]: _TERMS,
+    TERM_FIELDS["context"]: _TERMS,
+    TERM_FIELDS["length"]: {"type": "integer"},
+}
 """The fields added since the first mapping: `ensure_schema` puts them on an index created before them."""
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -103,8 +123,8 @@ def index_body(config: OpenSearchConfig) -> Json:
             "properties": {
                 **{name: keyword for name in KEYWORD_FIELDS},
                 **VERSION_FIELDS,
+                **ADDED_FIELDS,
                 "content": _TEXT,
-                CONTEXT_FIELD: _TEXT,
                 "event_time": {"type": "date"},
                 "event_time_us": {"type": "long"},
                 "updated_at": {"type": "date"},
@@ -148,9 +168,20 @@ def document_source(memory: Memory, vector: Vector | None, context: str | None) 
         source[CONTEXT_FIELD] = context or ""
     if vector is not None:
         source["content"] = memory.content
+        source.update(keyword_terms(memory.content, context or ""))
         if vector.any():  # cosinesimil rejects a zero vector; such a memory is found by keyword only
             source["vector"] = vector.tolist()
     return source
+
+
+def keyword_terms(content: str, context: str) -> Json:
+    """`TERM_FIELDS` of a document of `content` and `context`: what FTS5 indexes of each, and the count."""
+    body, ctx = text_terms(content), text_terms(context)
+    return {
+        TERM_FIELDS["body"]: " ".join(body),
+        TERM_FIELDS["context"]: " ".join(ctx),
+        TERM_FIELDS["length"]: len(body) + len(ctx),
+    }
 
 
 def epoch_us(when: datetime) -> int:

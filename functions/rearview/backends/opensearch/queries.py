@@ -12,8 +12,17 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from rearview.backends.opensearch.mapping import CONTEXT_FIELD, INDEX_ANALYZER, Json, epoch_us
+from rearview.backends.opensearch.mapping import (
+    CONTEXT_FIELD,
+    INDEX_ANALYZER,
+    TERM_FIELDS,
+    TERMS_ANALYZER,
+    Json,
+    epoch_us,
+)
+from rearview.bm25 import CorpusStats, FieldDoc, Phrase, bm25_score
 from rearview.errors import IndexUnavailableError
+from rearview.fts_terms import text_terms
 from rearview.ports import CONTEXT_WEIGHT
 from rearview.text import query_tokens
 
@@ -30,6 +39,7 @@ __all__ = [
     "filter_clauses",
     "hit_list",
     "keyword_body",
+    "keyword_ranked",
     "lookup_body",
     "ranked",
     "vector_body",
@@ -38,6 +48,9 @@ __all__ = [
 ]
 
 MAX_WINDOW: Final = 10_000  # index.max_result_window and the k-NN `k` ceiling
+CANDIDATES_PER_HIT: Final = 3
+"""The keyword channel asks the engine for this many candidates per hit it returns, then ranks them by
+FTS5's BM25: the engine's own BM25 only has to put the exact top `limit` within its top `3 * limit`."""
 LOOKUP_FIELDS: Final = ["memory_id", "memory_version", "content_hash"]
 """What a write reads of an existing document (plus `KEPT_FIELDS` when it must keep them)."""
 KEPT_FIELDS: Final = ["content", CONTEXT_FIELD, "vector"]
@@ -74,31 +87,107 @@ def filter_clauses(tenant_id: str, flt: MemoryFilter) -> list[Json]:
     return clauses
 
 
-def keyword_body(query: IndexQuery, text: str) -> Json:
-    """The BM25 channel: `match` on `content` or on `context` (boost `CONTEXT_WEIGHT`), bool-filtered.
+def keyword_body(query: IndexQuery, text: str, phrases: Sequence[Phrase]) -> Json:
+    """The BM25 channel's candidates, and the corpus statistics to rank them as FTS5 does.
 
-    The query is what SQLite's keyword channel searches: the distinct non-stopword tokens of
-    `text.query_tokens` (all of them if only stopwords), any of which matches, analyzed as the
-    documents were. A document matches through either field; the scores of both add up (as FTS5's
-    column weights do, though each field has its own document frequencies and length norm here:
-    the two rankings agree closely but not exactly, see tests/contract/test_ranking_parity.py).
+    `phrases` are those of `text` (`bm25.query_phrases`: the distinct non-stopword tokens SQLite
+    searches, each as its FTS5 terms). A document matches when a phrase is in its body or context
+    terms (`TERM_FIELDS`), scored by the engine's BM25 (context at `CONTEXT_WEIGHT`) only to pick
+    `CANDIDATES_PER_HIT * limit` candidates, returned with their terms. A document indexed before
+    the term fields existed matches through `content`/`context` instead until `rearview reindex`.
+    The `corpus` aggregation is global (every document of the index, as FTS5's statistics are
+    over its whole table): the document count, the total length, and each phrase's document count.
     """
-    match: Json = {"query": " ".join(query_tokens(text)), "analyzer": INDEX_ANALYZER}
+    body, ctx = TERM_FIELDS["body"], TERM_FIELDS["context"]
+    legacy: Json = {"query": " ".join(query_tokens(text)), "analyzer": INDEX_ANALYZER}
+    should: list[Json] = [
+        clause
+        for phrase in phrases
+        for clause in (_phrase(body, phrase, 1.0), _phrase(ctx, phrase, CONTEXT_WEIGHT))
+    ]
+    should.append(
+        {
+            "bool": {
+                "must_not": [{"exists": {"field": TERM_FIELDS["length"]}}],
+                "should": [
+                    {"match": {"content": legacy}},
+                    {"match": {CONTEXT_FIELD: {**legacy, "boost": CONTEXT_WEIGHT}}},
+                ],
+                "minimum_should_match": 1,
+            }
+        }
+    )
+    holds = {
+        f"p{i}": {
+            "filter": {"bool": {"should": [_phrase(body, p), _phrase(ctx, p)], "minimum_should_match": 1}}
+        }
+        for i, p in enumerate(phrases)
+    }
     return {
-        "size": query.limit,
+        "size": min(MAX_WINDOW, CANDIDATES_PER_HIT * query.limit),
         "track_total_hits": False,
-        "_source": ["memory_id"],
+        "_source": ["memory_id", body, ctx, "content", CONTEXT_FIELD],
         "query": {
             "bool": {
-                "should": [
-                    {"match": {"content": match}},
-                    {"match": {CONTEXT_FIELD: {**match, "boost": CONTEXT_WEIGHT}}},
-                ],
+                "should": should,
                 "minimum_should_match": 1,
                 "filter": filter_clauses(query.tenant_id, query.filter),
             }
         },
+        "aggs": {
+            "corpus": {
+                "global": {},
+                "aggs": {"length": {"sum": {"field": TERM_FIELDS["length"]}}, **holds},
+            }
+        },
     }
+
+
+def keyword_ranked(
+    result: Mapping[str, Any], phrases: Sequence[Phrase], limit: int
+) -> list[tuple[str, float]]:
+    """(memory_id, BM25 as FTS5 scores it) of a `keyword_body` answer: its candidates re-ranked, best first.
+
+    A candidate without term fields (indexed before them) is tokenized here from its text.
+    """
+    _raise_error(result)
+    corpus = as_mapping(as_mapping(result.get("aggregations")).get("corpus"))
+    stats = CorpusStats(
+        rows=_int(corpus.get("doc_count")),
+        terms=_int(as_mapping(corpus.get("length")).get("value")),
+        hits=tuple(_int(as_mapping(corpus.get(f"p{i}")).get("doc_count")) for i in range(len(phrases))),
+    )
+    docs: dict[str, FieldDoc] = {}
+    for hit in hit_list(result):
+        src = as_mapping(hit.get("_source"))
+        mid = src.get("memory_id")
+        if isinstance(mid, str) and mid not in docs:
+            docs[mid] = (
+                mid,
+                _terms(src, TERM_FIELDS["body"], "content"),
+                _terms(src, TERM_FIELDS["context"], CONTEXT_FIELD),
+            )
+    return bm25_score(docs.values(), phrases, stats, CONTEXT_WEIGHT, limit)
+
+
+def _phrase(field: str, phrase: Phrase, boost: float | None = None) -> Json:
+    clause: Json = {"query": " ".join(phrase), "analyzer": TERMS_ANALYZER}
+    if boost is not None:
+        clause["boost"] = boost
+    return {"match_phrase": {field: clause}}
+
+
+def _terms(source: Mapping[str, Any], terms_field: str, text_field: str) -> list[str]:
+    """A candidate's FTS5 terms of one field: stored, else (indexed before they were) from its text."""
+    stored = source.get(terms_field)
+    if isinstance(stored, str):
+        return stored.split()
+    text = source.get(text_field)
+    return text_terms(text) if isinstance(text, str) else []
+
+
+def _int(value: object) -> int:
+    return int(value) if isinstance(value, int | float) and math.isfinite(value) else 0
 
 
 def vector_body(query: IndexQuery, vector: Vector, ef_search: int | None) -> Json:
@@ -158,9 +247,7 @@ def versions_page(response: Mapping[str, Any]) -> list[tuple[str, int]]:
 
 def ranked(result: Mapping[str, Any], limit: int) -> list[tuple[str, float]]:
     """(memory_id, engine score) of one msearch response, best first, first hit per memory id."""
-    error = result.get("error")
-    if error is not None:
-        raise IndexUnavailableError(f"OpenSearch search failed: {error!r:.500}")
+    _raise_error(result)
     seen: set[str] = set()
     out: list[tuple[str, float]] = []
     for hit in hit_list(result):
@@ -170,6 +257,12 @@ def ranked(result: Mapping[str, Any], limit: int) -> list[tuple[str, float]]:
             seen.add(mid)
             out.append((mid, float(score)))
     return out[:limit]
+
+
+def _raise_error(result: Mapping[str, Any]) -> None:
+    error = result.get("error")
+    if error is not None:
+        raise IndexUnavailableError(f"OpenSearch search failed: {error!r:.500}")
 
 
 def hit_list(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -1,0 +1,396 @@
+"""The memory browser's routes (`/ui/...`) and the ASGI app `create_app` mounts beside `/mcp`.
+
+Pages (the UI contract, README "Memory browser"): `/ui/login` and `/ui/logout`; `/ui/search`
+(memory_search as the agent sees it, with each hit's explanation); `/ui/memories` (browse, newest
+first, paged, with counts and what is due for archival); `/ui/memories/<id>` (one memory, its
+history and strength chart) with POST `edit`, `forget` and `restore`. Everything a user does goes
+through `MemoryService`, as the tenant of the session (never of a form field) and the agent the
+page names (or the key's bound agent). A memory the session may not see is the same 404 as an
+unknown id.
+
+Every POST needs a valid session, the session's CSRF token and no foreign `Origin` (403 otherwise).
+Service calls run in a worker thread (they block).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from rearview.api.auth import ApiKeyResolver, key_fingerprint
+from rearview.errors import ConflictError, InvalidInputError, NotFoundError, RearviewError
+from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType
+from rearview.service.memory_service import MemoryService
+from rearview.settings import hash_key
+from rearview.ui import csrf
+from rearview.ui.charts import strength_chart
+from rearview.ui.inputs import is_https, query_params, read_form, safe_next, served_hosts
+from rearview.ui.security_headers import HostGuard, SecurityHeaders
+from rearview.ui.session import (
+    COOKIE_NAME,
+    COOKIE_PATH,
+    SESSION_TTL_S,
+    UI_PATH,
+    Session,
+    SessionCodec,
+    open_session,
+)
+from rearview.ui.views import (
+    Params,
+    agent_for,
+    browse_query,
+    edit_request,
+    first,
+    forget_mode,
+    search_form,
+    timeline,
+)
+
+HERE = Path(__file__).parent
+FLASH = {
+    "edited": "Saved: a new version is recorded in the history.",
+    "unchanged": "Nothing changed.",
+    "forgotten": "Forgotten (soft): restore it below to bring it back.",
+    "erased": "Erased for good (hard forget).",
+    "restored": "Restored.",
+    "signed-in": "Signed in.",
+}
+"""The only messages a redirect can ask a page to show (`?done=<key>`): no text comes from the URL."""
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class UiConfig:
+    """What the UI needs besides the service: who may sign in, how sessions are signed, where it is served."""
+
+    resolver: ApiKeyResolver
+    codec: SessionCodec
+    public_url: str | None = None
+    trust_forwarded: bool = False
+
+
+class MemoryBrowser:
+    """The UI's request handlers over one `MemoryService`."""
+
+    def __init__(self, service: MemoryService, config: UiConfig) -> None:
+        self.service = service
+        self.config = config
+        self.templates = Environment(
+            loader=FileSystemLoader(HERE / "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.templates.filters["when"] = when
+
+    # ------------------------------------------------------------------------------ plumbing
+
+    @property
+    def where(self) -> tuple[str | None, bool]:
+        """The public URL and whether forwarded headers count: how to tell which origin we are."""
+        return self.config.public_url, self.config.trust_forwarded
+
+    @property
+    def open(self) -> bool:
+        return self.config.resolver.open
+
+    def session(self, request: Request) -> Session | None:
+        """The request's session: the open one when no keys are configured, else the verified cookie's."""
+        if self.open:
+            principal = self.config.resolver.principal_for(None)
+            return open_session(principal.tenant_id) if principal else None
+        return self.config.codec.verify(
+            request.cookies.get(COOKIE_NAME), self.config.resolver, int(time.time())
+        )
+
+    def render(
+        self, request: Request, name: str, session: Session | None, status: int = 200, **context: Any
+    ) -> HTMLResponse:
+        template = self.templates.get_template(name)
+        agent = context.get("agent")
+        unbound = session is not None and session.agent_id is None
+        agent_suffix = (
+            "?" + urlencode({"agent_id": agent}) if unbound and agent and agent != DEFAULT_AGENT else ""
+        )
+        html = template.render(
+            agent_suffix=agent_suffix,
+            session=session,
+            open_mode=self.open,
+            csrf_token=csrf.token(self.config.codec, session) if session else "",
+            flash=FLASH.get(request.query_params.get("done", "")),
+            path=request.url.path,
+            **context,
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def error_page(
+        self, request: Request, session: Session | None, status: int, message: str
+    ) -> HTMLResponse:
+        return self.render(request, "error.html", session, status=status, status_code=status, message=message)
+
+    def to_login(self, request: Request) -> Response:
+        """303 to the login form, which then returns to this page (a refused POST: to the memories)."""
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        if request.method != "GET":
+            target = f"{UI_PATH}/memories"
+        return RedirectResponse(f"{UI_PATH}/login?{urlencode({'next': target})}", status_code=303)
+
+    async def checked_post(self, request: Request) -> tuple[Session, Params] | Response:
+        """Session, origin and CSRF checks of a POST: its session and form, or the response refusing it."""
+        session = self.session(request)
+        if session is None:
+            return self.to_login(request)
+        if not csrf.same_origin(request.headers.get("origin"), served_hosts(request, *self.where)):
+            return self.error_page(request, session, 403, "Refused: this form was sent from another site.")
+        form = await read_form(request)
+        if not csrf.valid_token(self.config.codec, session, first(form, csrf.FIELD)):
+            return self.error_page(
+                request, session, 403, "Refused: the form's security token is missing or stale."
+            )
+        return session, form
+
+    # --------------------------------------------------------------------------------- auth
+
+    async def login_page(self, request: Request) -> Response:
+        if self.open:
+            return RedirectResponse(f"{UI_PATH}/memories", status_code=303)
+        return self.render(request, "login.html", None, next=safe_next(request.query_params.get("next")))
+
+    async def login(self, request: Request) -> Response:
+        if self.open:
+            return RedirectResponse(f"{UI_PATH}/memories", status_code=303)
+        if not csrf.same_origin(request.headers.get("origin"), served_hosts(request, *self.where)):
+            return self.error_page(request, None, 403, "Refused: this form was sent from another site.")
+        form = await read_form(request)
+        key = first(form, "api_key")
+        target = safe_next(first(form, "next"))
+        principal = await run_in_threadpool(self.config.resolver.principal_for, key) if key else None
+        if principal is None:
+            return self.render(
+                request, "login.html", None, status=401, next=target,
+                error="That API key was not accepted.",
+            )  # fmt: skip
+        _, cookie = self.config.codec.issue(principal, key_fingerprint(hash_key(key)), int(time.time()))
+        response = RedirectResponse(target or f"{UI_PATH}/", status_code=303)
+        response.set_cookie(
+            COOKIE_NAME, cookie, max_age=SESSION_TTL_S, path=COOKIE_PATH,
+            httponly=True, samesite="strict", secure=is_https(request, *self.where),
+        )  # fmt: skip
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        checked = await self.checked_post(request)
+        if isinstance(checked, Response):
+            return checked
+        response = RedirectResponse(f"{UI_PATH}/login", status_code=303)
+        response.delete_cookie(COOKIE_NAME, path=COOKIE_PATH, httponly=True, samesite="strict")
+        return response
+
+    # -------------------------------------------------------------------------------- pages
+
+    async def home(self, request: Request) -> Response:
+        return RedirectResponse(f"{UI_PATH}/memories", status_code=303)
+
+    async def search(self, request: Request) -> Response:
+        session = self.session(request)
+        if session is None:
+            return self.to_login(request)
+        params = query_params(request)
+        form, result, error, agent = None, None, None, None
+        try:
+            agent = agent_for(session, params)
+            form = search_form(params)
+            if form.q:
+                result = await run_in_threadpool(self.service.search, session.tenant_id, form.request(agent))
+        except InvalidInputError as exc:
+            error = str(exc)
+        return self.render(
+            request, "search.html", session, status=400 if error else 200,
+            form=form or search_form({}), result=result, error=error, agent=agent or "",
+            types=[t.value for t in MemoryType],
+        )  # fmt: skip
+
+    async def memories(self, request: Request) -> Response:
+        session = self.session(request)
+        if session is None:
+            return self.to_login(request)
+        params = query_params(request)
+        try:
+            agent = agent_for(session, params)
+            query = browse_query(params)
+            flt = query.filter()
+            tenant = session.tenant_id
+            page = await run_in_threadpool(self.service.browse, tenant, flt, agent, query.cursor, query.limit)
+            # The due list reads up to DUE_SCAN_LIMIT memories: only on the first page.
+            due = (
+                None
+                if query.cursor
+                else await run_in_threadpool(self.service.due_for_archival, tenant, agent)
+            )
+            stats = await run_in_threadpool(self.service.stats, tenant)
+        except InvalidInputError as exc:
+            return self.error_page(request, session, 400, str(exc))
+        next_url = None
+        if page.cursor:
+            keep = {k: v for k, v in params.items() if k != "cursor"}
+            next_url = f"{UI_PATH}/memories?" + urlencode({**keep, "cursor": [page.cursor]}, doseq=True)
+        return self.render(
+            request, "memories.html", session, page=page, due=due, stats=stats, query=query,
+            agent=agent, next_url=next_url, types=[t.value for t in MemoryType],
+            statuses=[s.value for s in MemoryStatus],
+        )  # fmt: skip
+
+    async def memory(self, request: Request) -> Response:
+        session = self.session(request)
+        if session is None:
+            return self.to_login(request)
+        try:
+            agent = agent_for(session, query_params(request))
+        except InvalidInputError as exc:
+            return self.error_page(request, session, 400, str(exc))
+        return await self.memory_page(request, session, agent, request.path_params["memory_id"])
+
+    async def memory_page(
+        self,
+        request: Request,
+        session: Session,
+        agent: str,
+        memory_id: str,
+        status: int = 200,
+        error: str | None = None,
+    ) -> Response:
+        tenant = session.tenant_id
+        try:
+            history = await run_in_threadpool(self.service.history, tenant, memory_id, agent)
+            points = await run_in_threadpool(self.service.strength_history, tenant, memory_id, agent)
+        except (NotFoundError, InvalidInputError):
+            return self.error_page(request, session, 404, "No such memory.")
+        memory = history.memory
+        chart = strength_chart(points, self.service.config.policy(tenant).decay, self.service.clock.now())
+        return self.render(
+            request, "memory.html", session, status=status, memory=memory, timeline=timeline(history.events),
+            chart=chart, agent=agent, error=error,
+        )  # fmt: skip
+
+    # ---------------------------------------------------------------------------- mutations
+
+    async def edit(self, request: Request) -> Response:
+        return await self.mutate(request, self._edit)
+
+    async def forget(self, request: Request) -> Response:
+        return await self.mutate(request, self._forget)
+
+    async def restore(self, request: Request) -> Response:
+        return await self.mutate(request, self._restore)
+
+    async def mutate(self, request: Request, action: Callable[[Session, str, str, Params], str]) -> Response:
+        """Check the POST, run `action` (-> flash key) in a thread, redirect; errors re-render the page."""
+        checked = await self.checked_post(request)
+        if isinstance(checked, Response):
+            return checked
+        session, form = checked
+        memory_id = request.path_params["memory_id"]
+        try:
+            agent = agent_for(session, form)
+        except InvalidInputError as exc:
+            return self.error_page(request, session, 400, str(exc))
+        try:
+            done = await run_in_threadpool(action, session, agent, memory_id, form)
+        except NotFoundError:
+            return self.error_page(request, session, 404, "No such memory.")
+        except InvalidInputError as exc:
+            return await self.memory_page(request, session, agent, memory_id, 400, str(exc))
+        except ConflictError:
+            message = "This memory changed since you opened it: review the new version and try again."
+            return await self.memory_page(request, session, agent, memory_id, 409, message)
+        page = (
+            f"{UI_PATH}/memories" if done == "erased" else f"{UI_PATH}/memories/{quote(memory_id, safe='')}"
+        )
+        return RedirectResponse(f"{page}?done={done}{_agent_query(session, agent)}", status_code=303)
+
+    def _edit(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
+        current = self.service.get(session.tenant_id, memory_id, agent)
+        req = edit_request(form, current, agent)
+        if req is None:
+            return "unchanged"
+        self.service.update(session.tenant_id, req)
+        return "edited"
+
+    def _forget(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
+        hard = forget_mode(form, memory_id)
+        self.service.forget(session.tenant_id, ForgetRequest(ids=[memory_id], hard=hard, agent_id=agent))
+        return "erased" if hard else "forgotten"
+
+    def _restore(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
+        self.service.restore(session.tenant_id, memory_id, agent)
+        return "restored"
+
+    # ------------------------------------------------------------------------------- errors
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        detail = exc.detail if isinstance(exc, HTTPException) else "Something went wrong."
+        return self.error_page(request, self.session(request), status, str(detail))
+
+    async def rearview_error(self, request: Request, exc: Exception) -> Response:
+        return self.error_page(request, self.session(request), 503, "The memory service failed; try again.")
+
+
+def when(moment: datetime) -> str:
+    """A timestamp as the pages show it: UTC, to the second."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _agent_query(session: Session, agent: str) -> str:
+    """`&agent_id=...` to keep an unbound session's chosen agent across a redirect ('' for the default)."""
+    return (
+        "" if session.agent_id is not None or agent == DEFAULT_AGENT else "&" + urlencode({"agent_id": agent})
+    )
+
+
+def build_ui(service: MemoryService, config: UiConfig, loopback: bool) -> ASGIApp:
+    """The UI's ASGI app (paths under `/ui`): security headers on everything, Host checked when `loopback`."""
+    ui = MemoryBrowser(service, config)
+    memory = f"{UI_PATH}/memories/{{memory_id}}"
+    routes = [
+        Route(UI_PATH, ui.home, methods=["GET"]),
+        Route(f"{UI_PATH}/", ui.home, methods=["GET"]),
+        Route(f"{UI_PATH}/login", ui.login_page, methods=["GET"]),
+        Route(f"{UI_PATH}/login", ui.login, methods=["POST"]),
+        Route(f"{UI_PATH}/logout", ui.logout, methods=["POST"]),
+        Route(f"{UI_PATH}/search", ui.search, methods=["GET"]),
+        Route(f"{UI_PATH}/memories", ui.memories, methods=["GET"]),
+        Route(memory, ui.memory, methods=["GET"]),
+        Route(f"{memory}/edit", ui.edit, methods=["POST"]),
+        Route(f"{memory}/forget", ui.forget, methods=["POST"]),
+        Route(f"{memory}/restore", ui.restore, methods=["POST"]),
+        Mount(f"{UI_PATH}/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: ui.http_error, RearviewError: ui.rearview_error},
+    )
+    public_host = urlsplit(config.public_url).netloc if config.public_url else None
+    guarded: ASGIApp = HostGuard(app, public_host) if loopback else app
+    return SecurityHeaders(guarded)
+
+
+def is_ui_path(path: str) -> bool:
+    """Whether a request path belongs to the UI (`/ui` or below)."""
+    return path == UI_PATH or path.startswith(UI_PATH + "/")
