@@ -65,10 +65,12 @@ class Touch:
     access_count: int
 
 
-MAX_WRITES_PER_COMMIT = 25
-"""The most `StoreWrite`s one `MemoryStore.commit` is guaranteed to accept. Sized for DynamoDB, whose
-transaction takes at most 100 actions and a memory change several (record, history event, lookup
-keys). A caller with more commits them in chunks of this size; then only each chunk is atomic."""
+MAX_WRITES_PER_COMMIT = 24
+"""The most `StoreWrite`s one `MemoryStore.commit` is guaranteed to accept: creates, merges,
+retirements and deletions (not content changes, which move lookup keys). Sized for DynamoDB, whose
+transaction takes at most 100 actions: such a change takes up to four (record, history event, hash
+lookup, idempotency key) and a tenant's first commit one more (its registry entry): 24 x 4 + 1.
+A caller with more commits them in chunks of this size; then only each chunk is atomic."""
 
 
 class MemoryStore(Protocol):
@@ -80,8 +82,8 @@ class MemoryStore(Protocol):
     def commit(self, writes: Sequence[StoreWrite]) -> None:
         """Apply all writes atomically: all land or none (ConflictError on a version mismatch).
 
-        At most `MAX_WRITES_PER_COMMIT` writes are guaranteed to fit; a backend may refuse more
-        (InvalidInputError, before anything is written).
+        `MAX_WRITES_PER_COMMIT` writes (of the kinds it names) are guaranteed to fit; a backend may
+        refuse more (InvalidInputError, before anything is written).
         """
 
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:

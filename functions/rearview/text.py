@@ -14,6 +14,8 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
 # C0 controls except tab, newline and carriage return; DEL; C1 controls.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Unicode's category Cc (U+0000-001F, U+007F-009F) less tab, newline and carriage return."""
 
 STOPWORDS = frozenset(
     """
@@ -70,5 +72,6 @@ def disallowed_control_chars(text: str) -> list[int]:
     C0 and C1 control characters other than tab, newline and carriage return (a NUL silently
     ends the text for some embedders).
     """
-    found = (ord(ch) for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r")
-    return list(dict.fromkeys(found))
+    if not _CONTROL.search(text):  # the common case, at C speed
+        return []
+    return list(dict.fromkeys(ord(ch) for ch in _CONTROL.findall(text)))

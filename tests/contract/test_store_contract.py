@@ -7,7 +7,7 @@ import pytest
 from rearview.clock import ManualClock
 from rearview.errors import ConflictError
 from rearview.models import HistoryAction, HistoryEvent, MemoryFilter, MemoryStatus, MemoryType
-from rearview.ports import MemoryStore, StoreWrite, Touch
+from rearview.ports import MAX_WRITES_PER_COMMIT, MemoryStore, StoreWrite, Touch
 from tests.factories import T0, created, make_memory, minutes, varied_memories
 
 
@@ -48,6 +48,35 @@ def test_stale_version_conflicts_and_nothing_is_written(store: MemoryStore) -> N
     assert store.get("t1", a.id) == a  # atomic: the valid half did not land
     store.commit([StoreWrite(a2, None, 1)])
     assert store.get("t1", a.id) == a2
+
+
+def test_a_full_chunk_of_new_memories_commits_whole_or_not_at_all(store: MemoryStore) -> None:
+    """What `WriteBatch` commits: `MAX_WRITES_PER_COMMIT` creates, each with history, hash and key."""
+
+    def chunk(prefix: str) -> list[StoreWrite]:
+        return [
+            created(
+                make_memory(f"{prefix} turn {i}: " + "words " * 200, session_id="s1").model_copy(
+                    update={"idempotency_key": f"default:ingest:{prefix}{i}"}
+                )
+            )
+            for i in range(MAX_WRITES_PER_COMMIT)
+        ]
+
+    first = chunk("a")
+    store.commit(first)
+    for w in first:
+        m = w.memory
+        assert (
+            store.get("t1", m.id) == m and store.find_by_idempotency_key("t1", m.idempotency_key or "") == m
+        )
+        assert store.find_by_hash("t1", m.scope_key, m.content_hash) == m
+    second = chunk("b")
+    second[-1] = created(first[0].memory)  # already stored: the whole chunk conflicts
+    with pytest.raises(ConflictError):
+        store.commit(second)
+    assert store.get_many("t1", [w.memory.id for w in second[:-1]]) == []
+    assert store.find_by_idempotency_key("t1", "default:ingest:b0") is None
 
 
 def test_expired_memories_read_as_absent(store: MemoryStore, clock: ManualClock) -> None:

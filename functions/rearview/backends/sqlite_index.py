@@ -20,7 +20,9 @@ the segments without it, and the write-ahead log is truncated.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -364,7 +366,8 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
     """
     m = doc.memory
     row = conn.execute(
-        "SELECT rowid, version, content_hash FROM docs WHERE tenant_id = ? AND memory_id = ?",
+        "SELECT rowid, version, content_hash, agent_id, visibility, session_id, type, status, scope_key,"
+        " event_time, tags FROM docs WHERE tenant_id = ? AND memory_id = ?",
         (m.tenant_id, m.id),
     ).fetchone()
     if row is not None and row[1] > m.version:
@@ -374,11 +377,12 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
         # NULL: indexed before content hashes were kept, trusted as before.
         if row is None or row[2] not in (None, m.content_hash):
             return False
-        conn.execute(
-            "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
-            " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
-            (*cols, row[0]),
-        )
+        if tuple(row[3:]) + tuple(row[1:3]) != cols:  # e.g. a neighbour's new context: its fields stay
+            conn.execute(
+                "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
+                " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
+                (*cols, row[0]),
+            )
         if doc.context is not None:
             conn.execute("UPDATE docs_fts SET ctx = ? WHERE rowid = ?", (_fts_text(doc.context), row[0]))
         return True
@@ -398,5 +402,19 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
 
 
 def _fts_text(text: str) -> str:
-    """What FTS5 indexes of a text: its `text.tokens`, space-separated."""
-    return " ".join(tokens(text))
+    """What FTS5 indexes of a text: its `text.tokens`, space-separated.
+
+    Piece by piece, split at line breaks and at "] " (after a context's date): no token spans
+    those characters (nor does Unicode normalization), so this is `" ".join(tokens(text))`, and a
+    keyword context, which is its date and its neighbours' lines, is mostly pieces already
+    tokenized for the documents written just before it (`_line_tokens` caches them).
+    """
+    return " ".join(filter(None, map(_line_tokens, _PIECES.split(text))))
+
+
+_PIECES = re.compile(r"\n|\] ")
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_tokens(line: str) -> str:
+    return " ".join(tokens(line))

@@ -32,6 +32,10 @@ Guarantees:
   that failed half-way, writes nothing twice (the outcome lists it as `replayed`). With a language
   model, a call whose every message is already stored with model-extracted memories is not sent
   to the model again;
+- no half-written chunk: the memories are committed `MAX_WRITES_PER_COMMIT` at a time, each chunk
+  in one atomic store commit and then one index upsert (`WriteBatch`); a failure leaves the
+  chunks before it committed and nothing of its own (re-sending the call replays the former; a
+  `ConflictError`, a concurrent writer of the same messages, is that re-send, once, here);
 - one `embed_documents` call for every text of the call (the throughput of a batch, not of a
   loop of single writes); if it fails, the memories are stored unindexed (as `write` does) and
   the result says `indexed: false`: nothing is embedded again, one by one.
@@ -41,12 +45,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from rearview.clock import parse_time
-from rearview.errors import EmbedderError, InvalidInputError
+from rearview.errors import ConflictError, EmbedderError, InvalidInputError
 from rearview.models import (
     MAX_INGEST_CHARS,
     MAX_INGEST_MESSAGES,
@@ -70,7 +75,7 @@ from rearview.service.visibility import agent_idempotency_key
 from rearview.service.writing import Embedded, Writer
 from rearview.text import content_hash
 
-__all__ = ["FACT_CONFIDENCE", "Ingester", "idempotency_key"]
+__all__ = ["FACT_CONFIDENCE", "Batch", "BatchFn", "Ingester", "idempotency_key"]
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +111,31 @@ class _Message:
     """The extracted memories this message's outcome reports (it is the last one they cite)."""
 
 
-class Ingester:
-    """`MemoryService.ingest`: checks every message, extracts, embeds all at once, then writes in order."""
+class Batch(Protocol):
+    """Where an ingest's writes go: `WriteBatch`, or anything that writes as `Writer.write` does."""
 
-    def __init__(self, writer: Writer, extractor: Extractor) -> None:
+    def write(self, req: WriteRequest, embedded: Embedded, judge: bool | None = None) -> WriteResult:
+        """Write one memory (its store commit may wait for `flush`)."""
+
+    def flush(self) -> bool:
+        """Commit and index what is left; whether every memory written so far was indexed."""
+
+
+BatchFn = Callable[[str], Batch]
+"""A new batch of writes for the tenant (`MemoryService`: a `WriteBatch`)."""
+
+
+class Ingester:
+    """`MemoryService.ingest`: checks every message, extracts, embeds all at once, then writes in order.
+
+    The writes go through one `Batch` per call (`batch(tenant_id)`, a `WriteBatch`): decided one by
+    one as `Writer.write` would, committed and indexed in chunks of up to `MAX_WRITES_PER_COMMIT`.
+    """
+
+    def __init__(self, writer: Writer, extractor: Extractor, batch: BatchFn) -> None:
         self.writer = writer
         self.extractor = extractor
+        self.batch = batch
 
     def ingest(self, tenant_id: str, req: IngestRequest) -> IngestResult:
         """Write the messages of `req` (see the module docstring); what each one became, in order."""
@@ -121,15 +145,13 @@ class Ingester:
         facts = [f for m in plan for f, _ in m.facts]
         vectors = self._embed([m.episode.content for m in plan] + [f.content for f in facts])
         fact_vectors = dict(zip(map(id, facts), vectors[len(plan) :], strict=True))
-        outcomes: list[MessageOutcome] = []
-        episode_ids: dict[int, str] = {}
-        indexed = True
-        for message, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
-            outcome, ok = self._write_one(
-                tenant_id, message, extraction.mode, episode_vector, fact_vectors, episode_ids
-            )
-            outcomes.append(outcome)
-            indexed = indexed and ok
+        try:
+            outcomes, indexed = self._write_all(tenant_id, plan, extraction.mode, vectors, fact_vectors)
+        except ConflictError as exc:
+            # A concurrent writer (the same messages sent twice at once) got there first: nothing
+            # of the conflicting chunk landed, and writing everything again replays what it wrote.
+            log.info("ingest conflicted with a concurrent write; writing again: %s", exc)
+            outcomes, indexed = self._write_all(tenant_id, plan, extraction.mode, vectors, fact_vectors)
         return IngestResult(
             session_id=req.session_id,
             mode=extraction.mode,
@@ -254,9 +276,28 @@ class Ingester:
 
     # --------------------------------------------------------------------------------- write
 
-    def _write_one(
+    def _write_all(
         self,
         tenant_id: str,
+        plan: Sequence[_Message],
+        mode: ExtractionMode,
+        vectors: Sequence[Embedded],
+        fact_vectors: dict[int, Embedded],
+    ) -> tuple[list[MessageOutcome], bool]:
+        """Every planned write through one batch; each message's outcome, and whether all are indexed."""
+        batch = self.batch(tenant_id)
+        outcomes: list[MessageOutcome] = []
+        episode_ids: dict[int, str] = {}
+        indexed = True
+        for message, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
+            outcome, ok = self._write_one(batch, message, mode, episode_vector, fact_vectors, episode_ids)
+            outcomes.append(outcome)
+            indexed = indexed and ok
+        return outcomes, batch.flush() and indexed
+
+    def _write_one(
+        self,
+        batch: Batch,
         message: _Message,
         mode: ExtractionMode,
         episode_vector: Embedded,
@@ -264,7 +305,7 @@ class Ingester:
         episode_ids: dict[int, str],
     ) -> tuple[MessageOutcome, bool]:
         """Write one message's episode, then the memories filed under it, linked to the episodes they cite."""
-        episode = self.writer.write(tenant_id, message.episode, episode_vector, judge=False)
+        episode = batch.write(message.episode, episode_vector, judge=False)
         episode_ids[message.turn.index] = episode.memory.id
         outcome = MessageOutcome(
             index=message.turn.index, message_id=message.message_id, memory_id=episode.memory.id, mode=mode
@@ -273,7 +314,7 @@ class Ingester:
         for write, fact in message.facts:
             linked = write.model_copy(update={"derived_from": [episode_ids[i] for i in fact.sources]})
             judge = fact.type is not MemoryType.EPISODIC
-            result = self.writer.write(tenant_id, linked, fact_vectors[id(write)], judge=judge)
+            result = batch.write(linked, fact_vectors[id(write)], judge=judge)
             indexed = _record(outcome, result) and indexed
             outcome.facts.append(fact.content)
         return outcome, indexed

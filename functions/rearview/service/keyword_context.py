@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -96,16 +97,19 @@ def extracted(memory: Memory) -> bool:
     return "extracted_by" in memory.metadata
 
 
-def session_contexts(members: Iterable[Memory]) -> dict[str, str]:
+def session_contexts(members: Iterable[Memory], only: AbstractSet[str] | None = None) -> dict[str, str]:
     """The context of every memory of `members`, the active memories of one session (any order).
 
     An extracted memory restates a message next to it, so it is no one's neighbour (it would lend
-    the same words twice); its own context is the messages around it, as theirs is.
+    the same words twice); its own context is the messages around it, as theirs is. `only`, when
+    given, limits the answer to those ids (the others are still each other's neighbours).
     """
     ordered = sorted(members, key=_write_order)
     said = [m for m in ordered if not extracted(m)]
     out: dict[str, str] = {}
     for m in ordered:
+        if only is not None and m.id not in only:
+            continue
         i = bisect_left(said, _write_order(m), key=_write_order)  # m's place among the messages
         j = i + 1 if i < len(said) and said[i].id == m.id else i
         previous = [p for p in said[max(0, i - NEIGHBOUR_REACH) : i] if _linked(p, m)]
@@ -158,15 +162,30 @@ def _neighbours(ordered: Sequence[Memory], changed: set[str]) -> set[str]:
 
 
 def _session_changes(
-    store: MemoryStore, tenant_id: str, session_id: str, changed: Sequence[Memory], limit: int
+    store: MemoryStore,
+    tenant_id: str,
+    session_id: str,
+    changed: Sequence[Memory],
+    limit: int,
+    new_ids: AbstractSet[str] = frozenset(),
 ) -> tuple[dict[str, str], list[IndexDocument]]:
-    """Contexts of the session's active `changed` memories, and documents re-setting their neighbours'."""
+    """Contexts of the session's active `changed` memories, and documents re-setting their neighbours'.
+
+    When every changed memory is in `new_ids` (just created: the session held none of them before),
+    a neighbour whose context the new memories leave as it was (they are out of its time gap) gets
+    no document: its indexed context is already the right one.
+    """
     members = {m.id: m for m in _session(store, tenant_id, session_id, limit)}
     for m in changed:  # the caller's copy is the current one (or is gone from the session)
         members.pop(m.id, None)
     ordered = sorted([*members.values(), *changed], key=_write_order)
-    contexts = session_contexts(m for m in ordered if m.status is MemoryStatus.ACTIVE)
-    neighbours = _neighbours(ordered, {m.id for m in changed})
+    changed_ids = {m.id for m in changed}
+    neighbours = _neighbours(ordered, changed_ids)
+    active = [m for m in ordered if m.status is MemoryStatus.ACTIVE]
+    contexts = session_contexts(active, changed_ids | neighbours)
+    if neighbours and changed_ids <= new_ids:
+        before = session_contexts((m for m in active if m.id not in changed_ids), neighbours)
+        neighbours = {i for i in neighbours if before.get(i) != contexts.get(i)}
     docs = [IndexDocument(members[i], None, context=contexts[i]) for i in sorted(neighbours)]
     return contexts, docs
 
@@ -186,17 +205,23 @@ def neighbour_documents(
 
 
 def documents_with_context(
-    store: MemoryStore, tenant_id: str, docs: Sequence[IndexDocument], limit: int = SESSION_LIMIT
+    store: MemoryStore,
+    tenant_id: str,
+    docs: Sequence[IndexDocument],
+    limit: int = SESSION_LIMIT,
+    new_ids: AbstractSet[str] = frozenset(),
 ) -> list[IndexDocument]:
     """`docs` with the context of each active memory set, followed by its neighbours' new contexts.
 
     Documents of memories that are not active keep their indexed context (`context` None). One
-    store listing per session among `docs` (none for memories without a session).
+    store listing per session among `docs` (none for memories without a session). `new_ids` are
+    the memories among `docs` just created: a session whose changed memories are all new rewrites
+    only the neighbours whose context they change.
     """
     contexts: dict[str, str] = {}
     extra: list[IndexDocument] = []
     for session_id, members in _by_session(d.memory for d in docs).items():
-        session_ctx, neighbour_docs = _session_changes(store, tenant_id, session_id, members, limit)
+        session_ctx, neighbour_docs = _session_changes(store, tenant_id, session_id, members, limit, new_ids)
         contexts.update(session_ctx)
         extra.extend(neighbour_docs)
     out = [_with_context(d, contexts) for d in docs]

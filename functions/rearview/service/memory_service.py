@@ -82,6 +82,7 @@ from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.searching import Searcher
 from rearview.service.strength import StrengthPoint, strength_points
 from rearview.service.visibility import load_all_visible, load_visible, scoped
+from rearview.service.write_batch import WriteBatch
 from rearview.service.writing import Writer, scope_key
 from rearview.text import content_hash
 
@@ -128,7 +129,11 @@ class MemoryService:
         self.consolidator = consolidator or Consolidator()
         self._writer = Writer(store, index, embedder, self.clock, self.config, self.consolidator)
         self._searcher = Searcher(store, index, embedder, self.clock, self.config)
-        self._ingester = Ingester(self._writer, extractor or RulesExtractor())
+        self._ingester = Ingester(
+            self._writer,
+            extractor or RulesExtractor(),
+            lambda tenant_id: WriteBatch(self._writer, tenant_id),
+        )
 
     def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
         """Store one memory, or merge it into a duplicate, or supersede an older one: see `Writer.write`."""

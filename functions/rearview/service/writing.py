@@ -117,7 +117,7 @@ class _Match(NamedTuple):
 
 
 @dataclass(slots=True)
-class _Changes:
+class Changes:
     """The records one write commits atomically, and the index documents that follow them."""
 
     writes: list[StoreWrite] = field(default_factory=list)
@@ -186,11 +186,11 @@ class Writer:
         messages in `derived_from` (judged like any statement), False for a message's own record.
         Every check runs before anything is written.
         """
-        req = _validated(req)
-        replay = self._replay(tenant_id, req.idempotency_key)
+        req = validated(req)
+        replay = self.replay(tenant_id, req.idempotency_key)
         if replay is not None:
             return replay
-        target = self._supersede_target(tenant_id, req)
+        target = self.supersede_target(tenant_id, req)
         draft = self.draft(req, embedded)
         return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target, judge=judge))
 
@@ -247,7 +247,7 @@ class Writer:
             return self._find_contradicted(tenant_id, draft, draft.vector) or Create()
         return Create()
 
-    def _supersede_target(self, tenant_id: str, req: WriteRequest) -> Memory | None:
+    def supersede_target(self, tenant_id: str, req: WriteRequest) -> Memory | None:
         """The active memory `req.supersedes` names, if `req` may retire it (InvalidInputError otherwise).
 
         A private write may not retire a shared memory: the other agents would lose the fact
@@ -335,9 +335,33 @@ class Writer:
                 return self._create(tenant_id, draft, decision)
 
     def _create(self, tenant_id: str, draft: Draft, decision: Supersede | Create) -> WriteResult:
+        changes, result = self.creation(tenant_id, draft, decision)
+        try:
+            self.store.commit(changes.writes)
+        except ConflictError:
+            # A concurrent retry with the same idempotency key won the race: answer as it did.
+            replay = self.replay(tenant_id, draft.req.idempotency_key)
+            if replay is None:
+                raise
+            return replay
+        indexed = draft.vector is not None and indexing.upsert(
+            self.index,
+            keyword_context.documents_with_context(
+                self.store, tenant_id, changes.index_docs, keyword_context.WRITE_WINDOW, {result.memory.id}
+            ),
+        )
+        return result.model_copy(update={"indexed": indexed})
+
+    def creation(
+        self, tenant_id: str, draft: Draft, decision: Supersede | Create
+    ) -> tuple[Changes, WriteResult]:
+        """What creating the draft's memory commits, and its result (`indexed`: whether it has a vector).
+
+        Writes nothing: `_create` commits and indexes the changes, `WriteBatch` gathers several.
+        """
         req, now = draft.req, draft.now
-        memory = self._new_memory(tenant_id, draft)
-        changes = _Changes()
+        memory = self.new_memory(tenant_id, draft)
+        changes = Changes()
         linked = decision if isinstance(decision, Create) and decision.differs_from else Create()
         related_id = linked.differs_from.id if linked.differs_from else None
         note = f"not merged into {related_id}: {linked.difference}" if related_id else None
@@ -347,36 +371,23 @@ class Writer:
         )
         if isinstance(decision, Supersede):
             changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
-        try:
-            self.store.commit(changes.writes)
-        except ConflictError:
-            # A concurrent retry with the same idempotency key won the race: answer as it did.
-            replay = self._replay(tenant_id, req.idempotency_key)
-            if replay is None:
-                raise
-            return replay
-        indexed = draft.vector is not None and indexing.upsert(
-            self.index,
-            keyword_context.documents_with_context(
-                self.store, tenant_id, changes.index_docs, keyword_context.WRITE_WINDOW
-            ),
-        )
         action = WriteAction.SUPERSEDED if changes.superseded_ids else WriteAction.CREATED
-        return WriteResult(
+        result = WriteResult(
             action=action,
             memory=memory.view(),
             superseded_ids=changes.superseded_ids,
-            indexed=indexed,
+            indexed=draft.vector is not None,
             related_id=related_id,
             not_merged_because=linked.difference,
         )
+        return changes, result
 
     def _merge(self, tenant_id: str, draft: Draft, decision: Merge) -> WriteResult:
         req, now, existing = draft.req, draft.now, decision.into
         merged = self._merged(tenant_id, existing, req, now)
         note = f"merged duplicate (similarity {decision.similarity:.3f}): {req.content}"
         event = change_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
-        changes = _Changes()
+        changes = Changes()
         changes.put(StoreWrite(merged, event, existing.version), None)
         if decision.retires is not None:
             changes.retire(decision.retires, merged.id, now, req.agent_id, None)
@@ -414,7 +425,7 @@ class Writer:
             }
         )
 
-    def _new_memory(self, tenant_id: str, draft: Draft) -> Memory:
+    def new_memory(self, tenant_id: str, draft: Draft) -> Memory:
         req, now = draft.req, draft.now
         return Memory(
             id=new_id(now),
@@ -444,7 +455,7 @@ class Writer:
             embedding_model=self.embedder.model_id,
         )
 
-    def _replay(self, tenant_id: str, idempotency_key: str | None) -> WriteResult | None:
+    def replay(self, tenant_id: str, idempotency_key: str | None) -> WriteResult | None:
         """The result of the first write made with this idempotency key, if there was one."""
         if not idempotency_key:
             return None
@@ -454,7 +465,7 @@ class Writer:
         return WriteResult(action=WriteAction.CREATED, memory=first.view(), idempotent_replay=True)
 
 
-def _validated(req: WriteRequest) -> WriteRequest:
+def validated(req: WriteRequest) -> WriteRequest:
     """`req` with its content and labels checked and normalized (InvalidInputError otherwise).
 
     Its idempotency key becomes the stored one, scoped to the writing agent.
