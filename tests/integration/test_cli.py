@@ -230,8 +230,15 @@ def test_serve_runs_the_memory_browser_unless_turned_off(
     from starlette.testclient import TestClient
     from starlette.types import ASGIApp
 
+    from rearview.api.access_log import ACCESS_LOGGER
+
     apps: list[ASGIApp] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **_: apps.append(app))
+    # `serve` installs the access-line handler on stderr (here pytest's capture, closed after the
+    # test): restore the logger as it was, or later tests log into a closed stream.
+    monkeypatch.setattr(ACCESS_LOGGER, "handlers", list(ACCESS_LOGGER.handlers))
+    monkeypatch.setattr(ACCESS_LOGGER, "propagate", ACCESS_LOGGER.propagate)
+    monkeypatch.setattr(ACCESS_LOGGER, "level", ACCESS_LOGGER.level)
     monkeypatch.setenv("REARVIEW_EMBEDDER", "hashing")
     monkeypatch.setenv("REARVIEW_LIFECYCLE_INTERVAL_S", "0")
     if env is not None:
