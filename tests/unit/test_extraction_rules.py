@@ -20,7 +20,11 @@ STATED = [
     ("I prefer green tea over coffee.", ["Ann prefers green tea over coffee"]),
     ("I really prefer window seats", ["Ann prefers window seats"]),
     ("Oh, I love hiking in the Alps!", ["Ann loves hiking in the Alps"]),
-    ("I hate my commute", ["Ann hates Ann's commute"]),
+    ("I hate my commute", ["Ann hates their commute"]),
+    (
+        "My family is my motivation and they keep me going",
+        ["Ann's family is their motivation and they keep them going"],
+    ),
     ("I enjoy jazz. I like cats.", ["Ann enjoys jazz", "Ann likes cats"]),
     ("I don't like loud music", ["Ann does not like loud music"]),
     ("My dog's name is Rex.", ["Ann's dog's name is Rex"]),
@@ -35,6 +39,11 @@ STATED = [
     ("我的狗叫旺财", ["Ann的狗叫旺财"]),
     ("我的生日是五月三号", ["Ann的生日是五月三号"]),
     ("记住我的车停在三楼", ["Ann的车停在三楼"]),
+    ("我的梦想是帮助我的家人", ["Ann的梦想是帮助自己的家人"]),
+    (
+        "Remember that I was born in Oslo and my dad still lives there",
+        ["Ann was born in Oslo and their dad still lives there"],
+    ),
     ("Good morning! I prefer email. 我喜欢咖啡", ["Ann prefers email", "Ann喜欢咖啡"]),
     ("I love the ocean, it's so calm", ["Ann loves the ocean"]),  # the afterthought is not the fact
     ("I love camping trips, 'cause nature brings peace", ["Ann loves camping trips"]),
@@ -59,6 +68,8 @@ NOT_STATED = [
     "My dream is to make a home for these kids",
     "My kids are so excited about summer break",  # a passing feeling
     "My week is really long",
+    "My family is awesome!",  # a verdict, not a fact
+    "my new job is the best",
     "他喜欢茶",
 ]
 
@@ -82,12 +93,14 @@ def test_a_repeated_statement_is_one_fact() -> None:
     assert len(extract("Ann", "I like tea. I like tea!")) == 1
 
 
-def test_third_person_names_the_speaker() -> None:
+def test_third_person_names_the_speaker_once_then_says_they() -> None:
     assert (
-        third_person("I think my mother likes me; I'm sure", "Bo")
-        == "Bo think Bo's mother likes Bo; Bo is sure"
+        third_person("I think my mother likes me; I'm sure", "Bo", named=False)
+        == "Bo think their mother likes them; they are sure"
     )
-    assert third_person("我的猫喜欢我", "小明") == "小明的猫喜欢小明"
+    assert third_person("my mother likes me", "Bo") == "their mother likes them"  # a rule named Bo first
+    assert third_person("我的猫喜欢我", "小明", named=False) == "小明的猫喜欢自己"
+    assert third_person("see i.e. below", "Bo") == "see i.e. below"  # a lowercase i is not a person
 
 
 @pytest.mark.parametrize(

@@ -97,6 +97,7 @@ def test_each_message_is_an_episode_and_a_self_statement_also_a_linked_fact(serv
     assert fact.type is MemoryType.SEMANTIC and fact.content == "Ann prefers aisle seats"
     assert fact.derived_from == [first.memory_id] and fact.entities == ["Ann"] and fact.session_id == "s1"
     assert fact.metadata["extracted_by"] == "rules" and fact.confidence < 1
+    assert fact.metadata["speaker"] == "Ann"  # whose fact it is, for ranking's subject
     assert service.get("t1", second.memory_id).content == "assistant: Noted. I love window seats myself."
     assert service.get("t1", second.memory_id).event_time == T0
 

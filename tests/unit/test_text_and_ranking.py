@@ -66,10 +66,29 @@ def test_a_query_naming_one_speaker_lowers_the_other_speakers_memories() -> None
     assert set(_ranked("What did Carol do?", contents).values()) == {1.0}  # whole words only
 
 
-def test_subject_is_the_speaker_prefix() -> None:
-    assert subject_of("Mr Smith: hello") == "mr smith"
-    assert subject_of("Caroline: hi") == "caroline" and subject_of("caroline: hi") is None
-    assert (
-        subject_of("Note: the user likes tea") == "note"
-    )  # a label reads as a speaker: harmless unless named
+def _subject(content: str, **metadata: str | int) -> str | None:
+    return subject_of(make_memory(content).model_copy(update={"metadata": metadata}))
+
+
+def test_subject_is_the_speaker_prefix_else_the_metadata_speaker() -> None:
+    assert _subject("Mr Smith: hello") == "mr smith"
+    assert _subject("Caroline: hi") == "caroline" and _subject("caroline: hi") is None
+    assert _subject("Note: the user likes tea") == "note"  # a label reads as a speaker: harmless unless named
+    assert _subject("Caroline likes hiking", speaker=" Caroline ") == "caroline"  # an ingested fact
+    assert _subject("Melanie: hi", speaker="Caroline") == "melanie"  # who said it wins
+    assert _subject("likes hiking", speaker="") is None and _subject("likes hiking", speaker=3) is None
     assert named_subjects("what did mr smith's dog eat", ["mr smith", "smith jr"]) == ["mr smith"]
+
+
+def test_a_fact_kept_under_its_speaker_is_lowered_like_the_speakers_turns() -> None:
+    memories = {
+        "turn": make_memory("Melanie: I love pottery", memory_id="turn"),
+        "fact": make_memory("Melanie loves pottery", memory_id="fact").model_copy(
+            update={"metadata": {"speaker": "Melanie"}}
+        ),
+        "named": make_memory("Caroline: I paint", memory_id="named"),
+    }
+    hits = [(key, 1.0) for key in memories]
+    ranked = rank(Candidates("What does Caroline love?", T0, memories, keyword=hits, vector=None))
+    lowered = {r.memory.id for r in ranked if r.factors.subject < 1}
+    assert lowered == {"turn", "fact"}

@@ -17,14 +17,16 @@ reworded: a sentence (split at . ! ? 。！？ ; and line breaks) that *starts* 
     我的X是/叫Y                     -> S的X是/叫Y
     (请)记住X                     -> X, in the third person
 
-where S is the speaker's name and "in the third person" turns I/me/my/mine (我/我的) into S.
+where S is the speaker's name, named once: "in the third person" turns the first I/me/my/mine
+(我/我的) of a "remember" into S and every later one into singular they (their, them; 自己).
 What someone prefers, likes, loves, hates, enjoys or dislikes must be a thing, not a pointer into
 the conversation ("I love it", "I love how you ...", "I'd love to"): an object that starts with a
 pronoun or a question word (`VAGUE_OBJECT`) states nothing on its own, nor does one that names
 its thing by a pointer anywhere (`POINTER`: "I love this city", "my dream is to help these
 kids"). A statement ends where an afterthought starts (`AFTERTHOUGHT`: a dash, or a comma before a
 new clause: "I love the ocean, it's so calm" -> S loves the ocean), and `my X is/are` followed by
-an intensifier ("my kids are so excited") is a passing feeling, not a fact. Questions (ending in ? or
+an intensifier ("my kids are so excited") is a passing feeling, not a fact; nor is one whose
+whole predicate is a verdict (`_VERDICT`: "my family is awesome"). Questions (ending in ? or
 ？) are never statements; neither are an assistant's, system's or
 tool's messages (`NOT_A_PERSON`): only a person's self-statements become facts about them.
 
@@ -63,6 +65,12 @@ AFTERTHOUGHT: Final = re.compile(
 )
 """Where a statement's own clause ends and a remark about it begins (English)."""
 _FEELING = re.compile(r"^(?:so|really|very|super|such|pretty|totally|kinda|soo+)\b", re.IGNORECASE)
+_VERDICT = re.compile(
+    r"^(?:awesome|great|amazing|good|nice|cool|fun|wonderful|fantastic|incredible|lovely|beautiful|perfect"
+    r"|fine|ok|okay|bad|terrible|awful|crazy|wild|hard|tough|the best|the worst)[\s.!,]*$",
+    re.IGNORECASE,
+)
+"""A whole predicate that only judges: "my family is awesome" is a mood about it, not a fact."""
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
 _LEAD = r"^(?:(?:oh|well|actually|honestly|also|btw|by the way|and|but|so|yeah|yes|no)\s*,?\s+)?"
 _VERBS = {"like": "likes", "love": "loves", "hate": "hates", "enjoy": "enjoys", "dislike": "dislikes"}
@@ -121,12 +129,37 @@ class Extractor(Protocol):
         """The facts `turns` state, each citing its turns by `Turn.index`."""
 
 
-def third_person(text: str, speaker: str) -> str:
-    """`text` with the speaker's first-person words (I, I'm, me, my, mine, myself; 我的, 我) naming them."""
-    text = re.sub(r"\bI(?:'m| am)\b", f"{speaker} is", text)
-    text = re.sub(r"\b(?:my|mine)\b", f"{speaker}'s", text, flags=re.IGNORECASE)
-    text = re.sub(r"\b(?:I|me|myself)\b", speaker, text)
-    return text.replace("我的", f"{speaker}的").replace("我", speaker)
+_FIRST_PERSON: Final = re.compile(r"\b(?:I'm|I am|I was|my|mine|myself|I|me)\b|我的|我", re.IGNORECASE)
+_NAMED: Final = {
+    "i'm": "{s} is", "i am": "{s} is", "i was": "{s} was", "my": "{s}'s", "mine": "{s}'s",
+    "myself": "{s}", "i": "{s}", "me": "{s}", "我的": "{s}的", "我": "{s}",
+}  # fmt: skip
+_PRONOUN: Final = {
+    "i'm": "they are", "i am": "they are", "i was": "they were", "my": "their", "mine": "theirs",
+    "myself": "themselves", "i": "they", "me": "them", "我的": "自己的", "我": "自己",
+}  # fmt: skip
+
+
+def third_person(text: str, speaker: str, *, named: bool = True) -> str:
+    """`text` with the speaker's first-person words (I, I'm, me, my, mine, ...; 我的, 我) in the third person.
+
+    A fact names its speaker once: the rules put the name first (`named`), so every first-person
+    word in `text` becomes singular they (their, them, ...; 自己 in Chinese); with `named=False`
+    the first one becomes the name. Repeating the name ("Ann's family is Ann's motivation") would
+    count it again in the fact's keyword document, and rank it first for any query naming Ann.
+    """
+    said = [named]
+
+    def rewrite(m: re.Match[str]) -> str:
+        word = m[0] if m[0].startswith("我") else m[0].casefold()
+        if word == "i" and m[0] != "I":  # a lowercase "i" is a word only in English prose
+            return m[0]
+        if said[0]:
+            return _PRONOUN[word]
+        said[0] = True
+        return _NAMED[word].format(s=speaker)
+
+    return _FIRST_PERSON.sub(rewrite, text)
 
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str], str], str | None]]
@@ -151,7 +184,9 @@ def _own_clause(rest: str) -> str:
 
 def _my_thing(m: re.Match[str], s: str) -> str | None:
     thing, rest = m["thing"].strip(), _own_clause(m["rest"])
-    if len(thing.split()) > MAX_SUBJECT_WORDS or _FEELING.match(rest) or POINTER.search(rest):
+    if len(thing.split()) > MAX_SUBJECT_WORDS or _FEELING.match(rest) or _VERDICT.match(rest):
+        return None
+    if POINTER.search(rest):  # "my dream is to help these kids"
         return None
     return f"{s}'s {thing} {m['verb'].lower()} {third_person(rest, s)}"
 
@@ -182,7 +217,7 @@ _RULES: Final[tuple[Rule, ...]] = (
     ),
     (
         re.compile(_LEAD + r"(?:please )?remember(?: that|:)? (?P<rest>.+)", re.IGNORECASE),
-        lambda m, s: third_person(_own_clause(m["rest"]), s),
+        lambda m, s: third_person(_own_clause(m["rest"]), s, named=False),
     ),
     (re.compile(r"^我不喜欢(?P<rest>.+)"), lambda m, s: f"{s}不喜欢{third_person(m['rest'], s)}"),
     (
@@ -193,7 +228,7 @@ _RULES: Final[tuple[Rule, ...]] = (
         re.compile(r"^我的(?P<thing>[^，,。是叫]{1,12})(?P<verb>是|叫)(?P<rest>.+)"),
         lambda m, s: f"{s}的{m['thing']}{m['verb']}{third_person(m['rest'], s)}",
     ),
-    (re.compile(r"^请?记住[:：，,]?(?P<rest>.+)"), lambda m, s: third_person(m["rest"], s)),
+    (re.compile(r"^请?记住[:：，,]?(?P<rest>.+)"), lambda m, s: third_person(m["rest"], s, named=False)),
 )
 
 

@@ -229,6 +229,8 @@ class Ingester:
     def _plan_facts(self, plan: list[_Message], extraction: Extraction) -> None:
         """Each extracted memory as a write, filed under the last message it cites.
 
+        A memory whose messages are all one speaker's keeps that `metadata.speaker` (ranking's subject).
+
         The episodes record the mode (`metadata.extraction`), which the next ingest reads.
         """
         for message in plan:
@@ -242,6 +244,8 @@ class Ingester:
             last = sources[-1]
             refs = "\x00".join(str(m.episode.idempotency_key) for m in sources)
             ids = [m.message_id for m in sources]
+            speakers = {m.turn.speaker for m in sources}
+            own = {"speaker": next(iter(speakers))} if len(speakers) == 1 else {}
             write = last.episode.model_copy(
                 update={
                     "content": fact.content,
@@ -250,7 +254,7 @@ class Ingester:
                     "entities": list(fact.entities),
                     "importance": fact.importance or 3,
                     "confidence": EXTRACTED_CONFIDENCE if llm else FACT_CONFIDENCE,
-                    "metadata": metadata | ({"message_id": ids[0]} if len(ids) == 1 and ids[0] else {}),
+                    "metadata": metadata | own | ({"message_id": ids[0]} if len(ids) == 1 and ids[0] else {}),
                     "event_time": fact.event_time or last.episode.event_time,
                     "idempotency_key": _key(f"{refs}\x00fact\x00{content_hash(fact.content)}"),
                 }

@@ -26,7 +26,9 @@ unrelated texts score, and carry no relevance. It is not the candidates' minimum
 noise into signal when nothing is relevant).
 
 Subject: a memory's subject is its `"<Name>: "` speaker prefix (one or two capitalized words), as a
-conversation turn is written (`SUBJECT_PREFIX`), casefolded; a memory without one has none. The
+conversation turn is written (`SUBJECT_PREFIX`), else its `metadata.speaker` (what an ingested fact
+keeps of the one person it came from: "Caroline likes hiking" is Caroline's), casefolded; a memory
+with neither has none. The
 known subjects are those of this search's candidates. When the query names exactly one known
 subject (whole words, a possessive 's counts), a memory whose subject is another known subject gets
 `subject_factor`; otherwise (no subject, or the query names none or several) the factor is 1.
@@ -157,7 +159,7 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
                 Fused(f.memory_id, f.relevance * ARCHIVED_RELEVANCE, f.keyword_score, 0.0, f.keyword_rank)
             )
     held = [(f, candidates.memories[f.memory_id]) for f in fused if f.memory_id in candidates.memories]
-    subjects = {m.id: subject_of(m.content) for _, m in held}
+    subjects = {m.id: subject_of(m) for _, m in held}
     named = named_subjects(candidates.query, {s for s in subjects.values() if s is not None})
     out = []
     for f, memory in held:
@@ -197,10 +199,13 @@ def _normalized(hits: ChannelScores, floor: float) -> dict[str, tuple[float, int
     return out
 
 
-def subject_of(content: str) -> str | None:
-    """The casefolded speaker prefix of a memory's content (`SUBJECT_PREFIX`), or None."""
-    match = SUBJECT_PREFIX.match(content)
-    return match.group(1).casefold() if match else None
+def subject_of(memory: Memory) -> str | None:
+    """Whose memory it is, casefolded: its content's speaker prefix, else `metadata.speaker`, else None."""
+    match = SUBJECT_PREFIX.match(memory.content)
+    if match:
+        return match.group(1).casefold()
+    speaker = memory.metadata.get("speaker")
+    return speaker.strip().casefold() or None if isinstance(speaker, str) else None
 
 
 def named_subjects(query: str, known: Iterable[str]) -> list[str]:
