@@ -22,6 +22,7 @@ from rearview.models import MemoryStatus, MemoryType, SearchRequest, Visibility,
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
+from rearview.ui.views import linked_ids
 
 SECRET = "a-test-secret-of-enough-length-0123"
 KEYS = {
@@ -177,6 +178,31 @@ def test_edit_makes_a_version_shown_in_the_history(app: ASGIApp, service: Memory
     bad = post(client, memory.id, "edit", importance="9")
     assert bad.status_code == 400 and "importance" in bad.text
     assert service.get("alice", memory.id).version == 2
+
+
+def test_a_correction_and_what_it_superseded_link_to_each_other(app: ASGIApp, service: MemoryService) -> None:
+    old = service.write("alice", WriteRequest(content="Deploys run on Fridays")).memory
+    new = service.write("alice", WriteRequest(content="Deploys run on Tuesdays", supersedes=old.id)).memory
+    client = session(app, "key-alice")
+    successor = client.get(f"/ui/memories/{new.id}").text
+    history = successor[successor.index('id="history"') :]
+    assert f'supersedes <a href="/ui/memories/{old.id}">{old.id}</a>' in history
+    retired = client.get(f"/ui/memories/{old.id}").text
+    assert f'superseded by <a href="/ui/memories/{new.id}">{new.id}</a>' in retired
+    created = service.history("alice", new.id).events[0]
+    assert created.action.value == "created" and created.note == f"supersedes {old.id}"
+
+
+def test_a_note_links_memory_ids_and_escapes_everything_else() -> None:
+    memory_id = "01JABCDEFGHJKMNPQRSTVWXYZ0"
+    html = linked_ids(f'<b>merged</b> into {memory_id} "now"', "?agent_id=a&b")
+    assert html == (
+        f'&lt;b&gt;merged&lt;/b&gt; into <a href="/ui/memories/{memory_id}?agent_id=a&amp;b">'
+        f"{memory_id}</a> &#34;now&#34;"
+    )
+    assert linked_ids("no id in 01jabcdefghjkmnpqrstvwxyz0 or ILOU") == escape(
+        "no id in 01jabcdefghjkmnpqrstvwxyz0 or ILOU"
+    )
 
 
 def test_soft_forget_then_restore(app: ASGIApp, service: MemoryService) -> None:

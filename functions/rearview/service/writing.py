@@ -364,7 +364,11 @@ class Writer:
         changes = Changes()
         linked = decision if isinstance(decision, Create) and decision.differs_from else Create()
         related_id = linked.differs_from.id if linked.differs_from else None
-        note = f"not merged into {related_id}: {linked.difference}" if related_id else None
+        notes = [f"not merged into {related_id}: {linked.difference}"] if related_id else []
+        if isinstance(decision, Supersede):  # the successor's history names what it retired, too
+            why = f" ({decision.reason})" if decision.reason else ""
+            notes.append(f"supersedes {decision.retired.id}{why}")
+        note = "; ".join(notes) or None
         changes.put(
             StoreWrite(memory, change_event(memory, HistoryAction.CREATED, None, now, note=note), None),
             draft.vector,

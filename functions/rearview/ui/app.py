@@ -57,6 +57,7 @@ from rearview.ui.views import (
     edit_request,
     first,
     forget_mode,
+    linked_ids,
     search_form,
     timeline,
 )
@@ -98,6 +99,7 @@ class MemoryBrowser:
             lstrip_blocks=True,
         )
         self.templates.filters["when"] = when
+        self.templates.filters["linked_ids"] = linked_ids
 
     # ------------------------------------------------------------------------------ plumbing
 

@@ -7,9 +7,12 @@ naming the field, which the page shows beside the form.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from markupsafe import Markup, escape
 
 from rearview.clock import parse_time
 from rearview.errors import InvalidInputError
@@ -244,3 +247,19 @@ def timeline(events: Sequence[HistoryEvent]) -> list[TimelineEntry]:
         ]
         entries.append(TimelineEntry(event.action.value, event.at, event.actor, event.note, changes))
     return entries
+
+
+MEMORY_ID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
+"""A memory id (a ULID) in a history note: "superseded by 01J...", "supersedes 01J...", "not merged into"."""
+
+
+def linked_ids(text: str, suffix: str = "") -> Markup:
+    """`text` escaped, with each memory id in it a link to that memory's page (`suffix`: its query string)."""
+    parts: list[Markup] = []
+    last = 0
+    for m in MEMORY_ID.finditer(text):
+        parts.append(escape(text[last : m.start()]))
+        parts.append(Markup('<a href="/ui/memories/{0}{1}">{0}</a>').format(m[0], suffix))
+        last = m.end()
+    parts.append(escape(text[last:]))
+    return Markup("").join(parts)
