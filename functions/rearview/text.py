@@ -41,7 +41,10 @@ def content_hash(content: str) -> str:
 def tokens(text: str) -> list[str]:
     """Search tokens: casefolded words, and overlapping bigrams inside CJK runs (a lone ideograph stays).
 
-    Bigrams are what Lucene's CJK analyzer indexes, so the embedded index and OpenSearch agree.
+    Bigrams are what Lucene's CJK analyzer indexes, so the embedded index and OpenSearch agree. A
+    word's possessive 's (or ’s) is dropped, as Lucene's english_possessive_stemmer does: "What are
+    Caroline's plans" then matches what Caroline said on her name (FTS5 would otherwise read the
+    phrase "caroline s", found only where someone wrote the possessive).
     """
     out: list[str] = []
     for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
@@ -49,7 +52,7 @@ def tokens(text: str) -> list[str]:
         if _CJK_RUN.match(word):
             out.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
         else:
-            out.append(word.replace("\u2019", "'"))
+            out.append(word.replace("\u2019", "'").removesuffix("'s"))
     return out
 
 

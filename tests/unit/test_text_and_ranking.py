@@ -19,6 +19,14 @@ def test_tokens_split_cjk_into_bigrams() -> None:
     assert query_tokens("the") == ["the"]
 
 
+def test_a_possessive_is_the_name_it_belongs_to() -> None:
+    # "What are Caroline's plans" must match "Caroline: ..." on the name, as OpenSearch's
+    # english_possessive_stemmer would; "it's" reads as "it" (a stopword in a query).
+    assert tokens("Caroline's plans, John’s team") == ["caroline", "plans", "john", "team"]
+    assert query_tokens("what's it's Caroline's") == ["caroline"]
+    assert tokens("don't o'clock") == ["don't", "o'clock"]
+
+
 def test_token_estimate() -> None:
     assert estimate_tokens("abcd" * 10) == 10
     assert estimate_tokens("苹果") == 2

@@ -210,7 +210,7 @@ def subject_of(memory: Memory) -> str | None:
 
 def named_subjects(query: str, known: Iterable[str]) -> list[str]:
     """The known subjects the query names as whole words (a possessive 's counts), sorted."""
-    words = " " + " ".join(w.removesuffix("'s") for w in tokens(query)) + " "
+    words = " " + " ".join(tokens(query)) + " "  # tokens drop a possessive 's
     return sorted(s for s in known if " " + " ".join(tokens(s)) + " " in words)
 
 
