@@ -22,6 +22,7 @@ from rearview.api.access_log import AccessLog, quiet_library_loggers
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth
 from rearview.api.errors import error_body
 from rearview.api.origin import request_origin
+from rearview.api.refusals import RefusedKeyLimiter
 from rearview.api.request_ids import RequestIdGuard
 from rearview.service.memory_service import MemoryService
 
@@ -132,14 +133,15 @@ def create_app(
     )
     guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
     quiet_library_loggers()
+    refusals = RefusedKeyLimiter()  # one per app: /mcp and the browser's login count together
     api: ASGIApp = MethodGuard(
-        TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers)
+        TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers, refusals)
     )
     if ui:
         from rearview.ui.app import UiConfig, build_ui
         from rearview.ui.session import SessionCodec
 
-        config = UiConfig(resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers)
+        config = UiConfig(resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers, refusals)
         api = UiDispatch(build_ui(service, config, loopback=host in LOOPBACK), api)
     return AccessLog(api)
 

@@ -6,6 +6,9 @@ key bound to an agent, that agent in `scope["state"]["agent_id"]`, where the too
 (`rearview.principal`). With no keys configured, every request is the default tenant (the local
 server then binds to loopback only).
 
+A client whose credentials keep being refused gets 429 with `Retry-After` for a while, whatever it
+presents (`rearview.api.refusals`).
+
 Unauthenticated requests get 401 with an RFC 6750 `WWW-Authenticate: Bearer` challenge, shaped by
 the deployment's mode so that an OAuth-capable client (Claude Code, the MCP Inspector, the SDKs)
 does the right thing:
@@ -29,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview.api.errors import error_body
 from rearview.api.origin import quoted_string, request_origin
+from rearview.api.refusals import RefusedKeyLimiter, client_address
 from rearview.principal import Principal
 from rearview.settings import hash_key
 
@@ -119,12 +123,14 @@ class TenantAuth:
         metadata_path: str | None = None,
         public_url: str | None = None,
         trust_forwarded: bool = False,
+        limiter: RefusedKeyLimiter | None = None,
     ) -> None:
         self.app = app
         self.resolver = resolver
         self.metadata_path = metadata_path
         self.public_url = public_url
         self.trust_forwarded = trust_forwarded
+        self.limiter = limiter or RefusedKeyLimiter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or _is_public(scope["path"]):
@@ -132,8 +138,15 @@ class TenantAuth:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         presented = presented_key(headers)
+        client = client_address(scope, headers, self.trust_forwarded)
+        wait = self.limiter.retry_after(client) if presented and not self.resolver.open else 0
+        if wait:
+            await throttled(send, wait)
+            return
         principal = self.resolver.principal_for(presented)
         if principal is None:
+            if presented:
+                self.limiter.refused(client)
             await self._unauthorized(scope, send, headers, presented is not None)
             return
         state = scope.setdefault("state", {})
@@ -164,6 +177,19 @@ class TenantAuth:
             }
         )
         await send({"type": "http.response.body", "body": error_body("unauthorized", message)})
+
+
+async def throttled(send: Send, retry_after: int) -> None:
+    """429: this client's credentials are refused unchecked for `retry_after` more seconds."""
+    message = f"too many refused credentials from this address: retry in {retry_after} s"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [(b"content-type", b"application/json"), (b"retry-after", str(retry_after).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": error_body("rate_limited", message)})
 
 
 def _is_public(path: str) -> bool:

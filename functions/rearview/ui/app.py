@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from rearview.api.auth import ApiKeyResolver, key_fingerprint
+from rearview.api.refusals import RefusedKeyLimiter, client_address
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError, RearviewError
 from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType
 from rearview.service.memory_service import MemoryService
@@ -84,6 +85,8 @@ class UiConfig:
     codec: SessionCodec
     public_url: str | None = None
     trust_forwarded: bool = False
+    refusals: RefusedKeyLimiter = field(default_factory=RefusedKeyLimiter)
+    """Shared with `/mcp`'s `TenantAuth`: refused keys from one address count together."""
 
 
 class MemoryBrowser:
@@ -182,8 +185,19 @@ class MemoryBrowser:
         form = await read_form(request)
         key = first(form, "api_key")
         target = safe_next(first(form, "next"))
+        client = client_address(request.scope, request.headers, self.config.trust_forwarded)
+        wait = self.config.refusals.retry_after(client) if key else 0
+        if wait:  # see rearview.api.refusals: the key is not checked
+            page = self.render(
+                request, "login.html", None, status=429, next=target,
+                error=f"Too many keys were refused from this address. Try again in {wait} seconds.",
+            )  # fmt: skip
+            page.headers["Retry-After"] = str(wait)
+            return page
         principal = await run_in_threadpool(self.config.resolver.principal_for, key) if key else None
         if principal is None:
+            if key:
+                self.config.refusals.refused(client)
             return self.render(
                 request, "login.html", None, status=401, next=target,
                 error="That API key was not accepted.",
