@@ -7,6 +7,7 @@ a memory gets the same 404 as for an unknown id, for reading and for every chang
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,10 +17,14 @@ from starlette.types import ASGIApp
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
+from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.clock import ManualClock
+from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import NotFoundError
 from rearview.models import MemoryStatus, MemoryType, SearchRequest, Visibility, WriteRequest
 from rearview.principal import Principal
+from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
 from rearview.ui.views import linked_ids
@@ -315,3 +320,41 @@ def test_memory_page_has_metadata_history_and_a_strength_chart(
     assert "<title" in chart and "<polyline" in chart
     assert chart.count('class="anchor"') == 2  # created, then the recall
     assert 'id="edit"' in page and 'id="forget"' in page and 'id="forget-confirm"' in page
+
+
+def test_an_archived_memory_is_restored_from_the_archive_in_full(clock: ManualClock) -> None:
+    store, archive = InMemoryMemoryStore(clock), InMemoryArchive()
+    service = MemoryService(store, InMemoryMemoryIndex(256), HashingEmbedder(256), clock, archive=archive)
+    runbook = "Deploy runbook: " + " ".join(f"step {i} check the canary dashboards" for i in range(30))
+    memory = service.write("alice", WriteRequest(content=runbook, importance=2, tags=["ops"])).memory
+    clock.advance(days=29, hours=12)  # within a day of its expiry: the archive job takes it
+    lifecycle = LifecycleService(
+        service, InMemoryCheckpointStore(), LifecycleConfig(lookahead=timedelta(days=1))
+    )
+    assert lifecycle.apply_retention("alice").archived == 1
+    client = session(
+        create_app(
+            service,
+            ApiKeyResolver({hash_key("key-alice"): Principal("alice")}, None),
+            host="0.0.0.0",
+            ui=True,
+            ui_secret=SECRET,
+        ),
+        "key-alice",
+    )
+    page = client.get(f"/ui/memories/{memory.id}").text
+    assert 'class="status-archived"' in page and '<form id="restore"' in page
+    shown = re.search(r'<div id="content" class="content" dir="auto">(.*?)</div>', page, re.S)
+    assert shown and shown[1].endswith("…") and len(shown[1]) < len(runbook)  # the archive has the rest
+
+    restored = post(client, memory.id, "restore")
+    assert restored.status_code == 303 and restored.headers["location"].endswith("done=restored")
+    after = service.get("alice", memory.id)
+    assert after.status is MemoryStatus.ACTIVE and after.content == runbook and after.tags == ["ops"]
+    page = client.get(f"/ui/memories/{memory.id}").text
+    shown = re.search(r'<div id="content" class="content" dir="auto">(.*?)</div>', page, re.S)
+    assert shown and shown[1] == runbook
+    history = page[page.index('id="history"') :]
+    assert "archived" in history and "restored" in history
+    hits = service.search("alice", SearchRequest(query="canary dashboards runbook", reinforce=False)).results
+    assert [h.id for h in hits] == [memory.id]  # indexed again
