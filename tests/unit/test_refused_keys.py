@@ -59,7 +59,13 @@ def test_the_address_is_the_peer_unless_forwarded_headers_are_trusted() -> None:
     forwarded = {"x-forwarded-for": "203.0.113.9, 10.0.0.1"}
     assert client_address(scope, forwarded, trust_forwarded=False) == "192.0.2.7"
     assert client_address(scope, forwarded, trust_forwarded=True) == "203.0.113.9"
-    assert client_address({}, {}, trust_forwarded=True) == "unknown"
+    assert client_address({}, {}, trust_forwarded=True) is None
+
+
+def test_an_unknown_address_is_never_locked_out() -> None:
+    limiter = RefusedKeyLimiter(limit=1, clock=Clock())  # one shared record would lock out everyone
+    limiter.refused(None)
+    assert limiter.retry_after(None) == 0
 
 
 @pytest.fixture

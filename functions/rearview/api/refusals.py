@@ -9,7 +9,8 @@ OAuth client's first probe, a health check). The default, 10 a minute, is far mo
 misconfigured agent retrying with backoff sends, and makes guessing even a weak key slow.
 
 The client address is the connection's peer, or, when the deployment trusts forwarded headers,
-the first `X-Forwarded-For` hop (`client_address`). The record lives in this process's memory and
+the first `X-Forwarded-For` hop (`client_address`); a request from an unknown address is not
+limited. The record lives in this process's memory and
 is bounded (`max_clients`, least recently refused dropped first): on Lambda each warm container
 keeps its own, and API Gateway's throttling is the limit across them.
 """
@@ -53,16 +54,20 @@ class RefusedKeyLimiter:
         self._refusals: OrderedDict[str, deque[float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def retry_after(self, client: str) -> int:
-        """Whole seconds until `client` may present a credential again; 0 when it may now."""
+    def retry_after(self, client: str | None) -> int:
+        """Whole seconds until `client` may present a credential again; 0 when it may now (or is unknown)."""
+        if client is None:
+            return 0
         with self._lock:
             times = self._recent(client, self._clock())
             if times is None or len(times) < self.limit:
                 return 0
             return max(1, math.ceil(times[0] + self.window_s - self._clock()))
 
-    def refused(self, client: str) -> None:
-        """Record one refused credential from `client`."""
+    def refused(self, client: str | None) -> None:
+        """Record one refused credential from `client` (nothing for an unknown address)."""
+        if client is None:
+            return
         with self._lock:
             now = self._clock()
             times = self._recent(client, now)
@@ -91,11 +96,15 @@ class RefusedKeyLimiter:
         return times
 
 
-def client_address(scope: Scope, headers: Mapping[str, str], trust_forwarded: bool) -> str:
-    """The caller's address: the first `X-Forwarded-For` hop if trusted and present, else the peer's."""
+def client_address(scope: Scope, headers: Mapping[str, str], trust_forwarded: bool) -> str | None:
+    """The caller's address: the first `X-Forwarded-For` hop if trusted and present, else the peer's.
+
+    None when the server does not know it (no peer, e.g. a Unix socket): such requests are not
+    limited, since one shared record would let anyone lock every client out.
+    """
     if trust_forwarded:
         forwarded = headers.get("x-forwarded-for", "").split(",", 1)[0].strip()
         if forwarded:
             return forwarded
     client = scope.get("client")
-    return str(client[0]) if client else "unknown"
+    return str(client[0]) if client else None
