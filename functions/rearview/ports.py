@@ -99,9 +99,18 @@ class MemoryStore(Protocol):
         """The memory first written with this idempotency key, if any."""
 
     def list_memories(
-        self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100
+        self,
+        tenant_id: str,
+        filter: MemoryFilter,
+        cursor: str | None = None,
+        limit: int = 100,
+        *,
+        oldest_first: bool = False,
     ) -> Page:
-        """Memories matching `filter`, newest `updated_at` first, one page at a time."""
+        """Memories matching `filter`, newest `updated_at` first (or oldest first), one page at a time.
+
+        A cursor resumes the listing it came from, in that listing's order.
+        """
 
     def history(self, tenant_id: str, memory_id: str) -> list[HistoryEvent]:
         """The memory's events, oldest first (empty once hard-deleted)."""

@@ -122,6 +122,27 @@ def test_list_pages_newest_first_without_gaps_or_repeats(store: MemoryStore) -> 
     assert seen == [m.id for m in reversed(memories)]
 
 
+@pytest.mark.parametrize(
+    "flt",
+    [MemoryFilter(), MemoryFilter(types=(MemoryType.SEMANTIC, MemoryType.EPISODIC))],
+    ids=["one-partition", "merged-partitions"],
+)
+def test_list_pages_oldest_first_without_gaps_or_repeats(store: MemoryStore, flt: MemoryFilter) -> None:
+    kinds = (MemoryType.SEMANTIC, MemoryType.EPISODIC)
+    memories = [make_memory(f"m{i}", type=kinds[i % 2], at=T0 + minutes(i)) for i in range(23)]
+    store.commit([created(m) for m in memories[:12]])
+    store.commit([created(m) for m in memories[12:]])
+    seen, cursor = [], None
+    while True:
+        page = store.list_memories("t1", flt, cursor=cursor, limit=5, oldest_first=True)
+        assert len(page.items) == 5 or page.cursor is None  # full pages until the end
+        seen += [m.id for m in page.items]
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert seen == [m.id for m in memories]
+
+
 def test_list_applies_every_filter_like_the_reference(store: MemoryStore) -> None:
     rows = varied_memories()
     # A commit is one transaction: keep it within DynamoDB's 100 actions.

@@ -9,6 +9,7 @@ import pytest
 from rearview.clock import ManualClock
 from rearview.errors import InvalidInputError, NotFoundError
 from rearview.models import (
+    DEFAULT_AGENT,
     ForgetRequest,
     MemoryFilter,
     MemoryStatus,
@@ -17,8 +18,8 @@ from rearview.models import (
     Visibility,
     WriteRequest,
 )
-from rearview.service.browsing import MAX_BROWSE_PAGE
-from rearview.service.memory_service import MemoryService
+from rearview.service.browsing import MAX_BROWSE_PAGE, due_scan
+from rearview.service.memory_service import DUE_LOOKAHEAD, MemoryService
 from tests.factories import T0
 
 ALL = MemoryFilter(statuses=tuple(MemoryStatus))
@@ -63,6 +64,21 @@ def test_due_for_archival_applies_the_lifecycle_rules_without_writing(
     assert due.items[0].reason.startswith("retention")
     assert important.id not in [d.memory.id for d in due.items]
     assert service.get("t1", short.id).version == 1  # nothing written
+
+
+def test_a_bounded_due_scan_reads_the_least_recently_updated_first(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    old = service.write("t1", WriteRequest(content="a passing remark", importance=1)).memory
+    clock.advance(days=5)
+    for i in range(30):  # a busy week: newer memories, none of them due
+        service.write("t1", WriteRequest(content=f"decision {i}: use plan {i}", importance=5))
+    clock.advance(days=1)
+    due, scanned, complete = due_scan(
+        service.store, "t1", DEFAULT_AGENT, service.config.policy("t1"), clock.now(), DUE_LOOKAHEAD,
+        limit=5, scan_limit=10,
+    )  # fmt: skip
+    assert [m.id for m, _ in due] == [old.id] and (scanned, complete) == (10, False)
 
 
 def test_strength_history_shows_creation_and_the_latest_recall(

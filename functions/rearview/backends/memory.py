@@ -95,12 +95,18 @@ class InMemoryMemoryStore:
         return next((m for m in self._tenant(tenant_id) if m.idempotency_key == key), None)
 
     def list_memories(
-        self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100
+        self,
+        tenant_id: str,
+        filter: MemoryFilter,
+        cursor: str | None = None,
+        limit: int = 100,
+        *,
+        oldest_first: bool = False,
     ) -> Page:
         matching = sorted(
             (m for m in self._tenant(tenant_id) if filter.matches(m)),
             key=lambda m: (m.updated_at, m.id),
-            reverse=True,
+            reverse=not oldest_first,
         )
         start = decode_offset(cursor)
         items = matching[start : start + limit]

@@ -147,17 +147,24 @@ class SQLiteMemoryStore:
         return found[0] if found else None
 
     def list_memories(
-        self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100
+        self,
+        tenant_id: str,
+        filter: MemoryFilter,
+        cursor: str | None = None,
+        limit: int = 100,
+        *,
+        oldest_first: bool = False,
     ) -> Page:
         where, params = filter_sql(filter, "m")
+        past, order = (">", "ASC") if oldest_first else ("<", "DESC")
         if cursor is not None:
             updated, last_id = _decode_cursor(cursor)
-            where += " AND (m.updated_at < ? OR (m.updated_at = ? AND m.id < ?))"
+            where += f" AND (m.updated_at {past} ? OR (m.updated_at = ? AND m.id {past} ?))"
             params += [updated, updated, last_id]
         items = self._select(
             where,
             (tenant_id, self._now(), *params),
-            f"ORDER BY m.updated_at DESC, m.id DESC LIMIT {limit + 1}",
+            f"ORDER BY m.updated_at {order}, m.id {order} LIMIT {limit + 1}",
             index="memories_by_session" if filter.session_id is not None else "memories_by_updated",
         )
         if len(items) <= limit:

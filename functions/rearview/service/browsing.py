@@ -92,14 +92,20 @@ def due_scan(
     limit: int,
     scan_limit: int = DUE_SCAN_LIMIT,
 ) -> tuple[list[tuple[Memory, str]], int, bool]:
-    """Up to `limit` due memories among at most `scan_limit` read: (due, scanned, complete)."""
+    """Up to `limit` due memories among at most `scan_limit` read: (due, scanned, complete).
+
+    The scan reads the least recently updated first: a memory nobody has changed for longest is the
+    likeliest to have faded or to be near its expiry (a recall renews both without an update, so
+    this is an order to look in, not a filter), and a large tenant's due list is then filled from
+    where due memories are, not from this week's.
+    """
     check_page_limit(limit)
     flt = scoped(MemoryFilter(statuses=ARCHIVABLE_STATUSES), agent_id)
     due: list[tuple[Memory, str]] = []
     scanned, cursor = 0, None
     while scanned < scan_limit and len(due) < limit:
         page = store.list_memories(
-            tenant_id, flt, cursor=cursor, limit=min(MAX_BROWSE_PAGE, scan_limit - scanned)
+            tenant_id, flt, cursor=cursor, limit=min(MAX_BROWSE_PAGE, scan_limit - scanned), oldest_first=True
         )
         scanned += len(page.items)
         for memory in page.items:

@@ -135,9 +135,16 @@ def index_query(
 
 
 def list_memories(
-    table: TableClient, tenant_id: str, filter: MemoryFilter, cursor: str | None, limit: int, now: datetime
+    table: TableClient,
+    tenant_id: str,
+    filter: MemoryFilter,
+    cursor: str | None,
+    limit: int,
+    now: datetime,
+    *,
+    oldest_first: bool = False,
 ) -> Page:
-    """`MemoryStore.list_memories` on the table: newest `updated_at` first, full pages until exhausted."""
+    """`MemoryStore.list_memories` on the table: newest `updated_at` first (or oldest), full pages."""
     if limit < 1:
         raise InvalidInputError("limit", f"must be at least 1 (got {limit})")
     after = decode_cursor(cursor)
@@ -155,7 +162,7 @@ def list_memories(
                 plan.index,
                 partition,
                 after=after,
-                descending=True,
+                descending=not oldest_first,
                 expr=expr,
                 conditions=conditions,
             ),
@@ -163,7 +170,7 @@ def list_memories(
         )
         for partition in plan.partitions
     ]
-    merged = heapq.merge(*partitions, key=lambda item: str(item[_SORT_KEY]["S"]), reverse=True)
+    merged = heapq.merge(*partitions, key=lambda item: str(item[_SORT_KEY]["S"]), reverse=not oldest_first)
     items = list(itertools.islice(merged, limit + 1))
     more = len(items) > limit
     return Page(

@@ -250,14 +250,22 @@ class DynamoDBMemoryStore:
         return [event_from_item(item) for item in query_items(self._table, query)]
 
     def list_memories(
-        self, tenant_id: str, filter: MemoryFilter, cursor: str | None = None, limit: int = 100
+        self,
+        tenant_id: str,
+        filter: MemoryFilter,
+        cursor: str | None = None,
+        limit: int = 100,
+        *,
+        oldest_first: bool = False,
     ) -> Page:
         """Memories matching `filter` (exactly `MemoryFilter.matches`), newest `updated_at` first.
 
         Every criterion is applied inside the Query (key condition or FilterExpression); pages are
         full (`limit` items) unless the listing is exhausted, and then `cursor` is None.
+        `oldest_first` reads the same partitions forward.
         """
-        return list_memories(self._table, tenant_id, filter, cursor, limit, self._clock.now())
+        now = self._clock.now()
+        return list_memories(self._table, tenant_id, filter, cursor, limit, now, oldest_first=oldest_first)
 
     def stats(self, tenant_id: str) -> StoreStats:
         """Counts of unexpired memories by type and status, oldest/newest `created_at`.
