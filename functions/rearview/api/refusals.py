@@ -10,9 +10,9 @@ misconfigured agent retrying with backoff sends, and makes guessing even a weak 
 
 The client address is the connection's peer, or, when the deployment trusts forwarded headers,
 the first `X-Forwarded-For` hop (`client_address`); a request from an unknown address is not
-limited. The record lives in this process's memory and
-is bounded (`max_clients`, least recently refused dropped first): on Lambda each warm container
-keeps its own, and API Gateway's throttling is the limit across them.
+limited. The record lives in this process's memory and is bounded (`max_clients`, least recently
+refused dropped first): on Lambda each warm container keeps its own, and API Gateway's throttling
+is the limit across them.
 """
 
 from __future__ import annotations
