@@ -32,6 +32,7 @@ STATED = [
     ("My kids are 5 and 7", ["Ann's kids are 5 and 7"]),
     ("Remember that my flight is at 9am on Friday.", ["Ann's flight is at 9am on Friday"]),
     ("Please remember I'm allergic to nuts", ["Ann is allergic to nuts"]),
+    ("Remember that I’m vegetarian and my partner isn’t", ["Ann is vegetarian and their partner isn’t"]),
     ("我喜欢喝茶。", ["Ann喜欢喝茶"]),
     ("我非常喜欢爬山", ["Ann非常喜欢爬山"]),
     ("我不喜欢下雨天", ["Ann不喜欢下雨天"]),

@@ -129,7 +129,7 @@ class Extractor(Protocol):
         """The facts `turns` state, each citing its turns by `Turn.index`."""
 
 
-_FIRST_PERSON: Final = re.compile(r"\b(?:I'm|I am|I was|my|mine|myself|I|me)\b|我的|我", re.IGNORECASE)
+_FIRST_PERSON: Final = re.compile(r"\b(?:I['’]m|I am|I was|my|mine|myself|I|me)\b|我的|我", re.IGNORECASE)
 _NAMED: Final = {
     "i'm": "{s} is", "i am": "{s} is", "i was": "{s} was", "my": "{s}'s", "mine": "{s}'s",
     "myself": "{s}", "i": "{s}", "me": "{s}", "我的": "{s}的", "我": "{s}",
@@ -151,7 +151,7 @@ def third_person(text: str, speaker: str, *, named: bool = True) -> str:
     said = [named]
 
     def rewrite(m: re.Match[str]) -> str:
-        word = m[0] if m[0].startswith("我") else m[0].casefold()
+        word = m[0] if m[0].startswith("我") else m[0].casefold().replace("’", "'")
         if word == "i" and m[0] != "I":  # a lowercase "i" is a word only in English prose
             return m[0]
         if said[0]:
