@@ -229,7 +229,9 @@ class Ingester:
     def _plan_facts(self, plan: list[_Message], extraction: Extraction) -> None:
         """Each extracted memory as a write, filed under the last message it cites.
 
-        A memory whose messages are all one speaker's keeps that `metadata.speaker` (ranking's subject).
+        A rule's fact keeps its speaker as `metadata.speaker` (ranking's subject): it is a statement
+        the speaker made about themselves. A model's item is not: "Jo is Ann's sister", from Ann's
+        message, is about Jo as much as Ann, and the subject factor would lower it for "Who is Jo?".
 
         The episodes record the mode (`metadata.extraction`), which the next ingest reads.
         """
@@ -245,7 +247,7 @@ class Ingester:
             refs = "\x00".join(str(m.episode.idempotency_key) for m in sources)
             ids = [m.message_id for m in sources]
             speakers = {m.turn.speaker for m in sources}
-            own = {"speaker": next(iter(speakers))} if len(speakers) == 1 else {}
+            own = {"speaker": next(iter(speakers))} if not llm and len(speakers) == 1 else {}
             write = last.episode.model_copy(
                 update={
                     "content": fact.content,
