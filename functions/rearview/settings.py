@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     """Base URL clients use (for the protected-resource metadata); derived from the request if unset."""
     trust_forwarded_headers: bool = False
     """Derive that URL from `X-Forwarded-Proto`/`X-Forwarded-Host`: only behind a proxy that sets them."""
+    auth_refusals_per_minute: int = Field(default=10, ge=0, le=10_000)
+    """Refused keys from one address a minute before it gets 429 (`api/refusals.py`); 0 turns it off
+    (behind a proxy that is every client's one address and whose `X-Forwarded-For` is not trusted)."""
     jwt_issuer: str | None = None
     """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server)."""
     ui: bool = True

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from pydantic import ValidationError
 from starlette.testclient import TestClient
 
 from rearview.api.app import create_app
@@ -16,7 +17,7 @@ from rearview.api.auth import ApiKeyResolver
 from rearview.api.refusals import RefusedKeyLimiter, client_address
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.settings import Settings, hash_key
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 MCP_HEADERS = {"accept": "application/json, text/event-stream"}
@@ -60,6 +61,16 @@ def test_the_address_is_the_peer_unless_forwarded_headers_are_trusted() -> None:
     assert client_address(scope, forwarded, trust_forwarded=False) == "192.0.2.7"
     assert client_address(scope, forwarded, trust_forwarded=True) == "203.0.113.9"
     assert client_address({}, {}, trust_forwarded=True) is None
+
+
+def test_zero_turns_the_limit_off(service: MemoryService) -> None:
+    resolver = ApiKeyResolver({hash_key("key-alice-1"): Principal("alice")}, None)
+    client = TestClient(create_app(service, resolver, host="0.0.0.0", refusals_per_minute=0))
+    headers = {**MCP_HEADERS, "authorization": "Bearer wrong"}
+    assert {client.post("/mcp", json=LIST_TOOLS, headers=headers).status_code for _ in range(15)} == {401}
+    assert Settings(auth_refusals_per_minute=0).auth_refusals_per_minute == 0
+    with pytest.raises(ValidationError):
+        Settings(auth_refusals_per_minute=-1)
 
 
 def test_an_unknown_address_is_never_locked_out() -> None:

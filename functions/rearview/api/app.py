@@ -22,7 +22,7 @@ from rearview.api.access_log import AccessLog, quiet_library_loggers
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth
 from rearview.api.errors import error_body
 from rearview.api.origin import request_origin
-from rearview.api.refusals import RefusedKeyLimiter
+from rearview.api.refusals import REFUSALS_PER_WINDOW, RefusedKeyLimiter
 from rearview.api.request_ids import RequestIdGuard
 from rearview.service.memory_service import MemoryService
 
@@ -84,6 +84,7 @@ def create_app(
     trust_forwarded_headers: bool = False,
     ui: bool = False,
     ui_secret: str | None = None,
+    refusals_per_minute: int = REFUSALS_PER_WINDOW,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
 
@@ -98,6 +99,9 @@ def create_app(
     in with an API key and keeps them signed in with a cookie signed by `ui_secret` (a random
     per-process secret when None: sessions then end on restart). Only `/ui` and paths below it
     reach the UI; everything else, `/mcp` included, still passes `TenantAuth`.
+
+    `refusals_per_minute` refused keys from one address (on `/mcp` and the UI's sign-in together)
+    answer it 429 for a while (`rearview.api.refusals`); 0 never does.
     """
     mcp = build_mcp(service)
 
@@ -133,7 +137,7 @@ def create_app(
     )
     guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
     quiet_library_loggers()
-    refusals = RefusedKeyLimiter()  # one per app: /mcp and the browser's login count together
+    refusals = RefusedKeyLimiter(refusals_per_minute or None)  # one per app: /mcp and the UI together
     api: ASGIApp = MethodGuard(
         TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers, refusals)
     )

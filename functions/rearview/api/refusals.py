@@ -40,14 +40,15 @@ class RefusedKeyLimiter:
 
     def __init__(
         self,
-        limit: int = REFUSALS_PER_WINDOW,
+        limit: int | None = REFUSALS_PER_WINDOW,
         window_s: float = WINDOW_S,
         max_clients: int = MAX_CLIENTS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if limit < 1 or window_s <= 0 or max_clients < 1:
+        if (limit is not None and limit < 1) or window_s <= 0 or max_clients < 1:
             raise ValueError("limit and max_clients must be >= 1 and window_s > 0")
         self.limit = limit
+        """None: never limits (every address may present any number of keys)."""
         self.window_s = window_s
         self.max_clients = max_clients
         self._clock = clock
@@ -56,7 +57,7 @@ class RefusedKeyLimiter:
 
     def retry_after(self, client: str | None) -> int:
         """Whole seconds until `client` may present a credential again; 0 when it may now (or is unknown)."""
-        if client is None:
+        if client is None or self.limit is None:
             return 0
         with self._lock:
             times = self._recent(client, self._clock())
@@ -66,7 +67,7 @@ class RefusedKeyLimiter:
 
     def refused(self, client: str | None) -> None:
         """Record one refused credential from `client` (nothing for an unknown address)."""
-        if client is None:
+        if client is None or self.limit is None:
             return
         with self._lock:
             now = self._clock()
