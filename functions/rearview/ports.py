@@ -98,6 +98,9 @@ class MemoryStore(Protocol):
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
         """The memory first written with this idempotency key, if any."""
 
+    def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
+        """`find_by_idempotency_key` for many keys in a few requests: key -> memory, where there is one."""
+
     def list_memories(
         self,
         tenant_id: str,

@@ -107,6 +107,26 @@ def test_find_by_idempotency_key(store: MemoryStore) -> None:
     assert store.find_by_idempotency_key("t2", "k-1") is None
 
 
+def test_find_by_idempotency_keys_answers_many_keys_at_once(store: MemoryStore, clock: ManualClock) -> None:
+    keyed = [make_memory(f"m{i}").model_copy(update={"idempotency_key": f"k-{i}"}) for i in range(130)]
+    short = make_memory("short-lived", at=T0).model_copy(
+        update={"idempotency_key": "k-short", "expires_at": T0 + minutes(5)}
+    )
+    store.commit([created(m) for m in keyed[:MAX_WRITES_PER_COMMIT]])
+    for start in range(MAX_WRITES_PER_COMMIT, len(keyed), MAX_WRITES_PER_COMMIT):
+        store.commit([created(m) for m in keyed[start : start + MAX_WRITES_PER_COMMIT]])
+    store.commit([created(short)])
+    asked = [f"k-{i}" for i in range(0, 130, 3)] + ["k-absent", "k-0", "k-short"]  # a repeat, >100 keys
+    found = store.find_by_idempotency_keys("t1", asked)
+    assert found == {f"k-{i}": keyed[i] for i in range(0, 130, 3)} | {"k-short": short}
+    assert found["k-0"] == store.find_by_idempotency_key("t1", "k-0")
+    assert (
+        store.find_by_idempotency_keys("t2", asked) == {} and store.find_by_idempotency_keys("t1", []) == {}
+    )
+    clock.advance(minutes=10)  # expired: absent, as for one key
+    assert "k-short" not in store.find_by_idempotency_keys("t1", ["k-short", "k-1"])
+
+
 def test_list_pages_newest_first_without_gaps_or_repeats(store: MemoryStore) -> None:
     memories = [make_memory(f"m{i}", at=T0 + minutes(i)) for i in range(23)]
     store.commit([created(m) for m in memories[:12]])

@@ -8,6 +8,7 @@ and a re-send creates nothing.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -35,6 +36,16 @@ pytestmark = pytest.mark.opensearch
 
 TURNS = 2 * MAX_WRITES_PER_COMMIT + 11
 """Messages in the conversation: more than two chunks."""
+
+
+@pytest.fixture
+def requests(dynamodb_client: Any) -> Counter[str]:
+    """The DynamoDB operations the client sends, by name (a botocore event hook)."""
+    sent: Counter[str] = Counter()
+    dynamodb_client.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: sent.update([model.name])
+    )
+    return sent
 
 
 @pytest.fixture
@@ -72,10 +83,13 @@ def conversation() -> IngestRequest:
 
 
 def test_a_long_conversation_lands_whole_searchable_and_a_resend_creates_nothing(
-    service: MemoryService,
+    service: MemoryService, requests: Counter[str]
 ) -> None:
     request = conversation()
+    requests.clear()
     result = service.ingest("t1", request)
+    assert requests["GetItem"] == 0  # the call's idempotency keys are read at once (BatchGetItem)
+    assert requests["TransactWriteItems"] == 3  # a commit per chunk, not per message
 
     assert result.mode is ExtractionMode.RULES and result.created == TURNS + 2
     assert [o.message_id for o in result.messages] == [f"d{i}" for i in range(TURNS)]
@@ -93,7 +107,9 @@ def test_a_long_conversation_lands_whole_searchable_and_a_resend_creates_nothing
     seats = service.search("t1", SearchRequest(query="aisle seats", top_k=5, reinforce=False)).results
     assert result.messages[10].memory_id in {h.id for h in seats} | {r for h in seats for r in h.related}
 
+    requests.clear()
     again = service.ingest("t1", request)
+    assert requests == Counter({"BatchGetItem": 2})  # keys, then their memories: not 2 reads a message
     assert (again.created, again.merged, again.superseded) == (0, 0, 0)
     assert [o.memory_id for o in again.messages] == [o.memory_id for o in result.messages]
     assert all(o.replayed for o in again.messages)

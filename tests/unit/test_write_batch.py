@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from rearview.models import (
     IngestMessage,
     IngestRequest,
     IngestResult,
+    Memory,
     MemoryFilter,
     WriteRequest,
     WriteResult,
@@ -44,6 +46,9 @@ class OneByOne:
         result = self.writer.write(self.tenant_id, req, embedded, judge=judge)
         self.indexed = self.indexed and result.indexed
         return result
+
+    def look_up(self, requests: Sequence[WriteRequest]) -> None:
+        """Nothing: each write reads its key, as `Writer.write` does."""
 
     def flush(self) -> bool:
         return self.indexed
@@ -205,3 +210,42 @@ def test_an_ingest_that_loses_a_chunk_to_a_concurrent_writer_writes_again_and_re
     result = service.ingest("t1", distinct(60))
     assert (result.created, result.replayed) == (60 - MAX_WRITES_PER_COMMIT, MAX_WRITES_PER_COMMIT)
     assert len(service.store.list_memories("t1", MemoryFilter(), limit=500).items) == 60
+
+
+class KeyCountingStore(InMemoryMemoryStore):
+    """The in-memory store, counting its idempotency-key reads: one key at a time, and many at once."""
+
+    def __init__(self) -> None:
+        super().__init__(TickingClock(T0))
+        self.single = 0
+        self.batched: list[int] = []
+
+    def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
+        self.single += 1
+        return super().find_by_idempotency_key(tenant_id, key)
+
+    def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
+        self.batched.append(len(keys))
+        return super().find_by_idempotency_keys(tenant_id, keys)
+
+
+def test_an_ingest_reads_its_idempotency_keys_once_not_per_message() -> None:
+    store = KeyCountingStore()
+    service = _service(store)
+    first = service.ingest("t1", conversation(70))
+    keys = 70 + len([f for o in first.messages for f in o.facts])  # an episode per message, and the facts
+    assert (store.batched, store.single) == ([keys], 0)
+    again = service.ingest("t1", conversation(70))
+    assert again.created == 0 and [o.memory_id for o in again.messages] == [
+        o.memory_id for o in first.messages
+    ]
+    assert (store.batched, store.single) == ([keys, keys], 0)  # every replay answered by the one read
+
+
+def test_a_message_sent_twice_in_one_call_is_read_again_after_its_first_write() -> None:
+    store = KeyCountingStore()
+    service = _service(store)
+    twice = IngestMessage(speaker="Bo", content="We adopted a puppy", message_id="m1")
+    result = service.ingest("t1", IngestRequest(session_id="s1", messages=[twice, twice]))
+    assert result.messages[1].replayed == [result.messages[0].memory_id] and result.created == 1
+    assert (store.batched, store.single) == ([1], 1)  # the repeat asks the store, which now has it

@@ -94,6 +94,14 @@ class InMemoryMemoryStore:
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
         return next((m for m in self._tenant(tenant_id) if m.idempotency_key == key), None)
 
+    def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
+        wanted = set(keys)
+        return {
+            m.idempotency_key: m
+            for m in self._tenant(tenant_id)
+            if m.idempotency_key is not None and m.idempotency_key in wanted
+        }
+
     def list_memories(
         self,
         tenant_id: str,

@@ -146,6 +146,19 @@ class SQLiteMemoryStore:
         )
         return found[0] if found else None
 
+    def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
+        unique = list(dict.fromkeys(keys))
+        out: dict[str, Memory] = {}
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            found = self._select(
+                f"m.idempotency_key IN ({','.join('?' * len(chunk))})",
+                (tenant_id, self._now(), *chunk),
+                index="memories_by_idempotency_key",
+            )
+            out.update((m.idempotency_key, m) for m in found if m.idempotency_key is not None)
+        return out
+
     def list_memories(
         self,
         tenant_id: str,

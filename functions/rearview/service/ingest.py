@@ -114,6 +114,9 @@ class _Message:
 class Batch(Protocol):
     """Where an ingest's writes go: `WriteBatch`, or anything that writes as `Writer.write` does."""
 
+    def look_up(self, requests: Sequence[WriteRequest]) -> None:
+        """Told the writes to come, before the first (a batch may read their idempotency keys at once)."""
+
     def write(self, req: WriteRequest, embedded: Embedded, judge: bool | None = None) -> WriteResult:
         """Write one memory (its store commit may wait for `flush`)."""
 
@@ -292,6 +295,7 @@ class Ingester:
     ) -> tuple[list[MessageOutcome], bool]:
         """Every planned write through one batch; each message's outcome, and whether all are indexed."""
         batch = self.batch(tenant_id)
+        batch.look_up([m.episode for m in plan] + [write for m in plan for write, _ in m.facts])
         outcomes: list[MessageOutcome] = []
         episode_ids: dict[int, str] = {}
         indexed = True

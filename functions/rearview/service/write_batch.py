@@ -4,7 +4,9 @@ A `WriteBatch` decides each write as `Writer.write` does, one after the other, b
 memories it creates and commits them `MAX_WRITES_PER_COMMIT` at a time: one store commit (atomic:
 the chunk lands whole or not at all), then one index upsert that sets the keyword context of the
 chunk's memories and rewrites each neighbour's once (`keyword_context`), instead of a commit, a
-session read and up to three neighbour rewrites per write.
+session read and up to three neighbour rewrites per write. Told the writes to come (`look_up`), it
+reads all their idempotency keys in one store call instead of one read per write (on DynamoDB,
+two BatchGetItems for a 200-message ingest instead of ~2 GetItems a message).
 
 Every write sees what the writes before it did, as in a loop of `Writer.write`: a write whose
 decision could depend on a memory still waiting in the chunk (an exact or near duplicate of it in
@@ -22,14 +24,15 @@ index failure loses nothing: the memories are stored unindexed (`rearview reconc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from rearview.models import MemoryStatus, WriteRequest, WriteResult
+from rearview.models import Memory, MemoryStatus, WriteRequest, WriteResult
 from rearview.ports import MAX_WRITES_PER_COMMIT, IndexDocument, StoreWrite, Vector
 from rearview.service import indexing, keyword_context
-from rearview.service.writing import Create, Draft, Embedded, Writer, validated
+from rearview.service.writing import Create, Draft, Embedded, Writer, replayed, validated
 
 __all__ = ["WriteBatch"]
 
@@ -60,14 +63,37 @@ class WriteBatch:
         self._chunk = chunk
         self._pending = _Pending()
         self._indexed = True
+        self._first_writes: dict[str, Memory] = {}
+        """`look_up`'s answer: the memory each looked-up key was first written as, where there is one."""
+        self._unused: set[str] = set()
+        """Looked-up keys no write has asked about yet: only for those is `look_up`'s answer current."""
+
+    def look_up(self, requests: Sequence[WriteRequest]) -> None:
+        """Find the idempotency keys of writes about to be made, in one store call.
+
+        A write asking about one of these keys the first time is answered from it instead of a store
+        read per write (a round trip each on DynamoDB); a key asked about again (a repeat within the
+        batch, which the first may have written) is read from the store as before. A concurrent
+        writer that takes a key after this call makes the chunk's commit raise `ConflictError`, as
+        without it (writing the same requests again, through a new batch, then replays its memory).
+        """
+        keys = {k for k in (validated(r).idempotency_key for r in requests) if k}
+        self._first_writes = self._writer.store.find_by_idempotency_keys(self._tenant_id, sorted(keys))
+        self._unused = keys
 
     def write(self, req: WriteRequest, embedded: Embedded, judge: bool | None = None) -> WriteResult:
         """`Writer.write(tenant_id, req, embedded, judge=judge)`, committed by this or a later `flush`."""
         writer, tenant_id = self._writer, self._tenant_id
         req = validated(req)
-        if req.idempotency_key in self._pending.keys:
+        key = req.idempotency_key
+        if key in self._pending.keys:
             self.flush()
-        replay = writer.replay(tenant_id, req.idempotency_key)
+        if key is not None and key in self._unused:
+            self._unused.discard(key)
+            first = self._first_writes.get(key)
+            replay = None if first is None else replayed(first)
+        else:
+            replay = writer.replay(tenant_id, key)
         if replay is not None:
             return replay
         draft = writer.draft(req, embedded)

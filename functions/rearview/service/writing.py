@@ -464,9 +464,12 @@ class Writer:
         if not idempotency_key:
             return None
         first = self.store.find_by_idempotency_key(tenant_id, idempotency_key)
-        if first is None:
-            return None
-        return WriteResult(action=WriteAction.CREATED, memory=first.view(), idempotent_replay=True)
+        return None if first is None else replayed(first)
+
+
+def replayed(first: Memory) -> WriteResult:
+    """What a write answers when its idempotency key was first written as `first`."""
+    return WriteResult(action=WriteAction.CREATED, memory=first.view(), idempotent_replay=True)
 
 
 def validated(req: WriteRequest) -> WriteRequest:

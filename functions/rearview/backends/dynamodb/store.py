@@ -244,6 +244,26 @@ class DynamoDBMemoryStore:
         memory = self.get(tenant_id, str(python_value(item["memory_id"])))
         return memory if memory is not None and memory.idempotency_key == key else None
 
+    def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
+        """Each key's idempotency item (BatchGetItem), then their memories (BatchGetItem): two round trips."""
+        unique = list(dict.fromkeys(keys))
+        lookups = [
+            {"pk": string_value(idempotency_pk(tenant_id, key)), "sk": string_value(IDEMPOTENCY_SK)}
+            for key in unique
+        ]
+        ids = {
+            str(python_value(item["memory_id"]))
+            for item in self._table.batch_get(lookups, projection=("memory_id",))
+            if "memory_id" in item
+        }
+        memories = self.get_many(tenant_id, sorted(ids))
+        wanted = set(unique)
+        return {
+            m.idempotency_key: m
+            for m in memories
+            if m.idempotency_key is not None and m.idempotency_key in wanted
+        }
+
     def history(self, tenant_id: str, memory_id: str) -> list[HistoryEvent]:
         """The memory's events, oldest first (by version, then event id); empty once purged."""
         query = self._collection_query(memory_pk(tenant_id, memory_id), sk_prefix=HISTORY_PREFIX)
