@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -85,6 +86,32 @@ class ApiKeyResolver:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a presented credential gets: its principal; None (refused); or, unchecked, `retry_after` > 0."""
+
+    principal: Principal | None
+    retry_after: int = 0
+
+
+def authenticate(
+    resolver: ApiKeyResolver, limiter: RefusedKeyLimiter, presented: str | None, client: str | None
+) -> Verdict:
+    """Who `presented` authenticates, as `client` (`refusals.client_address`) may ask now.
+
+    A client locked out by `limiter` is answered without the key being checked; a refused key
+    counts against it. `/mcp` (`TenantAuth`) and the memory browser's sign-in both come here.
+    """
+    if presented and not resolver.open:
+        wait = limiter.retry_after(client)
+        if wait:
+            return Verdict(None, wait)
+    principal = resolver.principal_for(presented)
+    if principal is None and presented:
+        limiter.refused(client)
+    return Verdict(principal)
+
+
 def key_fingerprint(digest: str) -> str:
     """The first `FINGERPRINT_CHARS` hex digits of a stored `sha256:<hex>` key hash (names a key)."""
     return digest.removeprefix("sha256:").lower()[:FINGERPRINT_CHARS]
@@ -139,14 +166,12 @@ class TenantAuth:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         presented = presented_key(headers)
         client = client_address(scope, headers, self.trust_forwarded)
-        wait = self.limiter.retry_after(client) if presented and not self.resolver.open else 0
-        if wait:
-            await throttled(send, wait)
+        verdict = authenticate(self.resolver, self.limiter, presented, client)
+        principal = verdict.principal
+        if verdict.retry_after:
+            await throttled(send, verdict.retry_after)
             return
-        principal = self.resolver.principal_for(presented)
         if principal is None:
-            if presented:
-                self.limiter.refused(client)
             await self._unauthorized(scope, send, headers, presented is not None)
             return
         state = scope.setdefault("state", {})

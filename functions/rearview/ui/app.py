@@ -32,7 +32,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from rearview.api.auth import ApiKeyResolver, key_fingerprint
+from rearview.api.auth import ApiKeyResolver, authenticate, key_fingerprint
 from rearview.api.refusals import RefusedKeyLimiter, client_address
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError, RearviewError
 from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType
@@ -186,18 +186,19 @@ class MemoryBrowser:
         key = first(form, "api_key")
         target = safe_next(first(form, "next"))
         client = client_address(request.scope, request.headers, self.config.trust_forwarded)
-        wait = self.config.refusals.retry_after(client) if key else 0
-        if wait:  # see rearview.api.refusals: the key is not checked
+        verdict = await run_in_threadpool(
+            authenticate, self.config.resolver, self.config.refusals, key, client
+        )
+        principal = verdict.principal
+        if verdict.retry_after:  # the key was not checked (rearview.api.refusals)
+            wait = verdict.retry_after
             page = self.render(
                 request, "login.html", None, status=429, next=target,
                 error=f"Too many keys were refused from this address. Try again in {wait} seconds.",
             )  # fmt: skip
             page.headers["Retry-After"] = str(wait)
             return page
-        principal = await run_in_threadpool(self.config.resolver.principal_for, key) if key else None
         if principal is None:
-            if key:
-                self.config.refusals.refused(client)
             return self.render(
                 request, "login.html", None, status=401, next=target,
                 error="That API key was not accepted.",
