@@ -32,7 +32,15 @@ import numpy as np
 from rearview.models import Memory, MemoryStatus, WriteRequest, WriteResult
 from rearview.ports import MAX_WRITES_PER_COMMIT, IndexDocument, StoreWrite, Vector
 from rearview.service import indexing, keyword_context
-from rearview.service.writing import Create, Draft, Embedded, Writer, replayed, validated
+from rearview.service.writing import (
+    Create,
+    Draft,
+    Embedded,
+    Writer,
+    replayed,
+    stored_idempotency_key,
+    validated,
+)
 
 __all__ = ["WriteBatch"]
 
@@ -77,7 +85,7 @@ class WriteBatch:
         writer that takes a key after this call makes the chunk's commit raise `ConflictError`, as
         without it (writing the same requests again, through a new batch, then replays its memory).
         """
-        keys = {k for k in (validated(r).idempotency_key for r in requests) if k}
+        keys = {k for k in map(stored_idempotency_key, requests) if k}
         self._first_writes = self._writer.store.find_by_idempotency_keys(self._tenant_id, sorted(keys))
         self._unused = keys
 

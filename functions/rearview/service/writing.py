@@ -472,18 +472,23 @@ def replayed(first: Memory) -> WriteResult:
     return WriteResult(action=WriteAction.CREATED, memory=first.view(), idempotent_replay=True)
 
 
+def stored_idempotency_key(req: WriteRequest) -> str | None:
+    """The key `req`'s idempotency key is stored under: checked, and scoped to the writing agent."""
+    if not req.idempotency_key:
+        return None
+    key = validation.check_text(req.idempotency_key, "idempotency_key", MAX_IDEMPOTENCY_KEY_CHARS)
+    return agent_idempotency_key(validation.check_agent_id(req.agent_id), key)
+
+
 def validated(req: WriteRequest) -> WriteRequest:
     """`req` with its content and labels checked and normalized (InvalidInputError otherwise).
 
     Its idempotency key becomes the stored one, scoped to the writing agent.
     """
     agent_id = validation.check_agent_id(req.agent_id)
-    key = req.idempotency_key and validation.check_text(
-        req.idempotency_key, "idempotency_key", MAX_IDEMPOTENCY_KEY_CHARS
-    )
     return req.model_copy(
         update={
-            "idempotency_key": agent_idempotency_key(agent_id, key) if key else None,
+            "idempotency_key": stored_idempotency_key(req),
             "content": validation.check_content(req.content),
             "tags": validation.check_labels(req.tags, "tags"),
             "entities": validation.check_labels(req.entities, "entities"),
