@@ -235,6 +235,7 @@ def test_request_paths_issue_no_scan(store: DynamoDBMemoryStore, dynamodb_client
     store.get_many("t1", [m.id for m in memories])
     store.find_by_hash("t1", first.scope_key, first.content_hash)
     store.find_by_idempotency_key("t1", "nope")
+    store.find_by_idempotency_keys("t1", ["nope", "idem-1"])
     for flt in (
         MemoryFilter(),
         MemoryFilter(session_id="s1"),

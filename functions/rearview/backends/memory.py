@@ -92,7 +92,7 @@ class InMemoryMemoryStore:
         return None
 
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
-        return next((m for m in self._tenant(tenant_id) if m.idempotency_key == key), None)
+        return self.find_by_idempotency_keys(tenant_id, [key]).get(key)
 
     def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
         wanted = set(keys)

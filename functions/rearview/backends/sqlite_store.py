@@ -141,10 +141,7 @@ class SQLiteMemoryStore:
         return found[0] if found else None
 
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
-        found = self._select(
-            "m.idempotency_key = ?", (tenant_id, self._now(), key), index="memories_by_idempotency_key"
-        )
-        return found[0] if found else None
+        return self.find_by_idempotency_keys(tenant_id, [key]).get(key)
 
     def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
         unique = list(dict.fromkeys(keys))

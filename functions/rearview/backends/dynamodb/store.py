@@ -236,13 +236,7 @@ class DynamoDBMemoryStore:
 
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
         """The unexpired memory first written with this idempotency key, if any."""
-        item = self._table.get_item(
-            {"pk": string_value(idempotency_pk(tenant_id, key)), "sk": string_value(IDEMPOTENCY_SK)}
-        )
-        if item is None or "memory_id" not in item:
-            return None
-        memory = self.get(tenant_id, str(python_value(item["memory_id"])))
-        return memory if memory is not None and memory.idempotency_key == key else None
+        return self.find_by_idempotency_keys(tenant_id, [key]).get(key)
 
     def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
         """Each key's idempotency item (BatchGetItem), then their memories (BatchGetItem): two round trips."""
