@@ -148,15 +148,15 @@ def third_person(text: str, speaker: str, *, named: bool = True) -> str:
     the first one becomes the name. Repeating the name ("Ann's family is Ann's motivation") would
     count it again in the fact's keyword document, and rank it first for any query naming Ann.
     """
-    said = [named]
 
     def rewrite(m: re.Match[str]) -> str:
+        nonlocal named
         word = m[0] if m[0].startswith("我") else m[0].casefold().replace("’", "'")
         if word == "i" and m[0] != "I":  # a lowercase "i" is a word only in English prose
             return m[0]
-        if said[0]:
+        if named:
             return _PRONOUN[word]
-        said[0] = True
+        named = True
         return _NAMED[word].format(s=speaker)
 
     return _FIRST_PERSON.sub(rewrite, text)

@@ -205,7 +205,9 @@ def subject_of(memory: Memory) -> str | None:
     if match:
         return match.group(1).casefold()
     speaker = memory.metadata.get("speaker")
-    return speaker.strip().casefold() or None if isinstance(speaker, str) else None
+    if not isinstance(speaker, str):
+        return None
+    return speaker.strip().casefold() or None
 
 
 def named_subjects(query: str, known: Iterable[str]) -> list[str]:
