@@ -6,7 +6,7 @@ the chunk lands whole or not at all), then one index upsert that sets the keywor
 chunk's memories and rewrites each neighbour's once (`keyword_context`), instead of a commit, a
 session read and up to three neighbour rewrites per write. Told the writes to come (`look_up`), it
 reads all their idempotency keys in one store call instead of one read per write (on DynamoDB,
-two BatchGetItems for a 200-message ingest instead of ~2 GetItems a message).
+two BatchGetItems per ingest call instead of two GetItems per message).
 
 Every write sees what the writes before it did, as in a loop of `Writer.write`: a write whose
 decision could depend on a memory still waiting in the chunk (an exact or near duplicate of it in
