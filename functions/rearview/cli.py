@@ -19,8 +19,8 @@ from rearview.models import DEFAULT_AGENT
 from rearview.settings import Settings
 
 if TYPE_CHECKING:
-    from rearview.service.job_names import JobName
     from rearview.service.lifecycle import LifecycleTimer
+    from rearview.service.lifecycle.job_names import JobName
     from rearview.service.memory_service import MemoryService
 
 LOCAL_TENANT_HELP = "tenant to act on (default: the configured default tenant)"
