@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from rearview.errors import BackendError, RearviewError
+from rearview.errors import BackendError, InvalidInputError, RearviewError
 from rearview.models import WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import ExportRecord, Restorer, is_export_line
@@ -31,13 +31,16 @@ def read_lines(path: Path) -> tuple[list[tuple[int, Line]], list[Problem]]:
                 continue
             try:
                 lines.append((number, parse_line(text)))
-            except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
+            except (ValueError, InvalidInputError) as exc:  # JSONDecodeError, ValidationError
                 problems.append((number, _reason(exc)))
     return lines, problems
 
 
 def parse_line(text: str) -> Line:
-    """One line as a WriteRequest or an export record (ValueError if it is neither)."""
+    """One line as a WriteRequest or an export record (ValueError or InvalidInputError if neither).
+
+    A WriteRequest is valid by construction, so this pre-check is exactly the service's validation.
+    """
     data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
@@ -46,7 +49,7 @@ def parse_line(text: str) -> Line:
     return WriteRequest.model_validate(data)
 
 
-def _reason(exc: ValueError) -> str:
+def _reason(exc: ValueError | InvalidInputError) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"not JSON ({exc.msg})"
     if isinstance(exc, ValidationError):
