@@ -23,8 +23,10 @@ from pydantic import (
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    model_validator,
 )
 
+from rearview.errors import InvalidInputError
 from rearview.text import disallowed_control_chars, query_tokens
 
 # ---------------------------------------------------------------------------------------------------
@@ -285,6 +287,17 @@ class MemoryFilter(BaseModel):
     time_to: datetime | None = None
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
     scope_key: str | None = None
+
+    @model_validator(mode="after")
+    def _range_not_reversed(self) -> MemoryFilter:
+        """A `time_from` after `time_to` matches nothing: that is the caller's mistake, so say so."""
+        if self.time_from is not None and self.time_to is not None and self.time_from > self.time_to:
+            raise InvalidInputError(
+                "time_from",
+                f"is after `time_to` ({self.time_from.isoformat()} > {self.time_to.isoformat()}): "
+                "the range is empty (swap them?)",
+            )
+        return self
 
     def matches(self, memory: Memory) -> bool:
         """The reference semantics every backend must reproduce (used by fakes and tests)."""
