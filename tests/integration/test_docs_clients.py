@@ -24,7 +24,7 @@ def _python_snippet() -> str:
 
 def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("REARVIEW_")}
-    return subprocess.run(  # noqa: S603 - our interpreter running the documented snippet
+    return subprocess.run(
         [sys.executable, "-c", _python_snippet()],
         env={**clean, **env},
         capture_output=True,

@@ -36,8 +36,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "id": ("memory_id", "ids"), "memory_ids": ("ids",), "tag": ("tags",), "entity": ("entities",),
     "since": ("time_from",), "after": ("time_from",), "start": ("time_from",), "from": ("time_from",),
     "until": ("time_to",), "before": ("time_to",), "end": ("time_to",), "to": ("time_to",),
-    "ttl": ("ttl_days",), "expires_in_days": ("ttl_days",), "agent": ("agent_id",), "session": ("session_id",),
-    "memory_type": ("type", "types"), "priority": ("importance",),
+    "ttl": ("ttl_days",), "expires_in_days": ("ttl_days",), "agent": ("agent_id",),
+    "session": ("session_id",), "memory_type": ("type", "types"), "priority": ("importance",),
 }  # fmt: skip
 """Names other memory APIs use for an argument, by the ones ours use: what spelling distance misses."""
 
