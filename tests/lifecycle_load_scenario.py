@@ -49,8 +49,8 @@ from rearview.models import (
 )
 from rearview.ports import Archive, CheckpointStore, IndexDocument, MemoryIndex, MemoryStore, StoreWrite
 from rearview.service.lifecycle import JobReport, LifecycleConfig, LifecycleService
-from rearview.service.lifecycle_policy import DEFAULT_RETENTION
 from rearview.service.memory_service import MemoryService, scope_key
+from rearview.service.policy import DEFAULT_RETENTION
 from rearview.text import content_hash
 
 TENANT = "load"

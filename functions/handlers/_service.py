@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rearview.service.memory_service import MemoryService
     from rearview.settings import Settings
 
-__all__ = ["build_lambda_service", "lambda_checkpoints", "lambda_service"]
+__all__ = ["build_lambda_service", "lambda_checkpoints", "lambda_service", "process_checkpoints"]
 
 
 def build_lambda_service(settings: Settings | None = None) -> MemoryService:
@@ -42,3 +42,11 @@ def lambda_checkpoints() -> CheckpointStore:
     from rearview.settings import Settings
 
     return build_checkpoints(Settings.load())
+
+
+@cache
+def process_checkpoints() -> CheckpointStore:
+    """Progress kept in this process only (survives warm invocations): for callers given no store."""
+    from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
+
+    return InMemoryCheckpointStore()

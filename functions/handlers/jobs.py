@@ -24,8 +24,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.parser import event_parser
 from pydantic import BaseModel, ConfigDict, Field
 
-from handlers._service import lambda_checkpoints, lambda_service
-from rearview.service.job_names import JobName
+from handlers._service import lambda_checkpoints, lambda_service, process_checkpoints
+from rearview.service.lifecycle.job_names import JobName
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -60,7 +60,7 @@ def run(
     from rearview.service.lifecycle import Deadline, run_job
 
     budget = Deadline.from_remaining_ms(remaining_ms) if remaining_ms is not None else None
-    store = checkpoints() if checkpoints is not None else None
+    store = checkpoints() if checkpoints is not None else process_checkpoints()
     outcome = run_job(service(), job.job, job.tenant, budget=budget, checkpoints=store)
     return {
         "job": job.job,

@@ -28,7 +28,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
     DynamoDBRecordEventName,
 )
 
-from handlers._service import lambda_service
+from handlers._service import lambda_service, process_checkpoints
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -80,7 +80,9 @@ def process(event: Mapping[str, Any], service: Callable[[], MemoryService]) -> d
             raise EarlierRecordFailedError(record.dynamodb.sequence_number if record.dynamodb else None)
         try:
             memory = expired_memory(record) if is_ttl_removal(record) else None
-            action = "skipped" if memory is None else on_expired(service(), memory).action
+            action = (
+                "skipped" if memory is None else on_expired(service(), memory, process_checkpoints()).action
+            )
         except Exception:
             sequence = record.dynamodb.sequence_number if record.dynamodb is not None else None
             logger.exception("expiring a memory failed", extra={"sequence_number": sequence})

@@ -9,12 +9,12 @@ from datetime import timedelta
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConfigurationError
 from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
-from rearview.service.consolidation import Consolidator
-from rearview.service.extraction import Extractor, RulesExtractor
+from rearview.service.ingest.extraction import Extractor, RulesExtractor
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
-from rearview.service.lifecycle_policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.memory_service import MemoryService, ServiceConfig
-from rearview.service.ranking import DEFAULT_RANKING
+from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
+from rearview.service.search.ranking import DEFAULT_RANKING
+from rearview.service.write.consolidation import Consolidator
 from rearview.settings import Settings, TenantLifecycle
 
 QUERY_BATCH = 8
@@ -134,7 +134,7 @@ def build_extractor(model: LanguageModel | None) -> Extractor:
     """What `memory_ingest` extracts with: the language model when there is one, else the offline rules."""
     if model is None:
         return RulesExtractor()
-    from rearview.service.llm_extraction import LanguageModelExtractor
+    from rearview.service.ingest.llm_extraction import LanguageModelExtractor
 
     return LanguageModelExtractor(model)
 

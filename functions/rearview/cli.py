@@ -23,8 +23,8 @@ from rearview.settings import Settings
 
 if TYPE_CHECKING:
     from rearview.import_file import ImportRun
-    from rearview.service.job_names import JobName
     from rearview.service.lifecycle import LifecycleTimer
+    from rearview.service.lifecycle.job_names import JobName
     from rearview.service.memory_service import MemoryService
 
 LOCAL_TENANT_HELP = "tenant to act on (default: the configured default tenant)"

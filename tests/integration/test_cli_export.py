@@ -20,7 +20,7 @@ from rearview.clock import SystemClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import ForgetRequest, MemoryStatus, UpdateRequest, WriteRequest
 from rearview.ports import StoreWrite
-from rearview.service.archival import archived_event, archived_stub
+from rearview.service.lifecycle.archival import archived_event, archived_stub
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import Restorer, export_tenant
 from rearview.settings import Settings

@@ -22,8 +22,8 @@ from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import BackendError, LanguageModelError
 from rearview.models import HistoryAction, MemoryStatus, MemoryType, WriteAction, WriteRequest
-from rearview.service.consolidation import CONTRADICTION_SYSTEM, SUMMARY_SYSTEM, Consolidator
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.service.write.consolidation import CONTRADICTION_SYSTEM, SUMMARY_SYSTEM, Consolidator
 from rearview.testing import RecordingSleep, ScriptedModel
 from tests.factories import T0
 from tests.fixtures.aws import WireAnswers, wire_error

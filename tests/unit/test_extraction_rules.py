@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rearview.models import ExtractionMode
-from rearview.service.extraction import Fact, RulesExtractor, Turn, third_person
+from rearview.service.ingest.extraction import Fact, RulesExtractor, Turn, third_person
 from tests.factories import T0
 
 

@@ -33,9 +33,8 @@ from rearview.models import (
     MemoryType,
 )
 from rearview.ports import Completion, LanguageModel
-from rearview.service.consolidation import CONTRADICTION_SYSTEM, Consolidator
-from rearview.service.extraction import RulesExtractor
-from rearview.service.llm_extraction import (
+from rearview.service.ingest.extraction import RulesExtractor
+from rearview.service.ingest.llm_extraction import (
     EXTRACTION_MAX_TOKENS,
     EXTRACTION_PROMPT_VERSION,
     EXTRACTION_SYSTEM,
@@ -43,6 +42,7 @@ from rearview.service.llm_extraction import (
     LanguageModelExtractor,
 )
 from rearview.service.memory_service import MemoryService
+from rearview.service.write.consolidation import CONTRADICTION_SYSTEM, Consolidator
 from rearview.testing import RecordingSleep, ScriptedModel
 from tests.fixtures.aws import WireAnswers, wire_error
 

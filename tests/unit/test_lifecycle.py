@@ -25,7 +25,6 @@ from rearview.models import (
     WriteRequest,
 )
 from rearview.ports import Archive, IndexQuery, StoreWrite
-from rearview.service.archival import PREVIEW_CHARS, preview
 from rearview.service.lifecycle import (
     JOBS,
     Deadline,
@@ -36,8 +35,9 @@ from rearview.service.lifecycle import (
     RetentionReport,
     run_job,
 )
-from rearview.service.lifecycle_policy import DecayPolicy, RetentionPolicy, TenantPolicy
+from rearview.service.lifecycle.archival import PREVIEW_CHARS, preview
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.testing import (
     Fault,
     FlakyArchive,
@@ -419,7 +419,9 @@ def test_run_all_runs_every_tenant_and_run_job_reports(service: MemoryService, c
     for tenant in ("a", "b", "c"):
         service.write(tenant, WriteRequest(content=f"note of {tenant}", importance=1))
     clock.advance(days=6, hours=12)
-    run = run_job(service, "archive", config=LifecycleConfig(lookahead=DAY))
+    run = run_job(
+        service, "archive", checkpoints=InMemoryCheckpointStore(), config=LifecycleConfig(lookahead=DAY)
+    )
     assert run.complete and [r.tenant_id for r in run.reports] == ["a", "b", "c"]
     assert run.model_dump(mode="json")["reports"][0]["expiring"] == 1  # subclass fields serialized
     assert sum(r.archived for r in run.reports) == 3

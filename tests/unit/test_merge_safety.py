@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rearview.service.merge_safety import (
+from rearview.service.write.merge_safety import (
     LONG_TEXT_TOKENS,
     InformationDifference,
     InformationKind,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rearview.service.ranking import Candidates, RankingPolicy, fuse, named_subjects, rank, subject_of
+from rearview.service.search.ranking import Candidates, RankingPolicy, fuse, named_subjects, rank, subject_of
 from rearview.text import content_hash, estimate_tokens, normalize, query_tokens, tokens
 from tests.factories import T0, make_memory
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from rearview.models import HistoryAction, HistoryEvent
-from rearview.service.lifecycle_policy import DecayPolicy
-from rearview.service.strength import StrengthPoint
+from rearview.service.lifecycle.strength import StrengthPoint
+from rearview.service.policy import DecayPolicy
 from rearview.ui.charts import SAMPLES_PER_SEGMENT, strength_chart
 from rearview.ui.views import edit_request, split_tags, timeline
 from tests.factories import T0, make_memory

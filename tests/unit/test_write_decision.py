@@ -9,8 +9,8 @@ from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import WriteAction, WriteRequest
 from rearview.service.config import ServiceConfig
-from rearview.service.consolidation import Consolidator
-from rearview.service.writing import Create, Merge, Supersede, Writer
+from rearview.service.write.consolidation import Consolidator
+from rearview.service.write.writer import Create, Merge, Supersede, Writer
 from tests.factories import T0
 
 

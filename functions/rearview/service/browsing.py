@@ -3,7 +3,7 @@
 Both read through `visibility.scoped`, so an agent sees shared memories and its own private ones
 only, and both are bounded: `browse` returns at most `MAX_BROWSE_PAGE` memories per call (the
 store's cursor continues), `due_for_archival` reads at most `scan_limit` memories and returns at
-most `limit`. "Due" is decided by the lifecycle's own rules (`lifecycle_policy`): faded below
+most `limit`. "Due" is decided by the lifecycle's own rules (`service.policy`): faded below
 the archive threshold (never importance 5), or expiring before the next job run without a recall
 that would renew it. Nothing is written: this is a forecast of what the next jobs archive.
 """
@@ -18,8 +18,8 @@ from rearview.clock import to_iso
 from rearview.errors import InvalidInputError
 from rearview.models import Memory, MemoryFilter, MemoryView
 from rearview.ports import MemoryStore
-from rearview.service.archival import ARCHIVABLE_STATUSES
-from rearview.service.lifecycle_policy import TenantPolicy
+from rearview.service.lifecycle.archival import ARCHIVABLE_STATUSES
+from rearview.service.policy import TenantPolicy
 from rearview.service.visibility import scoped
 
 MAX_BROWSE_PAGE = 100

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rearview.service.lifecycle_policy import (
+from rearview.service.policy import (
     DEFAULT_DECAY,
     DEFAULT_REINFORCEMENT,
     DEFAULT_RETENTION,
@@ -15,7 +15,7 @@ from rearview.service.lifecycle_policy import (
     TenantPolicy,
     policy_for,
 )
-from rearview.service.ranking import DEFAULT_RANKING, RankingPolicy
+from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy
 
 
 @dataclass(frozen=True, slots=True)

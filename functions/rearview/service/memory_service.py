@@ -9,17 +9,17 @@ Guarantees:
 - every store and index call is scoped by the caller's tenant, and every id and filter path by
   the caller's agent: another agent's `private` memory is never read or changed, and answers as
   absent (`visibility`); only `stats` counts it, in the tenant's totals;
-- strength is anchored at `last_accessed_at` and decays with time unused (`lifecycle_policy`):
+- strength is anchored at `last_accessed_at` and decays with time unused (`policy`):
   ranking and every view show the decayed value, nothing is rewritten as time passes;
 - archived memories keep a stub in the store (`archival`); their body is in the `Archive`, which
   `restore` reads back and a hard forget erases.
 
-The write path lives in `writing` (decide, then apply), the search path in `searching`, the
+The write path lives in `write/` (decide, then apply), the search path in `search/`, the
 tunables in `config`; this facade holds the rest and re-exports `ServiceConfig` and `scope_key`
 for callers that import them from here.
 
 Over 400 lines on purpose: the facade holds one short method per operation; the larger paths
-have their own modules (`writing`, `searching`, `ingest`, `lifecycle/`).
+have their own packages (`write/`, `search/`, `ingest/`, `lifecycle/`).
 """
 
 from __future__ import annotations
@@ -71,19 +71,19 @@ from rearview.ports import (
     StoreWrite,
 )
 from rearview.service import indexing, keyword_context, validation
-from rearview.service.archival import ARCHIVABLE_STATUSES, RestoreResult, archive_refs
 from rearview.service.browsing import BrowsePage, DueList, DueMemory, browse_page, due_scan
 from rearview.service.config import ServiceConfig
-from rearview.service.consolidation import Consolidator
-from rearview.service.extraction import Extractor, RulesExtractor
 from rearview.service.history import change_event
-from rearview.service.ingest import Ingester
+from rearview.service.ingest.extraction import Extractor, RulesExtractor
+from rearview.service.ingest.ingester import Ingester
+from rearview.service.lifecycle.archival import ARCHIVABLE_STATUSES, RestoreResult, archive_refs
 from rearview.service.lifecycle.context import LifecycleConfig
-from rearview.service.searching import Searcher
-from rearview.service.strength import StrengthPoint, strength_points
+from rearview.service.lifecycle.strength import StrengthPoint, strength_points
+from rearview.service.search.searcher import Searcher
 from rearview.service.visibility import load_all_visible, load_visible, scoped
-from rearview.service.write_batch import WriteBatch
-from rearview.service.writing import Writer, scope_key
+from rearview.service.write.batch import WriteBatch
+from rearview.service.write.consolidation import Consolidator
+from rearview.service.write.writer import Writer, scope_key
 from rearview.text import content_hash
 
 __all__ = ["MemoryService", "ServiceConfig", "scope_key"]

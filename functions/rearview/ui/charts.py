@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rearview.clock import to_iso
-from rearview.service.lifecycle_policy import DecayPolicy
-from rearview.service.strength import StrengthPoint
+from rearview.service.lifecycle.strength import StrengthPoint
+from rearview.service.policy import DecayPolicy
 
 WIDTH, HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 44, 12, 12, 28

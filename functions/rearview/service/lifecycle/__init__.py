@@ -23,13 +23,20 @@ How they behave:
 
 Modules: `budget` (how long a run may go), `reports`, `context` (tunables and the ports a job
 uses), `runner`, `archiving`, `rules`, `reconcile`, `expiry`, `service` (`LifecycleService`),
-`entry_points` (what the Lambda handlers call), `timer` (`rearview serve`'s rounds).
+`entry_points` (what the Lambda handlers call), `timer` (`rearview serve`'s rounds),
+`job_names` (the jobs' names, shared with the schedules and the CLI), `archival` (what an
+archived memory's stub holds and how it comes back), `strength` (strength anchors over time).
+
+May import: the cross-cutting service modules (`config`, `policy`, `history`, `indexing`,
+`keyword_context`), `rearview.models`, `rearview.ports`. Jobs work on `context.ServiceParts`
+(the service's ports and policies), so the facade can use `archival` and `strength` without a
+circle.
 """
 
-from rearview.service.job_names import DEFAULT_JOBS, JOBS, JobName
 from rearview.service.lifecycle.budget import Budget, Deadline, Unlimited
 from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.lifecycle.entry_points import on_expired, run_job
+from rearview.service.lifecycle.job_names import DEFAULT_JOBS, JOBS, JobName
 from rearview.service.lifecycle.reports import (
     DecayReport,
     ExpiryReport,

@@ -22,7 +22,7 @@ from rearview.errors import ConflictError, NotFoundError
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType
 from rearview.ports import StoreWrite
 from rearview.service import indexing, keyword_context
-from rearview.service.archival import ARCHIVABLE_STATUSES, archived_event, archived_stub
+from rearview.service.lifecycle.archival import ARCHIVABLE_STATUSES, archived_event, archived_stub
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import JobReport
 from rearview.service.lifecycle.runner import Checkpoint, JobState, Pending

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from rearview.ports import Archive
+from rearview.clock import Clock
+from rearview.ports import Archive, Embedder, MemoryIndex, MemoryStore
+from rearview.service.config import ServiceConfig
 
-if TYPE_CHECKING:
-    from rearview.service.memory_service import MemoryService
+
+class ServiceParts(Protocol):
+    """What the jobs use of the service: its ports, clock and policies (`MemoryService` is one).
+
+    A protocol, not the facade's class, so that `lifecycle` depends on the ports and the
+    facade may depend on `lifecycle` (archival, strength), never the other way round.
+    """
+
+    @property
+    def store(self) -> MemoryStore: ...
+    @property
+    def index(self) -> MemoryIndex: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def config(self) -> ServiceConfig: ...
+    @property
+    def archive(self) -> Archive | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +53,7 @@ class JobContext:
     """
 
     tenant_id: str
-    service: MemoryService
+    service: ServiceParts
     archive: Archive
     config: LifecycleConfig
 

@@ -12,7 +12,7 @@ from rearview.clock import to_iso
 from rearview.errors import InvalidInputError
 from rearview.models import Memory, MemoryStatus
 from rearview.service import indexing
-from rearview.service.archival import ARCHIVABLE_STATUSES
+from rearview.service.lifecycle.archival import ARCHIVABLE_STATUSES
 from rearview.service.lifecycle.archiving import commit_stub
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import ExpiryReport

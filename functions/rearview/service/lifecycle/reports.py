@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, SerializeAsAny
 
-from rearview.service.job_names import JobName
+from rearview.service.lifecycle.job_names import JobName
 
 
 class JobReport(BaseModel):

@@ -4,7 +4,7 @@ Each is an `ArchiveRule` for the `ArchivingScan` and keeps its own typed report.
 
 - `DecayRule`: archives memories whose strength, decayed since their last recall, fell below
   the tenant's `DecayPolicy.archive_threshold` (never importance 5). Decay itself is computed,
-  not stored (`lifecycle_policy`), so running it twice in a row changes nothing.
+  not stored (`service.policy`), so running it twice in a row changes nothing.
 - `RetentionRule`: memories whose `expires_at` falls before the next run (`lookahead`) are
   archived *before* they expire (an expired memory reads as absent), or renewed when they
   were recalled within their retention (`RetentionPolicy.renewal`).
@@ -21,7 +21,7 @@ from rearview.ports import StoreWrite
 from rearview.service.history import change_event
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import DecayReport, RetentionReport
-from rearview.service.lifecycle_policy import DecayPolicy, RetentionPolicy
+from rearview.service.policy import DecayPolicy, RetentionPolicy
 
 
 class DecayRule:

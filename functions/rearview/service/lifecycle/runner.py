@@ -22,8 +22,8 @@ from pydantic import BaseModel
 
 from rearview.clock import Clock
 from rearview.ports import CheckpointStore
-from rearview.service.job_names import JobName
 from rearview.service.lifecycle.budget import Budget
+from rearview.service.lifecycle.job_names import JobName
 from rearview.service.lifecycle.reports import JobReport
 
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from rearview.errors import InvalidInputError
 from rearview.models import Memory
 from rearview.ports import Archive, CheckpointStore
-from rearview.service.job_names import DEFAULT_JOBS, JOBS, JobName
 from rearview.service.lifecycle.archiving import ArchivingScan
 from rearview.service.lifecycle.budget import Budget, Unlimited
-from rearview.service.lifecycle.context import JobContext, LifecycleConfig
+from rearview.service.lifecycle.context import JobContext, LifecycleConfig, ServiceParts
 from rearview.service.lifecycle.expiry import archive_expired
+from rearview.service.lifecycle.job_names import DEFAULT_JOBS, JOBS, JobName
 from rearview.service.lifecycle.reconcile import ReconcileJob
 from rearview.service.lifecycle.reports import (
     DecayReport,
@@ -24,15 +23,12 @@ from rearview.service.lifecycle.reports import (
 from rearview.service.lifecycle.rules import DecayRule, RetentionRule
 from rearview.service.lifecycle.runner import Checkpoint, ResumableJob, run_resumable
 
-if TYPE_CHECKING:
-    from rearview.service.memory_service import MemoryService
-
 
 class LifecycleService:
     """The lifecycle jobs over one `MemoryService` (its store, index, embedder, archive and policies)."""
 
     def __init__(
-        self, service: MemoryService, checkpoints: CheckpointStore, config: LifecycleConfig | None = None
+        self, service: ServiceParts, checkpoints: CheckpointStore, config: LifecycleConfig | None = None
     ) -> None:
         if service.archive is None:
             raise InvalidInputError("archive", "lifecycle jobs need an archive (settings.archive)")

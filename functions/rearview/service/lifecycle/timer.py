@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rearview.errors import InvalidInputError
-from rearview.service.job_names import DEFAULT_JOBS, JobName
 from rearview.service.lifecycle.budget import Deadline
+from rearview.service.lifecycle.job_names import DEFAULT_JOBS, JobName
 from rearview.service.lifecycle.reports import JobReport
 from rearview.service.lifecycle.service import LifecycleService
 

@@ -24,11 +24,11 @@ from rearview.models import (
 )
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service import validation
-from rearview.service.collapse import collapse_extracted
 from rearview.service.config import ServiceConfig
-from rearview.service.ranking import Candidates, ChannelScores, Ranked, rank
-from rearview.service.rendering import render_context
-from rearview.service.store_search import store_keyword_search
+from rearview.service.search.collapse import collapse_extracted
+from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, rank
+from rearview.service.search.rendering import render_context
+from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
 from rearview.text import estimate_tokens
 

@@ -94,7 +94,7 @@ class ReinforcementPolicy:
     initial_strength: float = 1.0
     recall_boost: float = 0.1
     min_relevance: float = 0.5
-    """A search hit is reinforced only when its fused relevance (`service/ranking.py`: 1 = the best
+    """A search hit is reinforced only when its fused relevance (`service/search/ranking.py`: 1 = the best
     candidate in both channels) reaches this: the best keyword match, or a strong standing in both
     channels. On LoCoMo, reinforcing every top-10 hit lowered R@10 (0.649 -> 0.627, RRF); with this
     floor the replay loses nothing (benchmarks/README.md)."""

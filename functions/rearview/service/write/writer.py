@@ -35,10 +35,10 @@ from rearview.models import (
 from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
 from rearview.service import indexing, keyword_context, validation
 from rearview.service.config import ServiceConfig
-from rearview.service.consolidation import Consolidator
 from rearview.service.history import change_event
-from rearview.service.merge_safety import information_difference
 from rearview.service.visibility import agent_idempotency_key, load_visible
+from rearview.service.write.consolidation import Consolidator
+from rearview.service.write.merge_safety import information_difference
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)

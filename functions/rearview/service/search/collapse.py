@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rearview.models import Memory
-from rearview.service.ranking import Ranked
+from rearview.service.search.ranking import Ranked
 
 __all__ = ["Collapsed", "collapse_extracted"]
 

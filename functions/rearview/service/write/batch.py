@@ -32,7 +32,7 @@ import numpy as np
 from rearview.models import Memory, MemoryStatus, WriteRequest, WriteResult
 from rearview.ports import MAX_WRITES_PER_COMMIT, IndexDocument, StoreWrite, Vector
 from rearview.service import indexing, keyword_context
-from rearview.service.writing import (
+from rearview.service.write.writer import (
     Create,
     Draft,
     Embedded,

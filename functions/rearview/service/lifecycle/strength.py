@@ -1,6 +1,6 @@
 """A memory's strength anchors over time: what its strength-over-time chart is drawn from.
 
-Strength is stored anchored (`lifecycle_policy`): the value at `last_accessed_at`, decaying from
+Strength is stored anchored (`service.policy`): the value at `last_accessed_at`, decaying from
 there. A history event that *sets* the strength is an anchor at its time: the creation, and any
 event whose `after` strength differs from its `before` (a merge, a restore from the archive). Other
 events (an update, a forget) carry the anchor over unchanged and are not anchors. Recalls are not

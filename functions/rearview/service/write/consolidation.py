@@ -18,7 +18,7 @@ from rearview.clock import to_iso
 from rearview.errors import BackendError
 from rearview.models import MAX_CONTENT_CHARS, Memory
 from rearview.ports import LanguageModel, Vector
-from rearview.service.summarize import SUMMARY_BUDGET_CHARS, extractive_summary
+from rearview.service.write.summarize import SUMMARY_BUDGET_CHARS, extractive_summary
 
 log = logging.getLogger(__name__)
 

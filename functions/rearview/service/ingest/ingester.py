@@ -69,10 +69,10 @@ from rearview.models import (
     WriteResult,
 )
 from rearview.service import validation
-from rearview.service.extraction import Extraction, Extractor, Fact, Turn
-from rearview.service.llm_extraction import EXTRACTED_CONFIDENCE, EXTRACTION_PROMPT_VERSION
+from rearview.service.ingest.extraction import Extraction, Extractor, Fact, Turn
+from rearview.service.ingest.llm_extraction import EXTRACTED_CONFIDENCE, EXTRACTION_PROMPT_VERSION
 from rearview.service.visibility import agent_idempotency_key
-from rearview.service.writing import Embedded, Writer
+from rearview.service.write.writer import Embedded, Writer
 from rearview.text import content_hash
 
 __all__ = ["FACT_CONFIDENCE", "Batch", "BatchFn", "Ingester", "idempotency_key"]

@@ -40,7 +40,7 @@ from rearview.errors import BackendError, InvalidInputError
 from rearview.models import MAX_CONTENT_CHARS, MAX_LABEL_CHARS, MAX_TAGS, ExtractionMode, MemoryType
 from rearview.ports import LanguageModel
 from rearview.service import validation
-from rearview.service.extraction import Extraction, Fact, Turn
+from rearview.service.ingest.extraction import Extraction, Fact, Turn
 
 __all__ = [
     "EXTRACTION_PROMPT_VERSION",
