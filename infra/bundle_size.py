@@ -142,7 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget-mb", type=float, default=BUDGET_MB)
     parser.add_argument("--python", help="the python3.13 that compiles the bytecode (default: python3.13)")
     parser.add_argument("--keep", type=Path, help="build into this directory and keep it")
-    parser.add_argument("--built", type=Path, help="measure this built layer (e.g. .aws-sam/build/DependenciesLayer)")
+    parser.add_argument(
+        "--built", type=Path, help="measure this built layer (e.g. .aws-sam/build/DependenciesLayer)"
+    )
     args = parser.parse_args(argv)
     if args.built:
         layer = args.built / "python" if (args.built / "python").is_dir() else args.built

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rearview.cli import main
+from tests.e2e.server import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -243,11 +244,12 @@ def test_serve_runs_the_memory_browser_unless_turned_off(
     monkeypatch.setenv("REARVIEW_LIFECYCLE_INTERVAL_S", "0")
     if env is not None:
         monkeypatch.setenv("REARVIEW_UI", env)
-    assert main(["--data-dir", str(tmp_path), "serve", *argv]) == 0
+    port = free_port()  # `serve` checks that its port is free before it starts
+    assert main(["--data-dir", str(tmp_path), "serve", "--port", str(port), *argv]) == 0
     (app,) = apps
-    page = TestClient(app, base_url="http://127.0.0.1:8080").get("/ui/memories")
+    page = TestClient(app, base_url=f"http://127.0.0.1:{port}").get("/ui/memories")
     assert page.status_code == (200 if served else 404)
-    assert ("Memory browser at http://127.0.0.1:8080/ui" in capsys.readouterr().out) is served
+    assert (f"Memory browser at http://127.0.0.1:{port}/ui" in capsys.readouterr().out) is served
 
 
 def test_serve_on_a_busy_port_is_one_line_and_exit_1_before_anything_starts(

