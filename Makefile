@@ -85,8 +85,8 @@ ENV ?= dev
 deploy: $(STAMP) build  ## sam build + deploy with infra/samconfig.toml (ENV=dev|prod)
 	sam deploy --config-file infra/samconfig.toml --config-env $(ENV)
 
-bundle-size: $(STAMP)  ## the dependency layer's unzipped size per package; fails over 100 MB or on unused native code
-	$(BIN)/python -m infra.bundle_size
+bundle-size: $(STAMP)  ## build the dependency layer as sam build does (bytecode included), print its size; fails over 125 MB or on unused native code
+	$(BIN)/python -m infra.bundle_size $(if $(PYTHON313),--python "$(PYTHON313)")
 
 bench-locomo: $(STAMP)  ## retrieval quality on LoCoMo (needs ../shared/data/locomo/locomo-dev.json)
 	$(BIN)/python benchmarks/locomo_recall.py
