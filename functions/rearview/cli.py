@@ -7,18 +7,22 @@ formats live in `import_file.py` and `ingest_file.py`, the domain in `service/`.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from rearview.console import counts, plural, printable, progress
 from rearview.errors import ConfigurationError, InvalidInputError, RearviewError
 from rearview.models import DEFAULT_AGENT
 from rearview.settings import Settings
 
 if TYPE_CHECKING:
+    from rearview.import_file import ImportRun
     from rearview.service.lifecycle import LifecycleTimer
     from rearview.service.lifecycle.job_names import JobName
     from rearview.service.memory_service import MemoryService
@@ -190,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--tenant", help="only this tenant (default: all)")
         cmd.add_argument(
             "--budget-s",
-            type=float,
+            type=_positive_seconds,
             default=None,
+            metavar="S",
             help="stop after this many seconds (exit status 3); the next run resumes where it stopped",
         )
         cmd.set_defaults(func=_job, job=job)
@@ -245,6 +250,17 @@ def _add_export(exp: argparse.ArgumentParser) -> None:
     exp.set_defaults(func=_export)
 
 
+def _positive_seconds(text: str) -> float:
+    """`--budget-s`: a number of seconds above 0 (argparse turns the ValueError into exit 2)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not seconds > 0:  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"must be above 0 seconds, got {text}")
+    return seconds
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -281,6 +297,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             f"refusing to serve on {settings.host} without API keys: add [api_keys] to "
             f"{settings.config_file or settings.data_dir / 'config.toml'} or bind to 127.0.0.1",
         )
+    ensure_port_free(settings.host, settings.port)  # before the banner, the store and the embedder
     service = build_service(settings)
     resolver = ApiKeyResolver(keys, settings.default_tenant if not keys else None)
     app = create_app(
@@ -294,7 +311,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,
     )
     mode = f"{len(keys)} API key(s)" if keys else f"no API keys: single tenant '{settings.default_tenant}'"
-    print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; data in {settings.data_dir})")
+    print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; {describe_data(settings)})")
     if settings.ui:
         print(f"Memory browser at http://{settings.host}:{settings.port}/ui")
     timer = _lifecycle_timer(settings, service)
@@ -310,10 +327,50 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             proxy_headers=proxied,
             access_log=False,
         )
+    except SystemExit as exc:
+        # uvicorn exits 3 when it cannot start (its bind error is already on stderr): that is a
+        # runtime failure here, and 3 means a lifecycle job stopped at its budget.
+        if exc.code in (0, None):
+            return EXIT_OK
+        print(f"rearview: error: the server did not start (uvicorn exit {exc.code})", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         if timer is not None:
             timer.stop()
     return EXIT_OK
+
+
+def describe_data(settings: Settings) -> str:
+    """Where the memories, the index and the archive are: the data directory only if one of them uses it."""
+    places = []
+    if settings.store == "dynamodb":
+        places.append(f"DynamoDB table {settings.table_name}")
+    if settings.index == "opensearch":
+        places.append(f"OpenSearch at {settings.opensearch_endpoint}")
+    if settings.archive == "s3":
+        places.append(f"archive in s3://{settings.archive_bucket}/{settings.archive_prefix}")
+    if "sqlite" in (settings.store, settings.index) or settings.archive == "local":
+        places.append(str(settings.data_dir))
+    if "memory" in (settings.store, settings.index):
+        places.append("in-memory backends: gone on exit")
+    return "data in " + ", ".join(places)
+
+
+def ensure_port_free(host: str, port: int) -> None:
+    """OSError naming the port when `host:port` cannot be listened on; bound and released as uvicorn binds.
+
+    `rearview serve` and `make serve-aws-local` ask before they print a banner or start anything,
+    so a taken port is one line and exit 1, not a banner followed by uvicorn's traceback.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise OSError(f"port {port} is in use (try --port)") from exc
+            raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
 def _lifecycle_timer(settings: Settings, service: MemoryService) -> LifecycleTimer | None:
@@ -337,15 +394,29 @@ def _job(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_lifecycle, build_service
     from rearview.service.lifecycle import Deadline
 
-    lifecycle = build_lifecycle(settings, build_service(settings))
-    budget = Deadline(args.budget_s) if args.budget_s else None
-    tenants = [args.tenant] if args.tenant else None
+    service = build_service(settings)
+    lifecycle = build_lifecycle(settings, service)
+    budget = Deadline(args.budget_s) if args.budget_s is not None else None
+    tenants = [args.tenant] if args.tenant else sorted(service.store.tenants())
+    if not tenants:
+        print("(no tenants)")
+        return EXIT_OK
     reports = lifecycle.run_all([args.job], tenants=tenants, budget=budget)
     for report in reports:
         print(report.model_dump_json())
-    if not reports:
-        print("(no tenants)")
-    return EXIT_OK if all(r.complete for r in reports) else EXIT_STOPPED
+    reached = {r.tenant_id for r in reports}
+    waiting = [t for t in tenants if t not in reached]
+    unfinished = [r.tenant_id for r in reports if not r.complete]
+    if not waiting and not unfinished:
+        return EXIT_OK
+    left = [*unfinished, *waiting]
+    names = ", ".join(f"'{printable(t)}'" for t in left[:10]) + (", ..." if len(left) > 10 else "")
+    print(
+        f"{args.job} stopped at --budget-s {args.budget_s:g}: {plural(len(left), 'tenant')} not done "
+        f"({names}); the next run resumes there",
+        file=sys.stderr,
+    )
+    return EXIT_STOPPED
 
 
 def _tenant(settings: Settings, args: argparse.Namespace) -> str:
@@ -353,40 +424,51 @@ def _tenant(settings: Settings, args: argparse.Namespace) -> str:
 
 
 def _import(settings: Settings, args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from rearview.bootstrap import build_service
-    from rearview.import_file import ImportRun, read_lines
+    from rearview.import_file import ImportRun, lines
 
-    lines, bad = read_lines(args.file)
-    if bad and not args.continue_on_error:
-        _print_skipped(args.file, bad)
-        advice = "fix them or pass --continue-on-error"
-        print(f"nothing imported: {len(bad)} bad line(s); {advice}", file=sys.stderr)
-        return EXIT_FAILED
+    size = args.file.stat().st_size
+    bad: list[tuple[int, str]] = []
+    if not args.continue_on_error:  # first pass: check every line, write nothing
+        with progress(size, "B", "check") as advance:
+            bad = [(n, line) for n, line in lines(args.file, advance) if isinstance(line, str)]
+        if bad:
+            _print_skipped(args.file, bad)
+            advice = "fix them or pass --continue-on-error"
+            print(f"nothing imported: {plural(len(bad), 'bad line')}; {advice}", file=sys.stderr)
+            return EXIT_FAILED
     if args.no_merge:
         settings = settings.model_copy(
             update={"near_duplicate_threshold": NO_MERGE_THRESHOLD, "contradiction_check": False}
         )
     run = ImportRun(build_service(settings), args.tenant or settings.default_tenant, args.tenant is not None)
-    for number, line in tqdm(lines, unit="line", desc="import"):
-        reason = run.apply(line)
-        if reason is not None:
-            bad.append((number, reason))
-            if not args.continue_on_error or run.stopped:
-                break
+    with progress(size, "B", "import") as advance:
+        for number, line in lines(args.file, advance):
+            reason = line if isinstance(line, str) else run.apply(line)
+            if reason is not None:
+                bad.append((number, reason))
+                if not args.continue_on_error or run.stopped:
+                    break
     run.finish()
-    bad.sort()
     _print_skipped(args.file, bad)
-    where = f"tenant '{run.tenant}'" if args.tenant or not run.counts.get("restored") else "their tenants"
-    stop = f"; stopped at line {bad[-1][0]}" if bad and (run.stopped or not args.continue_on_error) else ""
-    print(f"imported into {where}: {run.counts or 'nothing'}; {len(bad)} skipped{stop}{run.unindexed_note()}")
+    print(_import_summary(run, bad, stopped=bool(bad) and (run.stopped or not args.continue_on_error)))
     return EXIT_FAILED if bad else EXIT_OK
 
 
-def _ingest(settings: Settings, args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+def _import_summary(run: ImportRun, bad: list[tuple[int, str]], stopped: bool) -> str:
+    """`imported into tenant 'a': restored 3; tenant 'b': created 2, merged 1; 1 line skipped`."""
+    per_tenant = "; ".join(
+        f"tenant '{printable(tenant)}': {counts(tally)}" for tenant, tally in sorted(run.counts.items())
+    )
+    line = f"imported into {per_tenant}" if per_tenant else "imported nothing"
+    if bad:
+        line += f"; {plural(len(bad), 'line')} skipped"
+    if stopped:
+        line += f"; stopped at line {bad[-1][0]}"
+    return line + run.unindexed_note()
 
+
+def _ingest(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
     from rearview.ingest_file import IngestRun, calls, read_conversation
     from rearview.models import Visibility
@@ -396,17 +478,20 @@ def _ingest(settings: Settings, args: argparse.Namespace) -> int:
         build_service(settings), _tenant(settings, args), args.session_id or args.file.stem, args.agent,
         Visibility.PRIVATE if args.private else Visibility.SHARED,
     )  # fmt: skip
-    with tqdm(total=len(conversation.messages), unit="message", desc="ingest") as bar:
+    with progress(len(conversation.messages), "message", "ingest") as advance:
         for messages in calls(conversation.messages):
             run.send(messages)
-            bar.update(len(messages))
+            advance(len(messages))
     print(run.summary(conversation.skipped))
     return EXIT_OK
 
 
-def _print_skipped(path: Path, bad: list[tuple[int, str]]) -> None:
-    for number, reason in bad:
-        print(f"{path}:{number}: skipped: {reason}".replace("\n", " "), file=sys.stderr)
+def _print_skipped(path: Path, bad: list[tuple[int, str]], most: int = 100) -> None:
+    """`file:line: skipped: reason` for the first `most` problems, then how many more."""
+    for number, reason in bad[:most]:
+        print(f"{path}:{number}: skipped: {printable(reason)}", file=sys.stderr)
+    if len(bad) > most:
+        print(f"{path}: ... and {plural(len(bad) - most, 'more line')}", file=sys.stderr)
 
 
 def _export(settings: Settings, args: argparse.Namespace) -> int:
@@ -422,7 +507,8 @@ def _export(settings: Settings, args: argparse.Namespace) -> int:
                 out.write(record.model_dump_json() + "\n")
                 count += 1
     where = f" to {args.output}" if args.output else ""
-    print(f"exported {count} memories of {len(tenants)} tenant(s){where}", file=sys.stderr)
+    what = f"{plural(count, 'memory', 'memories')} of {plural(len(tenants), 'tenant')}"
+    print(f"exported {what}{where}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -451,11 +537,11 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
         return EXIT_OK
     for rank, hit in enumerate(result.results, start=1):
         label = f"{hit.type.value}, {hit.event_time:%Y-%m-%d}"
-        print(f"{rank:>2}. [{hit.score:.3f}] ({label}) {hit.content}  <{hit.id}>")
+        print(f"{rank:>2}. [{hit.score:.3f}] ({label}) {printable(hit.content)}  <{printable(hit.id)}>")
     if not result.results:
         print("(no matching memories)")
     if result.degraded:
-        print(f"degraded: {result.degraded_reason}", file=sys.stderr)
+        print(f"degraded: {printable(result.degraded_reason or '')}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -467,17 +553,15 @@ def _stats(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _reindex(settings: Settings, args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from rearview.bootstrap import build_service
     from rearview.service.reindex import reindex_all
 
     service = build_service(settings)
     tenants = [args.tenant] if args.tenant else service.store.tenants()
-    with tqdm(unit="memory", desc="reindex") as bar:
-        counts = reindex_all(service, tenants, progress=bar.update)
-    for tenant, total in counts.items():
-        print(f"tenant '{tenant}': {total} memories indexed")
+    with progress(None, "memory", "reindex") as advance:
+        indexed = reindex_all(service, tenants, progress=advance)
+    for tenant, total in indexed.items():
+        print(f"tenant '{printable(tenant)}': {plural(total, 'memory', 'memories')} indexed")
     return EXIT_OK
 
 

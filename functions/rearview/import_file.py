@@ -2,12 +2,18 @@
 
 A line is either a `WriteRequest` (written through the normal write path: dedup, merge, new id)
 or an export record (`service/portability.py`: restored exactly, same id, versions and history).
+
+The file is streamed, one line at a time, never held whole: the default run reads it twice (check
+every line, then apply), `--continue-on-error` once. A line is read as bytes and decoded on its
+own, so a byte that is not UTF-8 is that line's problem, not a crash of the whole import.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,38 +26,87 @@ Line = WriteRequest | ExportRecord
 Problem = tuple[int, str]
 """A line number (1-based) and why the line was not imported."""
 
+MAX_LINE_BYTES = 32 * 1024 * 1024
+"""Longest line read: an export record with a long history fits many times over; a 1 GB line does not."""
+WRITE_FIELDS = frozenset(WriteRequest.model_fields)
+MESSAGE_KEYS = frozenset({"role", "speaker", "name"})
+"""Keys that make a line a chat message (what `rearview ingest` reads), never a memory."""
 
-def read_lines(path: Path) -> tuple[list[tuple[int, Line]], list[Problem]]:
-    """Every non-blank line parsed, and the lines that do not parse (not JSON, not a valid shape)."""
-    lines: list[tuple[int, Line]] = []
-    problems: list[Problem] = []
-    with path.open(encoding="utf-8") as fh:
-        for number, text in enumerate(fh, start=1):
-            if not text.strip():
+
+def lines(path: Path, advance: Callable[[int], object] = lambda _n: None) -> Iterator[tuple[int, Line | str]]:
+    """Each non-blank line's number and its parsed form, or why it does not parse; `advance(bytes)` per line.
+
+    InvalidInputError naming the file when it is a conversation rather than memories (checked on
+    its first line, before anything else is read).
+    """
+    with path.open("rb") as fh:
+        number = 0
+        while raw := fh.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            advance(len(raw))
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                yield number, f"longer than {MAX_LINE_BYTES} bytes"
+                while raw and not raw.endswith(b"\n"):  # skip the rest of the line
+                    raw = fh.readline(MAX_LINE_BYTES)
+                    advance(len(raw))
                 continue
-            try:
-                lines.append((number, parse_line(text)))
-            except (ValueError, InvalidInputError) as exc:  # JSONDecodeError, ValidationError
-                problems.append((number, _reason(exc)))
-    return lines, problems
+            if not raw.strip():
+                continue
+            yield number, _parsed(path, number, raw)
 
 
-def parse_line(text: str) -> Line:
-    """One line as a WriteRequest or an export record (ValueError or InvalidInputError if neither).
+def _parsed(path: Path, number: int, raw: bytes) -> Line | str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if number == 1 and text.strip() in {"{", "["}:
+            _refuse_conversation(path, "it is one JSON document, not JSON Lines")
+        return f"not JSON ({exc.msg})"
+    if number == 1:
+        _check_kind(path, data)
+    try:
+        return parse_line(data)
+    except (ValueError, InvalidInputError) as exc:  # a WriteRequest refuses as the service would
+        return _reason(exc)
+
+
+def _check_kind(path: Path, data: Any) -> None:
+    """InvalidInputError when the first line shows a conversation (a transcript or a message)."""
+    if isinstance(data, list):
+        _refuse_conversation(path, "its first line is a JSON array")
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        _refuse_conversation(path, "it holds a `messages` list")
+    if isinstance(data, dict) and not is_export_line(data) and MESSAGE_KEYS & data.keys():
+        key = sorted(MESSAGE_KEYS & data.keys())[0]
+        _refuse_conversation(path, f"its first line is a message (`{key}`)")
+
+
+def _refuse_conversation(path: Path, why: str) -> None:
+    raise InvalidInputError(
+        str(path), f"this is a conversation, not memories ({why}): use `rearview ingest {path}`"
+    )
+
+
+def parse_line(data: Any) -> Line:
+    """One parsed JSON line as a WriteRequest or an export record (else ValueError, InvalidInputError).
 
     A WriteRequest is valid by construction, so this pre-check is exactly the service's validation.
     """
-    data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     if is_export_line(data):
         return ExportRecord.model_validate(data)
+    unknown = sorted(data.keys() - WRITE_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown key `{unknown[0]}` (a memory has {', '.join(sorted(WRITE_FIELDS))})")
     return WriteRequest.model_validate(data)
 
 
 def _reason(exc: ValueError | InvalidInputError) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not JSON ({exc.msg})"
     if isinstance(exc, ValidationError):
         return "; ".join(
             f"invalid `{'.'.join(str(p) for p in e['loc']) or 'line'}`: {e['msg']}" for e in exc.errors()
@@ -60,7 +115,7 @@ def _reason(exc: ValueError | InvalidInputError) -> str:
 
 
 class ImportRun:
-    """Applies parsed lines to one service and counts what each did.
+    """Applies parsed lines to one service and counts what each did, per tenant.
 
     `tenant` receives the WriteRequests; export records keep their own tenant unless `move` is
     set. `stopped` turns true when a backend failed: the import must stop, whatever the mode.
@@ -71,24 +126,26 @@ class ImportRun:
         self.tenant = tenant
         self.move = move
         self.restorer = Restorer(service)
-        self.counts: dict[str, int] = {}
+        self.counts: dict[str, dict[str, int]] = {}
+        """tenant -> action (`created`, `merged`, `superseded`, `restored`) -> lines."""
         self.stopped = False
 
     def apply(self, line: Line) -> str | None:
         """Write or restore one line; why it was refused, or None when it landed."""
         try:
-            action = self._apply(line)
+            tenant, action = self._apply(line)
         except RearviewError as exc:
             self.stopped = isinstance(exc, BackendError)
             return str(exc)
-        self.counts[action] = self.counts.get(action, 0) + 1
+        tally = self.counts.setdefault(tenant, {})
+        tally[action] = tally.get(action, 0) + 1
         return None
 
-    def _apply(self, line: Line) -> str:
+    def _apply(self, line: Line) -> tuple[str, str]:
         if isinstance(line, ExportRecord):
-            self.restorer.restore(line, self.tenant if self.move else None)
-            return "restored"
-        return self.service.write(self.tenant, line).action.value
+            memory = self.restorer.restore(line, self.tenant if self.move else None)
+            return memory.tenant_id, "restored"
+        return self.tenant, self.service.write(self.tenant, line).action.value
 
     def finish(self) -> None:
         """Index what the restorer still holds."""

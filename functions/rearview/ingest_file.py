@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rearview.console import counts, plural, printable
 from rearview.errors import InvalidInputError
 from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, invalid_input
-from rearview.models import IngestMessage, IngestRequest, Visibility
+from rearview.models import IngestMessage, IngestRequest, Visibility, WriteRequest
 from rearview.service.memory_service import MemoryService
 
 __all__ = ["PROMPT_ROLES", "Conversation", "IngestRun", "calls", "read_conversation", "to_message"]
@@ -68,7 +69,26 @@ def _json_lines(text: str) -> Iterator[tuple[str, Any]]:
             raise InvalidInputError(f"line {number}", f"not JSON ({exc.msg})") from exc
 
 
+MEMORY_KEYS = frozenset(WriteRequest.model_fields) | {"format", "memory", "history"}
+"""Keys of the lines `rearview import` reads (a `WriteRequest`, an export record)."""
+
+
+def _not_memories(items: Sequence[tuple[str, Any]]) -> None:
+    """InvalidInputError when the first item is a memory (a `rearview import` line), not a message."""
+    if not items or not isinstance(items[0][1], dict):
+        return
+    where, first = items[0]
+    if {"role", "speaker", "name"} & first.keys() or not first.keys() <= MEMORY_KEYS:
+        return
+    raise InvalidInputError(
+        where,
+        "this is not a conversation: it has no `role` or `speaker` and looks like memories "
+        "(a WriteRequest or an export record); use `rearview import`",
+    )
+
+
 def _convert(items: Sequence[tuple[str, Any]]) -> Conversation:
+    _not_memories(items)
     messages: list[IngestMessage] = []
     skipped = 0
     for where, raw in items:
@@ -164,19 +184,21 @@ class IngestRun:
 
     def summary(self, skipped: int) -> str:
         """One line: how many messages went where, what the write path did, and any caveat."""
-        counts = ", ".join(f"{name} {count}" for name, count in self.totals.items())
         mode = "/".join(sorted(self.modes)) or "nothing sent"
         line = (
-            f"ingested {self.messages} messages into session '{self.session_id}' of tenant "
-            f"'{self.tenant}' ({mode}): {counts} memories; {self.facts} facts extracted"
+            f"ingested {plural(self.messages, 'message')} into session '{printable(self.session_id)}' "
+            f"of tenant '{printable(self.tenant)}' ({mode}): memories {counts(self.totals, 'none')}; "
+            f"{plural(self.facts, 'fact')} extracted"
         )
         if skipped:
-            line += f"; {skipped} skipped (prompt or no text)"
+            line += f"; {plural(skipped, 'message')} skipped (prompt or no text)"
         if self.dropped:
-            line += f"; {self.dropped} extracted items dropped (they cited no message of their call)"
+            dropped = plural(self.dropped, "extracted item")
+            line += f"; {dropped} dropped (they cited no message of their call)"
         if self.fallbacks:
             line += (
-                f"; {len(self.fallbacks)} call(s) kept the messages only, the model's extraction failed "
+                f"; {plural(len(self.fallbacks), 'call')} kept the messages only, the model's extraction "
+                f"failed "
                 f"(first: {self.fallbacks[0]}); run the ingest again to retry"
             )
         if not self.indexed:

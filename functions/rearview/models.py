@@ -13,8 +13,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from rearview.errors import InvalidInputError
 from rearview.limits import (
     MAX_INGEST_CHARS,
     MAX_INGEST_MESSAGES,
@@ -176,6 +177,17 @@ class MemoryFilter(ValidRequest):
     time_to: datetime | None = None
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
     scope_key: str | None = None
+
+    @model_validator(mode="after")
+    def _range_not_reversed(self) -> MemoryFilter:
+        """A `time_from` after `time_to` matches nothing: that is the caller's mistake, so say so."""
+        if self.time_from is not None and self.time_to is not None and self.time_from > self.time_to:
+            raise InvalidInputError(
+                "time_from",
+                f"is after `time_to` ({self.time_from.isoformat()} > {self.time_to.isoformat()}): "
+                "the range is empty (swap them?)",
+            )
+        return self
 
     def matches(self, memory: Memory) -> bool:
         """The reference semantics every backend must reproduce (used by fakes and tests)."""

@@ -128,6 +128,15 @@ async def test_malformed_json_rpc_and_get_are_answered(url: str) -> None:
         assert get.status_code == 405 and get.headers["allow"] == "POST"
 
 
+async def test_the_root_says_where_mcp_is_without_a_key(keyed: str) -> None:
+    """A person opening the server's address gets a pointer, not a 404 or a 401 (no browser here)."""
+    async with httpx.AsyncClient(timeout=5) as http:
+        root = await http.get(keyed.removesuffix("/mcp") + "/")
+        assert root.status_code == 200 and root.headers["content-type"].startswith("text/plain")
+        assert "/mcp" in root.text and "/ui" in root.text
+        assert (await http.post(keyed.removesuffix("/mcp") + "/", json={})).status_code != 200
+
+
 @pytest.mark.parametrize("request_id", [{"x": 1}, [1], True, None, 1.5])
 async def test_a_request_whose_id_is_not_a_string_or_integer_is_refused_not_dropped(
     url: str, request_id: object

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rearview.cli import main
+from tests.e2e.server import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +42,7 @@ def test_import_search_stats_reindex(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert main(["--data-dir", str(data), "import", "--continue-on-error", str(src)]) == 1
     out, err = capsys.readouterr()
-    assert "{'created': 2, 'merged': 1}; 2 skipped" in out
+    assert "imported into tenant 'local': created 2, merged 1; 2 lines skipped" in out
     assert "memories.jsonl:4: skipped: invalid `content`" in err
     assert "memories.jsonl:5: skipped: invalid `type`: Input should be" in err
 
@@ -85,7 +86,7 @@ def test_import_writes_nothing_when_a_line_does_not_parse(
     assert main(["import", str(src), "--data-dir", str(data)]) == 1
     err = capsys.readouterr().err
     assert "m.jsonl:2: skipped: not JSON" in err and "m.jsonl:3: skipped: expected a JSON object" in err
-    assert "nothing imported: 2 bad line(s)" in err
+    assert "nothing imported: 2 bad lines" in err
     assert _total(data, capsys) == 0
 
 
@@ -101,7 +102,7 @@ def test_a_line_the_service_would_refuse_imports_nothing_unless_told_to_continue
 
     assert main(["import", "--continue-on-error", str(src), "--data-dir", str(tmp_path / "b")]) == 1
     out, err = capsys.readouterr()
-    assert "{'created': 2}; 1 skipped" in out and "stopped" not in out
+    assert "created 2; 1 line skipped" in out and "stopped" not in out
     assert _total(tmp_path / "b", capsys) == 2
 
 
@@ -113,12 +114,12 @@ def test_no_merge_keeps_near_duplicates_apart_but_still_merges_identical_lines(
         tmp_path / "m.jsonl", [{"content": text}, {"content": text + " again"}, {"content": text + "."}]
     )
     assert main(["import", str(src), "--data-dir", str(tmp_path / "merged")]) == 0
-    assert "{'created': 1, 'merged': 2}" in capsys.readouterr().out
+    assert "created 1, merged 2\n" in capsys.readouterr().out
 
     assert main(["import", "--no-merge", str(src), "--data-dir", str(tmp_path / "apart")]) == 0
-    assert "{'created': 2, 'merged': 1}" in capsys.readouterr().out  # line 3 is line 1 normalized
+    assert "created 2, merged 1\n" in capsys.readouterr().out  # line 3 is line 1 normalized
     assert main(["import", "--no-merge", str(src), "--data-dir", str(tmp_path / "apart")]) == 0
-    assert "{'merged': 3}" in capsys.readouterr().out  # a re-run adds nothing
+    assert "tenant 'local': merged 3\n" in capsys.readouterr().out  # a re-run adds nothing
     assert _total(tmp_path / "apart", capsys) == 2
 
 
@@ -244,8 +245,159 @@ def test_serve_runs_the_memory_browser_unless_turned_off(
     monkeypatch.setenv("REARVIEW_LIFECYCLE_INTERVAL_S", "0")
     if env is not None:
         monkeypatch.setenv("REARVIEW_UI", env)
-    assert main(["--data-dir", str(tmp_path), "serve", *argv]) == 0
+    port = free_port()  # `serve` checks that its port is free before it starts
+    assert main(["--data-dir", str(tmp_path), "serve", "--port", str(port), *argv]) == 0
     (app,) = apps
-    page = TestClient(app, base_url="http://127.0.0.1:8080").get("/ui/memories")
+    page = TestClient(app, base_url=f"http://127.0.0.1:{port}").get("/ui/memories")
     assert page.status_code == (200 if served else 404)
-    assert ("Memory browser at http://127.0.0.1:8080/ui" in capsys.readouterr().out) is served
+    assert (f"Memory browser at http://127.0.0.1:{port}/ui" in capsys.readouterr().out) is served
+
+
+def test_serve_on_a_busy_port_is_one_line_and_exit_1_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    import rearview.bootstrap
+
+    def no_engines(*_: object) -> None:
+        raise AssertionError("the store and the embedder start only once the port is known to be free")
+
+    monkeypatch.setattr(rearview.bootstrap, "build_service", no_engines)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["--data-dir", str(tmp_path), "serve", "--port", str(port)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""  # no banner
+    assert err == f"rearview: error: port {port} is in use (try --port)\n"
+
+
+def test_a_server_that_does_not_start_is_exit_1_not_the_budget_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import uvicorn
+
+    from rearview.api.access_log import ACCESS_LOGGER
+
+    def startup_failure(*_: object, **__: object) -> None:
+        raise SystemExit(3)  # what uvicorn.run does when its startup fails
+
+    monkeypatch.setattr(uvicorn, "run", startup_failure)
+    monkeypatch.setattr(ACCESS_LOGGER, "handlers", list(ACCESS_LOGGER.handlers))
+    monkeypatch.setattr(ACCESS_LOGGER, "propagate", ACCESS_LOGGER.propagate)
+    monkeypatch.setenv("REARVIEW_LIFECYCLE_INTERVAL_S", "0")
+    assert main(["--data-dir", str(tmp_path), "serve", "--port", "0"]) == 1
+    assert "rearview: error: the server did not start" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("job", ["decay", "archive", "reconcile"])
+def test_a_job_stopped_by_its_budget_is_exit_3_and_says_what_remains(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], job: str
+) -> None:
+    src = _jsonl(tmp_path / "m.jsonl", [{"content": "one fact"}, {"content": "another fact entirely"}])
+    assert main(["--data-dir", str(tmp_path), "import", str(src)]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(tmp_path), job, "--budget-s", "0.000001"]) == 3
+    out, err = capsys.readouterr()
+    assert "(no tenants)" not in out
+    assert f"{job} stopped at --budget-s 1e-06: 1 tenant not done ('local'); the next run resumes" in err
+    assert main(["--data-dir", str(tmp_path), job]) == 0
+    assert json.loads(capsys.readouterr().out)["complete"] is True
+
+
+@pytest.mark.parametrize("budget", ["-1", "0", "nan", "soon"])
+def test_a_budget_that_is_not_a_positive_number_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], budget: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--data-dir", str(tmp_path), "decay", "--budget-s", budget])
+    assert exited.value.code == 2
+    assert "--budget-s" in capsys.readouterr().err
+
+
+def test_a_job_on_an_empty_store_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--data-dir", str(tmp_path), "decay", "--budget-s", "0.000001"]) == 0
+    assert capsys.readouterr().out == "(no tenants)\n"
+
+
+TRANSCRIPTS = {
+    "a transcript": json.dumps({"messages": [{"role": "user", "content": "I prefer tea"}]}),
+    "a pretty-printed transcript": json.dumps({"messages": [{"role": "user", "content": "hi"}]}, indent=2),
+    "JSON Lines of messages": '{"role": "user", "content": "I prefer tea"}\n{"speaker": "Ann", "content": "ok"}',
+    "OpenAI messages with names": '{"name": "Li", "content": "I prefer tea"}',
+    "a message array": json.dumps([{"role": "user", "content": "I prefer tea"}]),
+}
+
+
+@pytest.mark.parametrize("text", TRANSCRIPTS.values(), ids=TRANSCRIPTS.keys())
+def test_importing_a_conversation_points_to_ingest_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    src = tmp_path / "chat.json"
+    src.write_text(text + "\n")
+    for flags in ([], ["--continue-on-error"]):
+        assert main(["--data-dir", str(tmp_path / "data"), "import", *flags, str(src)]) == 2
+        err = capsys.readouterr().err
+        assert "this is a conversation, not memories" in err and f"use `rearview ingest {src}`" in err
+    assert _total(tmp_path / "data", capsys) == 0
+
+
+def test_a_line_that_is_not_utf8_is_that_lines_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "m.jsonl"
+    src.write_bytes(b'{"content": "caf\xe9 au lait"}\n{"content": "fine"}\n')
+    assert main(["--data-dir", str(tmp_path / "data"), "import", str(src)]) == 1
+    err = capsys.readouterr().err
+    assert "m.jsonl:1: skipped: not UTF-8 (byte 0xe9 at offset 16)" in err and "Traceback" not in err
+    assert _total(tmp_path / "data", capsys) == 0
+    assert main(["--data-dir", str(tmp_path / "data"), "import", "--continue-on-error", str(src)]) == 1
+    assert _total(tmp_path / "data", capsys) == 1
+
+
+def test_an_unknown_key_in_a_memory_line_is_refused_not_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _jsonl(tmp_path / "m.jsonl", [{"content": "fine"}, {"content": "Tea", "tgas": ["x"]}])
+    assert main(["--data-dir", str(tmp_path / "data"), "import", str(src)]) == 1
+    assert "m.jsonl:2: skipped: unknown key `tgas`" in capsys.readouterr().err
+    assert _total(tmp_path / "data", capsys) == 0
+
+
+def test_search_escapes_control_characters_it_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rearview.bootstrap import build_service
+    from rearview.models import WriteRequest
+    from rearview.settings import Settings
+
+    service = build_service(Settings.load(data_dir=tmp_path))
+    service.write("local", WriteRequest(content="deploy notes\u202egnp.exe\u202c\nline two\ttabbed"))
+    assert main(["--data-dir", str(tmp_path), "search", "deploy notes"]) == 0
+    out = capsys.readouterr().out
+    assert "deploy notes\\u202egnp.exe\\u202c\\nline two\\ttabbed" in out
+    assert "\u202e" not in out and out.count("\n") == 1
+
+
+def test_the_banner_names_where_the_data_is(tmp_path: Path) -> None:
+    from rearview.cli import describe_data
+    from rearview.settings import Settings
+
+    assert describe_data(Settings.load(data_dir=tmp_path)) == f"data in {tmp_path}"
+    aws_local = Settings.load(
+        data_dir=tmp_path,
+        store="dynamodb",
+        index="opensearch",
+        archive="s3",
+        table_name="rearview-memories",
+        opensearch_endpoint="http://127.0.0.1:9200",
+        archive_bucket="rearview-archive-local",
+    )
+    described = describe_data(aws_local)
+    assert described == (
+        "data in DynamoDB table rearview-memories, OpenSearch at http://127.0.0.1:9200, "
+        "archive in s3://rearview-archive-local/archive/"
+    )
+    assert str(tmp_path) not in described

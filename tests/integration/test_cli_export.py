@@ -59,14 +59,14 @@ def test_export_import_export_is_identical(tmp_path: Path, capsys: pytest.Captur
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
 
     assert main(["export", "--all-tenants", "--output", str(first), "--data-dir", str(source)]) == 0
-    assert "exported 6 memories of 2 tenant(s)" in capsys.readouterr().err
+    assert "exported 6 memories of 2 tenants" in capsys.readouterr().err
     records = [json.loads(line) for line in first.read_text().splitlines()]
     assert {r["memory"]["status"] for r in records} == {s.value for s in MemoryStatus}
     assert all(r["format"] == "rearview-export/1" and r["history"] for r in records)
     assert max(len(r["history"]) for r in records) == 3  # created, merged, updated
 
     assert main(["import", str(first), "--data-dir", str(target)]) == 0
-    assert "imported into their tenants: {'restored': 6}; 0 skipped" in capsys.readouterr().out
+    assert "imported into tenant 'alice': restored 5; tenant 'bob': restored 1\n" in capsys.readouterr().out
     assert main(["export", "--all-tenants", "-o", str(second), "--data-dir", str(target)]) == 0
     assert second.read_bytes() == first.read_bytes()
 
@@ -77,7 +77,7 @@ def test_export_import_export_is_identical(tmp_path: Path, capsys: pytest.Captur
     # importing the same export again adds nothing and says why, line by line
     assert main(["import", "--continue-on-error", str(first), "--data-dir", str(target)]) == 1
     out, err = capsys.readouterr()
-    assert "6 skipped" in out and err.count("already exists in tenant") == 6
+    assert "imported nothing; 6 lines skipped" in out and err.count("already exists in tenant") == 6
 
 
 def test_export_one_tenant_to_stdout_and_import_it_into_another(
@@ -93,7 +93,7 @@ def test_export_one_tenant_to_stdout_and_import_it_into_another(
     moved = tmp_path / "bob.jsonl"
     moved.write_text(lines[0] + "\n")
     assert main(["import", str(moved), "--tenant", "carol", "--data-dir", str(target)]) == 0
-    assert "imported into tenant 'carol': {'restored': 1}" in capsys.readouterr().out
+    assert "imported into tenant 'carol': restored 1\n" in capsys.readouterr().out
     restored = build_service(Settings(data_dir=target)).store.list_memories("carol", _all()).items
     assert [m.content for m in restored] == ["Bob writes Rust"]
     history = build_service(Settings(data_dir=target)).store.history("carol", restored[0].id)

@@ -62,11 +62,11 @@ def test_a_json_lines_chat_is_ingested_once(tmp_path: Path, capsys: pytest.Captu
     assert main(["--data-dir", str(data), "ingest", str(src), "--agent", "planner"]) == 0
     out, err = capsys.readouterr()
     assert "ingested 2 messages into session 'trip' of tenant 'local' (rules)" in out
-    assert "created 3, merged 0, superseded 0, replayed 0 memories; 1 facts extracted" in out
-    assert "ingest" in err  # the progress bar
+    assert "memories created 3; 1 fact extracted" in out
+    assert "ingest" not in err and "\r" not in err  # stderr is not a terminal: no progress bar
 
     assert main(["--data-dir", str(data), "ingest", str(src), "--agent", "planner"]) == 0
-    assert "created 0, merged 0, superseded 0, replayed 3 memories" in capsys.readouterr().out
+    assert "memories replayed 3; 1 fact extracted" in capsys.readouterr().out
     assert main(["--data-dir", str(data), "search", "sister name"]) == 0
     assert "Ann's sister's name is Jo" in capsys.readouterr().out
 
@@ -91,7 +91,7 @@ def test_a_transcript_ingests_with_the_session_given(
     src = _write(tmp_path / "chat.json", OPENAI)
     assert main(["--data-dir", str(tmp_path / "d"), "ingest", str(src), "--session-id", "s-42"]) == 0
     out = capsys.readouterr().out
-    assert "ingested 2 messages into session 's-42'" in out and "1 facts extracted; 1 skipped" in out
+    assert "ingested 2 messages into session 's-42'" in out and "1 fact extracted; 1 message skipped" in out
 
 
 @pytest.mark.parametrize(
@@ -135,5 +135,27 @@ def test_the_summary_says_when_the_model_failed_and_the_messages_were_kept() -> 
     run = IngestRun(service, "t1", "s1", "default", Visibility.SHARED)
     run.send([IngestMessage(speaker="Ann", content="I prefer window seats.")])
     line = run.summary(skipped=0)
-    assert "(fallback): created 1, merged 0" in line
-    assert "1 call(s) kept the messages only" in line and "ThrottlingException" in line
+    assert "(fallback): memories created 1; 0 facts extracted" in line
+    assert "1 call kept the messages only" in line and "ThrottlingException" in line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"content": "The user prefers dark mode", "tags": ["ui"]},
+        {"content": "Deploys need a green CI run", "type": "procedural", "importance": 4},
+        {"format": "rearview-export/1", "memory": {}, "history": []},
+    ],
+    ids=["write request", "typed write request", "export record"],
+)
+def test_ingesting_memories_points_to_import_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: dict[str, object]
+) -> None:
+    src, data = tmp_path / "memories.jsonl", tmp_path / "data"
+    src.write_text(json.dumps(line) + "\n" + json.dumps({"content": "second"}) + "\n")
+    assert main(["--data-dir", str(data), "ingest", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "this is not a conversation" in err and "use `rearview import`" in err
+    assert "speaker" not in err.split("has no")[0]  # not the confusing "speaker must not be empty"
+    assert main(["--data-dir", str(data), "stats"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] == 0

@@ -87,5 +87,5 @@ def test_the_readme_commands_run(workdir: Path, capsys: pytest.CaptureFixture[st
     for argv in sorted(commands, key=lambda c: c[0] != "import"):  # data first, then the rest
         assert main(argv) == 0, argv
     out = capsys.readouterr().out
-    assert "imported into tenant 'local': {'created': 1}" in out
+    assert "imported into tenant 'local': created 1\n" in out
     assert "This query needs the orders index" in out  # `rearview search "query"` found it

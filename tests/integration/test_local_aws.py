@@ -56,3 +56,35 @@ def test_serve_environment_points_every_backend_at_the_local_endpoints(endpoint:
 def test_serve_arguments_follow_the_double_dash() -> None:
     args, serve = local_aws.parse_args(["--table", "t", "--", "--port", "9000"])
     assert (args.table, args.bucket, serve) == ("t", local_aws.DEFAULT_BUCKET, ["--port", "9000"])
+
+
+@pytest.mark.parametrize("which", ["serve", "moto"])
+def test_a_taken_port_is_one_line_before_moto_or_opensearch_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], which: str
+) -> None:
+    import socket
+
+    def nothing_starts(*_: object, **__: object) -> None:
+        raise AssertionError("nothing may start once a port is known to be taken")
+
+    monkeypatch.setattr(local_aws, "moto_server", nothing_starts)
+    monkeypatch.setattr(local_aws.subprocess, "call", nothing_starts)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        other = free_port()
+        serve_port, moto_port = (port, other) if which == "serve" else (other, port)
+        argv = ["--moto-port", str(moto_port), "--", "--port", str(serve_port)]
+        assert local_aws.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"local_aws: error: port {port} is in use (try ") and err.count("\n") == 1
+    assert ("--moto-port" in err) is (which == "moto")
+
+
+def test_the_serve_address_comes_from_the_arguments_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REARVIEW_PORT", "9001")
+    assert local_aws.serve_address([]) == ("127.0.0.1", 9001)
+    assert local_aws.serve_address(["--port", "9002", "--no-ui"]) == ("127.0.0.1", 9002)

@@ -56,3 +56,41 @@ def test_the_layer_leaves_out_grpc_and_what_the_runtime_provides() -> None:
     assert {"grpcio", "protobuf", "opensearch-protobufs", "boto3", "botocore"} <= set(install_layer.LEFT_OUT)
     args = install_layer.pip_platform_args()
     assert "--python-version=3.13" in args and "--only-binary=:all:" in args
+
+
+def test_the_measured_layer_is_the_one_sam_build_makes_bytecode_included(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """functions/Makefile's target runs (its install step faked, its compile step real) and its .pyc count."""
+    import sys
+
+    fake = tmp_path / "python3.13"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = install_layer.py ]; then\n'
+        '  mkdir -p "$2/pkg" && printf "VALUE = 1\\n" > "$2/pkg/__init__.py"; exit 0\n'
+        "fi\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    fake.chmod(0o755)
+    layer = bundle_size.build(tmp_path / "artifacts", str(fake))
+    assert layer == tmp_path / "artifacts" / "python"
+    assert bundle_size.bytecode_bytes(layer) > 0  # the Makefile compiled it, as it does for Lambda
+    assert bundle_size.report(layer, budget_mb=1) == 0
+    out = capsys.readouterr().out
+    total = sum(p.stat().st_size for p in layer.rglob("*") if p.is_file())
+    assert f"{total / bundle_size.MB:8.1f} MB  total" in out and "of it bytecode (.pyc)" in out
+
+
+def test_a_built_layer_is_measured_where_sam_put_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_layer(
+        tmp_path / "python", {"numpy/__pycache__/x.cpython-313.pyc": b"x" * 2_000_000, "numpy/x.py": "x"}
+    )
+    assert bundle_size.main(["--built", str(tmp_path), "--budget-mb", "1"]) == 1
+    assert "2.0 MB  of it bytecode" in capsys.readouterr().out
+
+
+def test_the_budget_leaves_half_of_lambdas_limit() -> None:
+    assert bundle_size.BUDGET_MB <= 250 / 2

@@ -212,3 +212,49 @@ async def test_a_metadata_value_past_its_limit_is_one_clear_problem(mcp: MCPServ
     assert message.endswith(
         f"invalid `metadata.k`: is {len(value)} characters; the limit is {MAX_METADATA_VALUE_CHARS}"
     )
+
+
+@pytest.mark.parametrize(
+    ("tool", "key", "meant"),
+    [
+        ("memory_search", "limit", "top_k"),
+        ("memory_search", "max_results", "top_k"),
+        ("memory_search", "q", "query"),
+        ("memory_search", "since", "time_from"),
+        ("memory_get", "id", "memory_id"),
+        ("memory_forget", "id", "ids"),
+        ("memory_write", "text", "content"),
+        ("memory_search", "text", "query"),
+    ],
+)
+async def test_a_name_from_another_memory_api_gets_our_name(
+    mcp: MCPServer[Any], tool: str, key: str, meant: str
+) -> None:
+    message = await _refused(mcp, tool, {**VALID[tool], key: 5})
+    assert f"invalid `{key}`: unknown argument; did you mean `{meant}`?" in message
+
+
+@pytest.mark.parametrize("tool", ["memory_search", "memory_forget", "memory_summarize"])
+async def test_a_reversed_time_range_is_an_error_not_an_empty_answer(
+    mcp: MCPServer[Any], service: MemoryService, tool: str
+) -> None:
+    service.write("t1", WriteRequest(content="Deploys go through CI", session_id="s1"))
+    args = {**VALID[tool], "time_from": "2026-03-01T00:00:00Z", "time_to": "2026-02-01T00:00:00Z"}
+    message = await _refused(mcp, tool, args)
+    assert "invalid `time_from`: is after `time_to`" in message
+    assert service.stats("t1").total == 1
+
+
+async def test_a_string_where_a_message_belongs_says_object_and_names_no_class(mcp: MCPServer[Any]) -> None:
+    message = await _refused(mcp, "memory_ingest", {"messages": ["I prefer tea"], "session_id": "s1"})
+    assert "invalid `messages.0`: must be a JSON object" in message
+    assert "MessageArg" not in message and "instance of" not in message
+
+
+async def test_openais_name_field_is_the_speaker(mcp: MCPServer[Any], service: MemoryService) -> None:
+    from rearview.models import MemoryFilter
+
+    args = {"messages": [{"role": "user", "name": "Li", "content": "I prefer tea"}], "session_id": "s1"}
+    await mcp.call_tool("memory_ingest", args, _ctx())
+    stored = service.store.list_memories("t1", MemoryFilter(), limit=10).items
+    assert {m.metadata["speaker"] for m in stored} == {"Li"}

@@ -358,3 +358,17 @@ def test_an_archived_memory_is_restored_from_the_archive_in_full(clock: ManualCl
     assert "archived" in history and "restored" in history
     hits = service.search("alice", SearchRequest(query="canary dashboards runbook", reinforce=False)).results
     assert [h.id for h in hits] == [memory.id]  # indexed again
+
+
+def test_the_root_redirects_to_the_browser(app: ASGIApp) -> None:
+    root = TestClient(app).get("/", follow_redirects=False)
+    assert root.status_code == 302 and root.headers["location"] == "/ui"
+
+
+def test_a_memory_recalled_once_says_once(app: ASGIApp, service: MemoryService) -> None:
+    written = service.write("alice", WriteRequest(content="Prefers green tea over coffee"))
+    page = session(app, "key-alice").get(f"/ui/memories/{written.memory.id}").text
+    assert "(recalled 0 times)" in page
+    service.search("alice", SearchRequest(query="green tea coffee", reinforce=True))
+    page = session(app, "key-alice").get(f"/ui/memories/{written.memory.id}").text
+    assert "(recalled 1 time)" in page

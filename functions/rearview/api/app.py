@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rearview import __version__
@@ -57,6 +57,32 @@ class MethodGuard:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+class RootGuide:
+    """`GET /` before auth: a redirect to the memory browser when it is served, else where MCP is.
+
+    A person who opens the server's address should not meet a 404 or a 401.
+    The answer is the same for everyone and names nothing but paths, so it needs no key.
+    """
+
+    def __init__(self, app: ASGIApp, ui: bool) -> None:
+        self.app = app
+        self.ui = ui
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/" or scope["method"] not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        response: Response
+        if self.ui:
+            response = RedirectResponse("/ui", status_code=302)
+        else:
+            response = PlainTextResponse(
+                f"Rearview: an MCP server. Point your MCP client at {MCP_PATH} (POST JSON-RPC; "
+                "Streamable HTTP). The memory browser at /ui is off on this server.\n"
+            )
+        await response(scope, receive, send)
 
 
 def build_mcp(service: MemoryService) -> MCPServer[Any]:
@@ -147,7 +173,7 @@ def create_app(
 
         config = UiConfig(resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers, refusals)
         api = UiDispatch(build_ui(service, config, loopback=host in LOOPBACK), api)
-    return AccessLog(api)
+    return AccessLog(RootGuide(api, ui))
 
 
 class UiDispatch:

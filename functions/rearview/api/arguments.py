@@ -28,13 +28,25 @@ from rearview.limits import MAX_REPORTED_PROBLEMS, one_error, problem_of
 
 MAX_ECHOED_KEY_CHARS = 40
 """An unknown key is quoted back at most this long: the caller's text is not echoed in full."""
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "limit": ("top_k",), "k": ("top_k",), "n": ("top_k",), "max_results": ("top_k",),
+    "num_results": ("top_k",), "count": ("top_k",), "size": ("top_k",),
+    "q": ("query",), "search": ("query",), "text": ("content", "query"), "memory": ("content",),
+    "id": ("memory_id", "ids"), "memory_ids": ("ids",), "tag": ("tags",), "entity": ("entities",),
+    "since": ("time_from",), "after": ("time_from",), "start": ("time_from",), "from": ("time_from",),
+    "until": ("time_to",), "before": ("time_to",), "end": ("time_to",), "to": ("time_to",),
+    "ttl": ("ttl_days",), "expires_in_days": ("ttl_days",), "agent": ("agent_id",),
+    "session": ("session_id",), "memory_type": ("type", "types"), "priority": ("importance",),
+}  # fmt: skip
+"""Names other memory APIs use for an argument, by the ones ours use: what spelling distance misses."""
 
 
 def unknown_argument(key: str, valid: Iterable[str]) -> InvalidInputError:
     """The error for an argument nobody declared: its name, and the closest valid one (difflib)."""
     names = sorted(valid)
     shown = key if len(key) <= MAX_ECHOED_KEY_CHARS else key[:MAX_ECHOED_KEY_CHARS] + "..."
-    close = difflib.get_close_matches(key, names, n=1)
+    close = [n for n in SYNONYMS.get(key.casefold(), ()) if n in names][:1]
+    close = close or difflib.get_close_matches(key, names, n=1)
     if close:
         return InvalidInputError(shown, f"unknown argument; did you mean `{close[0]}`?")
     return InvalidInputError(shown, "unknown argument", allowed=names or ["(none)"])
@@ -58,6 +70,9 @@ def _one_error(detail: ErrorDetails, valid: Sequence[str]) -> InvalidInputError:
     if detail["type"] == "extra_forbidden" and loc:  # inside an argument (a `memory_ingest` message)
         key = loc[-1] if len(loc[-1]) <= MAX_ECHOED_KEY_CHARS else loc[-1][:MAX_ECHOED_KEY_CHARS] + "..."
         return InvalidInputError(".".join([*loc[:-1], key]), "unknown key")
+    if detail["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        # pydantic's message names our class ("... instance of MessageArg"): an implementation detail
+        return InvalidInputError(".".join(loc) or "arguments", "must be a JSON object")
     return InvalidInputError(".".join(loc) or "arguments", problem_of(detail))
 
 

@@ -113,6 +113,9 @@ class MessageArg(BaseModel):
     speaker: Annotated[
         Label | None, Field(description="Who said it, by name (e.g. 'Alice'); default: `role`.")
     ] = None
+    name: Annotated[
+        Label | None, Field(description="OpenAI's name of the speaker: the same as `speaker`.")
+    ] = None
     role: Annotated[Label | None, Field(description="user, assistant, ... when there is no name.")] = None
     timestamp: Annotated[
         TimestampText | None, Field(description="ISO-8601 UTC time it was said (default: now).")
@@ -125,7 +128,7 @@ class MessageArg(BaseModel):
         """The service's message, its timestamp parsed (InvalidInputError naming `field` and the key)."""
         try:
             return IngestMessage(
-                content=self.content, speaker=self.speaker, role=self.role,
+                content=self.content, speaker=self.speaker or self.name, role=self.role,
                 timestamp=_time(self.timestamp, f"{field}.timestamp"), message_id=self.message_id,
             )  # fmt: skip
         except ValidationError as exc:
