@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 from rearview.errors import StoreError
 from rearview.models import MemoryFilter
+
+Migration = str | Callable[[sqlite3.Connection], None]
+"""One schema step: a SQL script, or a function run on the migrating connection (inside its transaction)."""
 
 
 class SQLiteDatabase:
@@ -93,18 +96,38 @@ class SQLiteDatabase:
                 raise
             conn.execute("COMMIT")
 
-    def migrate(self, name: str, migrations: list[str]) -> None:
-        """Apply the migrations not yet applied to schema `name` (each one a script, in order)."""
+    def migrate(self, name: str, migrations: Sequence[Migration]) -> None:
+        """Apply the migrations not yet applied to schema `name`, in order, in one transaction.
+
+        A migration is a script (statements separated by `;`) or a function of the connection.
+        A schema that is already current is only read: nothing is written on an up-to-date file.
+        """
+        if self._version(name) == len(migrations):
+            return
         with self.transaction() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (name TEXT PRIMARY KEY, version INTEGER)")
             row = conn.execute("SELECT version FROM schema_version WHERE name = ?", (name,)).fetchone()
             current = row[0] if row else 0
             if current > len(migrations):
                 raise StoreError(f"{self.path}: schema {name} v{current} is newer than this Rearview")
-            for script in migrations[current:]:
-                for statement in filter(str.strip, script.split(";")):
+            for migration in migrations[current:]:
+                if callable(migration):
+                    migration(conn)
+                    continue
+                for statement in filter(str.strip, migration.split(";")):
                     conn.execute(statement)
             conn.execute("INSERT OR REPLACE INTO schema_version VALUES (?, ?)", (name, len(migrations)))
+
+    def _version(self, name: str) -> int | None:
+        """The applied version of schema `name` (None: no schema table or no row yet)."""
+        with self.lock:
+            try:
+                row = self.conn.execute(
+                    "SELECT version FROM schema_version WHERE name = ?", (name,)
+                ).fetchone()
+            except sqlite3.OperationalError:
+                return None  # no schema_version table yet
+        return None if row is None else int(row[0])
 
     def close(self) -> None:
         """Close the connections (reopened on next use); call it when no read is in progress."""
