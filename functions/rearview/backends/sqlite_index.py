@@ -40,8 +40,9 @@ from rearview.backends.memory import check_vector
 from rearview.backends.sqlite_common import Migration, SQLiteDatabase, filter_sql
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, StoreError
-from rearview.models import Memory, MemoryFilter, Visibility
+from rearview.models import Memory, MemoryFilter, MemoryType, Visibility
 from rearview.ports import CONTEXT_WEIGHT, ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
+from rearview.scopes import scope_key
 from rearview.text import query_tokens, tokens
 
 _FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
@@ -87,6 +88,15 @@ def _split_by_tenant(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE docs_fts")  # secure_delete zeroes its pages
 
 
+def _rekey_scopes(conn: sqlite3.Connection) -> None:
+    """Re-key every document whose dedup scope key was ambiguous (`rearview.scopes`, issue 24)."""
+    rows = conn.execute("SELECT rowid, type, visibility, agent_id, session_id, scope_key FROM docs")
+    for rowid, type_, visibility, agent_id, session_id, old in rows.fetchall():
+        new = scope_key(MemoryType(type_), Visibility(visibility), agent_id, session_id)
+        if new != old:
+            conn.execute("UPDATE docs SET scope_key = ? WHERE rowid = ?", (new, rowid))
+
+
 _MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE docs (
@@ -114,6 +124,7 @@ _MIGRATIONS: list[Migration] = [
     """,
     # One FTS5 table per tenant (see `_split_by_tenant`).
     _split_by_tenant,
+    _rekey_scopes,
 ]
 
 

@@ -8,17 +8,35 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rearview.backends.sqlite_common import SQLiteDatabase, epoch, filter_sql
+from rearview.backends.sqlite_common import Migration, SQLiteDatabase, epoch, filter_sql
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError
-from rearview.models import HistoryEvent, Memory, MemoryFilter, Page, StoreStats
+from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryType, Page, StoreStats, Visibility
 from rearview.ports import StoreWrite, Touch
+from rearview.scopes import scope_key
 
-_MIGRATIONS = [
+
+def _rekey_scopes(conn: sqlite3.Connection) -> None:
+    """Re-key every memory whose dedup scope key was ambiguous (`rearview.scopes`, issue 24)."""
+    rows = conn.execute(
+        "SELECT tenant_id, id, type, visibility, agent_id, session_id, scope_key FROM memories"
+    )
+    for tenant_id, memory_id, type_, visibility, agent_id, session_id, old in rows.fetchall():
+        new = scope_key(MemoryType(type_), Visibility(visibility), agent_id, session_id)
+        if new != old:
+            conn.execute(
+                "UPDATE memories SET scope_key = ?, body = json_set(body, '$.scope_key', ?)"
+                " WHERE tenant_id = ? AND id = ?",
+                (new, new, tenant_id, memory_id),
+            )
+
+
+_MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE memories (
         tenant_id TEXT NOT NULL, id TEXT NOT NULL,
@@ -40,6 +58,7 @@ _MIGRATIONS = [
         PRIMARY KEY (tenant_id, memory_id, id)
     ) WITHOUT ROWID
     """,
+    _rekey_scopes,
 ]
 
 _COLUMNS = (
