@@ -267,7 +267,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.api.access_log import install_console_handler
     from rearview.api.app import LOOPBACK, create_app
     from rearview.api.auth import ApiKeyResolver
-    from rearview.bootstrap import build_service
+    from rearview.bootstrap import build_checkpoints, build_service
 
     settings = settings.model_copy(
         update={
@@ -283,6 +283,10 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         )
     service = build_service(settings)
     resolver = ApiKeyResolver(keys, settings.default_tenant if not keys else None)
+    revocations = None
+    if settings.ui and keys:  # signed-out UI sessions outlive a restart (the secret may too)
+        revocations = build_checkpoints(settings)
+        revocations.ensure_schema()
     app = create_app(
         service,
         resolver,
@@ -292,6 +296,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         refusals_per_minute=settings.auth_refusals_per_minute,
         ui=settings.ui,
         ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,
+        ui_revocations=revocations,
     )
     mode = f"{len(keys)} API key(s)" if keys else f"no API keys: single tenant '{settings.default_tenant}'"
     print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; data in {settings.data_dir})")

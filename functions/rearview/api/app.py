@@ -24,6 +24,7 @@ from rearview.api.errors import error_body
 from rearview.api.origin import request_origin
 from rearview.api.refusals import REFUSALS_PER_WINDOW, RefusedKeyLimiter
 from rearview.api.request_ids import RequestIdGuard
+from rearview.ports import CheckpointStore
 from rearview.service.memory_service import MemoryService
 
 MCP_PATH = "/mcp"
@@ -85,6 +86,7 @@ def create_app(
     ui: bool = False,
     ui_secret: str | None = None,
     refusals_per_minute: int = REFUSALS_PER_WINDOW,
+    ui_revocations: CheckpointStore | None = None,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
 
@@ -97,7 +99,8 @@ def create_app(
 
     `ui` serves the memory browser at `/ui` (`rearview.ui`), outside `TenantAuth`: it signs users
     in with an API key and keeps them signed in with a cookie signed by `ui_secret` (a random
-    per-process secret when None: sessions then end on restart). Only `/ui` and paths below it
+    per-process secret when None: sessions then end on restart); signing out revokes the session
+    in `ui_revocations` (in this process only when None). Only `/ui` and paths below it
     reach the UI; everything else, `/mcp` included, still passes `TenantAuth`.
 
     `refusals_per_minute` refused keys from one address (on `/mcp` and the UI's sign-in together)
@@ -143,9 +146,12 @@ def create_app(
     )
     if ui:
         from rearview.ui.app import UiConfig, build_ui
-        from rearview.ui.session import SessionCodec
+        from rearview.ui.session import SessionCodec, SessionRevocations
 
-        config = UiConfig(resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers, refusals)
+        config = UiConfig(
+            resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers, refusals,
+            SessionRevocations(ui_revocations),
+        )  # fmt: skip
         api = UiDispatch(build_ui(service, config, loopback=host in LOOPBACK), api)
     return AccessLog(api)
 
