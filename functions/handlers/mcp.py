@@ -119,6 +119,7 @@ class McpRuntime:
             public_url=settings.public_url,
             authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
+            forwarded_proxies=settings.forwarded_proxies,
             refusals_per_minute=settings.auth_refusals_per_minute,
             ui=ui,
             ui_secret=session_secret(ui, handler_settings.ui_secret, settings.region),

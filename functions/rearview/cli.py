@@ -293,6 +293,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         host=settings.host,
         public_url=settings.public_url,
         trust_forwarded_headers=settings.trust_forwarded_headers,
+        forwarded_proxies=settings.forwarded_proxies,
         refusals_per_minute=settings.auth_refusals_per_minute,
         ui=settings.ui,
         ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,

@@ -11,30 +11,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
-from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.sqlite_checkpoints import SQLiteCheckpointStore
-from rearview.clock import ManualClock
-from rearview.embedders.hashing import HashingEmbedder
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
 from rearview.ui.session import COOKIE_NAME
-from tests.factories import T0
 
 SECRET = "a-test-secret-of-enough-length-0123"
 KEY = "key-alice-1"
-
-
-@pytest.fixture
-def service() -> MemoryService:
-    clock = ManualClock(T0)
-    return MemoryService(InMemoryMemoryStore(clock), InMemoryMemoryIndex(64), HashingEmbedder(64), clock)
 
 
 def _app(service: MemoryService, revocations: Path) -> ASGIApp:

@@ -87,6 +87,7 @@ def create_app(
     ui_secret: str | None = None,
     refusals_per_minute: int = REFUSALS_PER_WINDOW,
     ui_revocations: CheckpointStore | None = None,
+    forwarded_proxies: int = 1,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
 
@@ -104,7 +105,9 @@ def create_app(
     reach the UI; everything else, `/mcp` included, still passes `TenantAuth`.
 
     `refusals_per_minute` refused keys from one address (on `/mcp` and the UI's sign-in together)
-    answer it 429 for a while (`rearview.api.refusals`); 0 never does.
+    answer it 429 for a while (`rearview.api.refusals`); 0 never does. With
+    `trust_forwarded_headers`, the address is the `X-Forwarded-For` hop the `forwarded_proxies`
+    trusted proxies in front appended (rightmost first), never one the client wrote.
     """
     mcp = build_mcp(service)
 
@@ -140,7 +143,9 @@ def create_app(
     )
     guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
     quiet_library_loggers()
-    refusals = RefusedKeyLimiter(refusals_per_minute or None)  # one per app: /mcp and the UI together
+    refusals = RefusedKeyLimiter(  # one per app: /mcp and the UI together
+        refusals_per_minute or None, proxies=forwarded_proxies if trust_forwarded_headers else 0
+    )
     api: ASGIApp = MethodGuard(
         TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers, refusals)
     )

@@ -191,7 +191,7 @@ class MemoryBrowser:
         form = await read_form(request)
         key = first(form, "api_key")
         target = safe_next(first(form, "next"))
-        client = client_address(request.scope, request.headers, self.config.trust_forwarded)
+        client = client_address(request.scope, self.config.refusals.proxies)
         verdict = await run_in_threadpool(
             authenticate, self.config.resolver, self.config.refusals, key, client
         )
