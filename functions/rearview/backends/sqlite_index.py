@@ -280,7 +280,7 @@ class SQLiteMemoryIndex:
     """`MemoryIndex` on one SQLite file: FTS5 BM25 + exact numpy cosine, both filtered in-query."""
 
     def __init__(self, path: str | Path, dimension: int) -> None:
-        self._db = SQLiteDatabase(path)
+        self._db = SQLiteDatabase(path, IndexUnavailableError)
         self._dimension = dimension
         self._tenants: dict[str, _TenantMatrix] = {}
         self._fts: dict[str, str] = {}

@@ -131,8 +131,8 @@ class SQLiteMemoryStore:
         sql = (
             f"SELECT body FROM {source} WHERE m.tenant_id = ? AND (m.expires_at IS NULL OR m.expires_at > ?)"
         )
-        with self._db.lock:
-            rows = self._db.conn.execute(f"{sql} AND {where} {suffix}", params).fetchall()
+        with self._db.locked() as conn:
+            rows = conn.execute(f"{sql} AND {where} {suffix}", params).fetchall()
         return [Memory.model_validate_json(r[0]) for r in rows]
 
     def _now(self) -> float:
@@ -202,8 +202,8 @@ class SQLiteMemoryStore:
         return Page(items=items[:limit], cursor=_encode_cursor(last.updated_at.timestamp(), last.id))
 
     def history(self, tenant_id: str, memory_id: str) -> list[HistoryEvent]:
-        with self._db.lock:
-            rows = self._db.conn.execute(
+        with self._db.locked() as conn:
+            rows = conn.execute(
                 "SELECT body FROM history WHERE tenant_id = ? AND memory_id = ? ORDER BY id",
                 (tenant_id, memory_id),
             ).fetchall()
@@ -232,8 +232,7 @@ class SQLiteMemoryStore:
     def stats(self, tenant_id: str) -> StoreStats:
         live = "tenant_id = ? AND (expires_at IS NULL OR expires_at > ?)"
         params = (tenant_id, self._now())
-        with self._db.lock:
-            conn = self._db.conn
+        with self._db.locked() as conn:
             by_type = dict(
                 conn.execute(f"SELECT type, COUNT(*) FROM memories WHERE {live} GROUP BY type", params)
             )
@@ -252,8 +251,8 @@ class SQLiteMemoryStore:
         )
 
     def tenants(self) -> list[str]:
-        with self._db.lock:
-            return [r[0] for r in self._db.conn.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1")]
+        with self._db.locked() as conn:
+            return [r[0] for r in conn.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1")]
 
 
 def _encode_cursor(updated_at: float, memory_id: str) -> str:
