@@ -267,6 +267,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.api.access_log import install_console_handler
     from rearview.api.app import LOOPBACK, create_app
     from rearview.api.auth import ApiKeyResolver
+    from rearview.api.http_limits import server_options
     from rearview.bootstrap import build_checkpoints, build_service
 
     settings = settings.model_copy(
@@ -315,6 +316,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             log_level="warning",
             proxy_headers=proxied,
             access_log=False,
+            **server_options(),  # idle, slow-head and size limits (`rearview.api.http_limits`)
         )
     finally:
         if timer is not None:

@@ -20,6 +20,7 @@ from rearview import __version__
 from rearview.api import tools
 from rearview.api.access_log import AccessLog, quiet_library_loggers
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth
+from rearview.api.body_timeout import BODY_TIMEOUT_S, BodyTimeout
 from rearview.api.errors import error_body
 from rearview.api.origin import request_origin
 from rearview.api.refusals import REFUSALS_PER_WINDOW, RefusedKeyLimiter
@@ -88,6 +89,7 @@ def create_app(
     refusals_per_minute: int = REFUSALS_PER_WINDOW,
     ui_revocations: CheckpointStore | None = None,
     forwarded_proxies: int = 1,
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
 
@@ -108,6 +110,9 @@ def create_app(
     answer it 429 for a while (`rearview.api.refusals`); 0 never does. With
     `trust_forwarded_headers`, the address is the `X-Forwarded-For` hop the `forwarded_proxies`
     trusted proxies in front appended (rightmost first), never one the client wrote.
+
+    A request body must arrive within `body_timeout_s` of its first read (else 408); the limits on
+    connections and request heads are the server's (`rearview.api.http_limits`).
     """
     mcp = build_mcp(service)
 
@@ -158,7 +163,7 @@ def create_app(
             SessionRevocations(ui_revocations),
         )  # fmt: skip
         api = UiDispatch(build_ui(service, config, loopback=host in LOOPBACK), api)
-    return AccessLog(api)
+    return AccessLog(BodyTimeout(api, body_timeout_s))  # a body not in within the limit is 408, logged
 
 
 class UiDispatch:
