@@ -82,6 +82,10 @@ class Settings(BaseSettings):
     """Base URL clients use (for the protected-resource metadata); derived from the request if unset."""
     trust_forwarded_headers: bool = False
     """Derive that URL from `X-Forwarded-Proto`/`X-Forwarded-Host`: only behind a proxy that sets them."""
+    forwarded_proxies: int = Field(default=1, ge=1, le=16)
+    """With `trust_forwarded_headers`: how many proxies in front of Rearview append to `X-Forwarded-For`
+    (API Gateway or a Function URL: 1; CloudFront before API Gateway: 2). The refusal limiter keys on
+    the hop the outermost of them appended, counted from the right (`api/refusals.py`)."""
     auth_refusals_per_minute: int = Field(default=10, ge=0, le=10_000)
     """Refused keys from one address a minute before it gets 429 (`api/refusals.py`); 0 turns it off
     (behind a proxy that is every client's one address and whose `X-Forwarded-For` is not trusted)."""

@@ -60,6 +60,11 @@ class ApiKeyResolver:
         """True when no keys are configured (single default tenant)."""
         return not self._keys
 
+    @property
+    def verifies_credentials(self) -> bool:
+        """Whether a presented credential is checked here (so can be guessed here, so is rate-limited)."""
+        return True
+
     def principal_for(self, presented: str | None) -> Principal | None:
         """Who a presented key authenticates, the default tenant (no agent) when open, else None."""
         if self.open:
@@ -102,6 +107,8 @@ def authenticate(
     A client locked out by `limiter` is answered without the key being checked; a refused key
     counts against it. `/mcp` (`TenantAuth`) and the memory browser's sign-in both come here.
     """
+    if not resolver.verifies_credentials:  # a gateway authenticated the caller: nothing to guess here
+        return Verdict(resolver.principal_for(presented))
     if presented and not resolver.open:
         wait = limiter.retry_after(client)
         if wait:
@@ -165,7 +172,7 @@ class TenantAuth:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         presented = presented_key(headers)
-        client = client_address(scope, headers, self.trust_forwarded)
+        client = client_address(scope, self.limiter.proxies)
         verdict = authenticate(self.resolver, self.limiter, presented, client)
         principal = verdict.principal
         if verdict.retry_after:
