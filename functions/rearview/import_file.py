@@ -70,7 +70,7 @@ def _parsed(path: Path, number: int, raw: bytes) -> Line | str:
         _check_kind(path, data)
     try:
         return parse_line(data)
-    except ValueError as exc:  # ValidationError is a ValueError
+    except (ValueError, InvalidInputError) as exc:
         return _reason(exc)
 
 
@@ -92,7 +92,10 @@ def _refuse_conversation(path: Path, why: str) -> None:
 
 
 def parse_line(data: Any) -> Line:
-    """One parsed JSON line as a WriteRequest or an export record (ValueError if it is neither)."""
+    """One parsed JSON line as a WriteRequest or an export record (ValueError, InvalidInputError if neither).
+
+    A WriteRequest is valid by construction, so this pre-check is exactly the service's validation.
+    """
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     if is_export_line(data):
@@ -103,7 +106,7 @@ def parse_line(data: Any) -> Line:
     return WriteRequest.model_validate(data)
 
 
-def _reason(exc: ValueError) -> str:
+def _reason(exc: ValueError | InvalidInputError) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(
             f"invalid `{'.'.join(str(p) for p in e['loc']) or 'line'}`: {e['msg']}" for e in exc.errors()

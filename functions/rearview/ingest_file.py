@@ -25,14 +25,8 @@ from pydantic import ValidationError
 
 from rearview.console import counts, plural, printable
 from rearview.errors import InvalidInputError
-from rearview.models import (
-    MAX_INGEST_CHARS,
-    MAX_INGEST_MESSAGES,
-    IngestMessage,
-    IngestRequest,
-    Visibility,
-    WriteRequest,
-)
+from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, invalid_input
+from rearview.models import IngestMessage, IngestRequest, Visibility, WriteRequest
 from rearview.service.memory_service import MemoryService
 
 __all__ = ["PROMPT_ROLES", "Conversation", "IngestRun", "calls", "read_conversation", "to_message"]
@@ -123,9 +117,7 @@ def to_message(raw: Any, where: str = "message") -> IngestMessage | None:
             message_id=_message_id(raw.get("message_id", raw.get("id"))),
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise InvalidInputError(f"{where}.{field}", first["msg"]) from exc
+        raise invalid_input(exc, where) from None
 
 
 def _message_id(value: Any) -> str | None:
@@ -165,9 +157,7 @@ class IngestRun:
     ) -> None:
         self.service = service
         self.tenant = tenant
-        self.base = IngestRequest(
-            messages=[], session_id=session_id, agent_id=agent_id, visibility=visibility
-        )
+        self.session_id, self.agent_id, self.visibility = session_id, agent_id, visibility
         self.totals = {"created": 0, "merged": 0, "superseded": 0, "replayed": 0}
         self.messages = 0
         self.facts = 0
@@ -178,7 +168,10 @@ class IngestRun:
 
     def send(self, messages: list[IngestMessage]) -> None:
         """Ingest one run of messages (at most one call's worth) and add its outcome to the totals."""
-        result = self.service.ingest(self.tenant, self.base.model_copy(update={"messages": messages}))
+        req = IngestRequest(
+            messages=messages, session_id=self.session_id, agent_id=self.agent_id, visibility=self.visibility
+        )
+        result = self.service.ingest(self.tenant, req)
         for name in self.totals:
             self.totals[name] += getattr(result, name)
         self.messages += len(messages)
@@ -193,7 +186,7 @@ class IngestRun:
         """One line: how many messages went where, what the write path did, and any caveat."""
         mode = "/".join(sorted(self.modes)) or "nothing sent"
         line = (
-            f"ingested {plural(self.messages, 'message')} into session '{printable(self.base.session_id)}' "
+            f"ingested {plural(self.messages, 'message')} into session '{printable(self.session_id)}' "
             f"of tenant '{printable(self.tenant)}' ({mode}): memories {counts(self.totals, 'none')}; "
             f"{plural(self.facts, 'fact')} extracted"
         )

@@ -1,74 +1,44 @@
 """The memory model: records, history events, filters and the service's requests and results.
 
-Everything here is plain data (pydantic), shared by the service, the adapters and the API.
-Limits are named constants; breaking one is an `InvalidInputError`, never a truncation.
-
-Over 400 lines on purpose: the limits table and the models it bounds are one contract (the tool
-schemas are generated from these types), so a reader sees every field beside its bounds.
+Everything here is plain data (pydantic), shared by the service, the adapters and the API. The
+requests are valid by construction: their fields are the limit types of `limits.py`, and a value
+beyond one is an `InvalidInputError` naming the field and the limit (`ValidRequest`), so the
+service never checks a field again. Records and results are not re-checked: they come from the
+service or a store.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from rearview.errors import InvalidInputError
-from rearview.text import disallowed_control_chars, query_tokens
+from rearview.limits import (
+    MAX_INGEST_CHARS,
+    MAX_INGEST_MESSAGES,
+    MAX_LABEL_CHARS,
+    AgentIdText,
+    Confidence,
+    ContentText,
+    FilterTags,
+    FlatMetadata,
+    IdempotencyKeyText,
+    Importance,
+    Labels,
+    LabelText,
+    MemoryId,
+    MemoryIds,
+    QueryText,
+    SessionIdText,
+    TopK,
+    TtlDays,
+    ValidRequest,
+    text_problem,
+)
 
-# ---------------------------------------------------------------------------------------------------
-# The limits: the one table every caller is held to. The MCP tools advertise them in their input
-# schemas and refuse what breaks them (`invalid_input` naming the field and the limit); the service
-# checks them again (`service/validation.py`) for the CLI, imports and jobs. Each is far below what
-# every backend accepts (SQLite's expression depth of 1000 and 32,766 variables, OpenSearch's 1,024
-# boolean clauses, DynamoDB's 4 KB filter expressions and 100-item batches), so no backend error
-# reaches a caller, and small enough that no single request can hold the index for long.
-MAX_CONTENT_CHARS = 4000
-"""`content` of a memory (one distilled statement)."""
-MAX_QUERY_CHARS = 1000
-"""`query` of a search."""
-MAX_QUERY_TERMS = 32
-"""Distinct search terms in a query (stopwords aside): each one is a posting list to merge."""
-MAX_ID_CHARS = 64
-"""A memory id (`memory_id`, `supersedes`, `ids` items)."""
-MAX_SESSION_ID_CHARS = 128
-MAX_AGENT_ID_CHARS = 128
-MAX_IDEMPOTENCY_KEY_CHARS = 128
-MAX_TAGS = 32
-"""Tags (and entities) on a memory, and tags in a filter."""
-MAX_LABEL_CHARS = 100
-"""One tag, entity or metadata key."""
-MAX_METADATA_KEYS = 32
-MAX_METADATA_VALUE_CHARS = 500
-MAX_METADATA_BYTES = 4096
-"""All of a memory's metadata, as compact UTF-8 JSON."""
-MAX_FILTER_IDS = 100
-"""`ids` given to `memory_forget` in one call."""
-MAX_TIMESTAMP_CHARS = 64
-"""An ISO-8601 timestamp argument (`event_time`, `time_from`, `time_to`)."""
-MAX_TOP_K = 50
-MAX_TTL_DAYS = 36_500
-MAX_FORGET_BATCH = 1000
-"""Memories one filtered `memory_forget` call forgets (`more` says when there are others)."""
-MAX_INGEST_MESSAGES = 200
-"""Messages one `memory_ingest` call takes (a long chat is sent in several calls)."""
-MAX_INGEST_CHARS = 100_000
-"""All the `content` of one `memory_ingest` call together (and each message's is `MAX_CONTENT_CHARS`)."""
-MIN_IMPORTANCE, MAX_IMPORTANCE = 1, 5
-MIN_CONFIDENCE, MAX_CONFIDENCE = 0.0, 1.0
 DEFAULT_AGENT = "default"
 
 
@@ -118,87 +88,7 @@ class WriteAction(StrEnum):
 
 
 MetadataValue = str | int | float | bool
-Importance = Annotated[int, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)]
-Confidence = Annotated[float, Field(ge=MIN_CONFIDENCE, le=MAX_CONFIDENCE)]
-
-
-def control_chars_problem(text: str) -> str | None:
-    """Why `text` cannot be stored (a control character other than tab, newline, return), or None."""
-    bad = disallowed_control_chars(text)
-    if not bad:
-        return None
-    shown = ", ".join(f"U+{c:04X}" for c in bad[:5])
-    return f"contains control characters ({shown}); only tab, newline and carriage return are allowed"
-
-
-def query_terms_problem(query: str) -> str | None:
-    """Why `query` has too many distinct terms (`MAX_QUERY_TERMS`), or None."""
-    terms = len(query_tokens(query))
-    return f"has {terms} distinct terms; the limit is {MAX_QUERY_TERMS}" if terms > MAX_QUERY_TERMS else None
-
-
-def metadata_bytes_problem(metadata: Mapping[str, object]) -> str | None:
-    """Why `metadata` is too large as compact UTF-8 JSON (`MAX_METADATA_BYTES`), or None."""
-    size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode())
-    return (
-        f"is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}" if size > MAX_METADATA_BYTES else None
-    )
-
-
-def _refusing(problem: Any) -> AfterValidator:
-    """A pydantic validator that fails with `problem(value)` when that is not None."""
-
-    def check(value: Any) -> Any:
-        reason = problem(value)
-        if reason is not None:
-            raise ValueError(reason)
-        return value
-
-    return AfterValidator(check)
-
-
-_PlainText = _refusing(control_chars_problem)
-
-# The limits as pydantic types, for the edge (the MCP tool parameters): their JSON schemas advertise
-# each limit, and a value beyond one fails validation naming the field and the limit. The service
-# does not rely on them: it checks the same limits itself (`service/validation.py`).
-ContentText = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), _PlainText]
-QueryText = Annotated[
-    str, Field(min_length=1, max_length=MAX_QUERY_CHARS), _PlainText, _refusing(query_terms_problem)
-]
-MemoryId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
-MemoryIds = Annotated[list[MemoryId], Field(max_length=MAX_FILTER_IDS)]
-SessionIdText = Annotated[str, Field(min_length=1, max_length=MAX_SESSION_ID_CHARS), _PlainText]
-AgentIdText = Annotated[str, Field(min_length=1, max_length=MAX_AGENT_ID_CHARS), _PlainText]
-IdempotencyKeyText = Annotated[str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS), _PlainText]
-Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS), _PlainText]
-Labels = Annotated[list[Label], Field(max_length=MAX_TAGS)]
-TimestampText = Annotated[str, Field(max_length=MAX_TIMESTAMP_CHARS)]
-MetadataKey = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS), _PlainText]
-
-
-def _one_metadata_problem(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """One message for a metadata value that fits no member of the union (pydantic gives one per member)."""
-    try:
-        return handler(value)
-    except ValidationError:
-        if not isinstance(value, str):
-            raise ValueError("must be a string, number or boolean") from None
-        if len(value) > MAX_METADATA_VALUE_CHARS:
-            raise ValueError(f"is {len(value)} characters; the limit is {MAX_METADATA_VALUE_CHARS}") from None
-        raise ValueError(control_chars_problem(value) or "is not a valid string") from None
-
-
-MetadataScalar = Annotated[
-    Annotated[str, Field(max_length=MAX_METADATA_VALUE_CHARS), _PlainText] | int | float | bool,
-    WrapValidator(_one_metadata_problem),
-]
-FlatMetadata = Annotated[
-    dict[MetadataKey, MetadataScalar], Field(max_length=MAX_METADATA_KEYS), _refusing(metadata_bytes_problem)
-]
 MemoryTypes = Annotated[list[MemoryType], Field(max_length=len(MemoryType))]
-TtlDays = Annotated[float, Field(gt=0, le=MAX_TTL_DAYS)]
-TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
 
 
 class MemoryView(BaseModel):
@@ -269,7 +159,7 @@ class HistoryEvent(BaseModel):
     note: str | None = None
 
 
-class MemoryFilter(BaseModel):
+class MemoryFilter(ValidRequest):
     """Restrictions applied *inside* store and index queries (never as a post-filter).
 
     `agent_id` is the caller's agent: it sees `shared` memories and its own `private` ones
@@ -279,10 +169,10 @@ class MemoryFilter(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    agent_id: str | None = None
-    session_id: str | None = None
+    agent_id: AgentIdText | None = None
+    session_id: SessionIdText | None = None
     types: tuple[MemoryType, ...] | None = None
-    tags: tuple[str, ...] | None = None
+    tags: FilterTags | None = None
     time_from: datetime | None = None
     time_to: datetime | None = None
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
@@ -314,24 +204,24 @@ class MemoryFilter(BaseModel):
         return all(checks)
 
 
-class WriteRequest(BaseModel):
-    """Input of `MemoryService.write`."""
+class WriteRequest(ValidRequest):
+    """Input of `MemoryService.write`: content stripped, labels cleaned, every field in its limits."""
 
-    content: str
+    content: ContentText
     type: MemoryType = MemoryType.SEMANTIC
-    agent_id: str = DEFAULT_AGENT
-    session_id: str | None = None
+    agent_id: AgentIdText = DEFAULT_AGENT
+    session_id: SessionIdText | None = None
     visibility: Visibility = Visibility.SHARED
-    tags: list[str] = Field(default_factory=list)
-    entities: list[str] = Field(default_factory=list)
-    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    tags: Labels = Field(default_factory=list)
+    entities: Labels = Field(default_factory=list)
+    metadata: FlatMetadata = Field(default_factory=dict)
     importance: Importance = 3
     confidence: Confidence = 1.0
     event_time: datetime | None = None
-    ttl_days: float | None = None
-    supersedes: str | None = None
-    idempotency_key: str | None = None
-    derived_from: list[str] = Field(default_factory=list)
+    ttl_days: TtlDays | None = None
+    supersedes: MemoryId | None = None
+    idempotency_key: IdempotencyKeyText | None = None
+    derived_from: list[MemoryId] = Field(default_factory=list)
 
 
 class WriteResult(BaseModel):
@@ -360,20 +250,48 @@ class IngestMessage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str
-    speaker: str | None = None
+    content: ContentText
     role: str | None = None
+    speaker: Annotated[str | None, Field(validate_default=True)] = None
     timestamp: datetime | None = None
-    message_id: str | None = None
+    message_id: LabelText | None = None
+
+    @field_validator("speaker")
+    @classmethod
+    def _someone_said_it(cls, speaker: str | None, info: ValidationInfo) -> str | None:
+        """Who said it, `speaker` or else `role`, must be a label (the field named is `speaker`)."""
+        said_by = (speaker or info.data.get("role") or "").strip()
+        problem = text_problem(said_by, MAX_LABEL_CHARS)
+        if problem:
+            raise ValueError(problem)
+        return speaker
+
+    @property
+    def said_by(self) -> str:
+        """Who said it: the speaker's name, else the role."""
+        return (self.speaker or self.role or "").strip()
 
 
-class IngestRequest(BaseModel):
-    """Input of `MemoryService.ingest`: a conversation's messages, in the order they were said."""
+class IngestRequest(ValidRequest):
+    """Input of `MemoryService.ingest`: a conversation's messages, in the order they were said.
+
+    1..`MAX_INGEST_MESSAGES` messages of at most `MAX_INGEST_CHARS` characters of content together.
+    """
 
     messages: list[IngestMessage]
-    session_id: str
-    agent_id: str = DEFAULT_AGENT
+    session_id: SessionIdText
+    agent_id: AgentIdText = DEFAULT_AGENT
     visibility: Visibility = Visibility.SHARED
+
+    @field_validator("messages")
+    @classmethod
+    def _one_call_of_a_conversation(cls, messages: list[IngestMessage]) -> list[IngestMessage]:
+        if not 1 <= len(messages) <= MAX_INGEST_MESSAGES:
+            raise ValueError(f"has {len(messages)} items; give 1 to {MAX_INGEST_MESSAGES} per call")
+        total = sum(len(m.content) for m in messages)
+        if total > MAX_INGEST_CHARS:
+            raise ValueError(f"has {total} characters of content; the limit is {MAX_INGEST_CHARS} per call")
+        return messages
 
 
 class ExtractionMode(StrEnum):
@@ -421,33 +339,33 @@ class IngestResult(BaseModel):
     """Items the language model extracted but cited no message of the call for (not written)."""
 
 
-class UpdateRequest(BaseModel):
+class UpdateRequest(ValidRequest):
     """Input of `MemoryService.update`; None leaves a field unchanged."""
 
-    memory_id: str
-    content: str | None = None
-    tags: list[str] | None = None
-    entities: list[str] | None = None
-    metadata: dict[str, MetadataValue] | None = None
+    memory_id: MemoryId
+    content: ContentText | None = None
+    tags: Labels | None = None
+    entities: Labels | None = None
+    metadata: FlatMetadata | None = None
     importance: Importance | None = None
     confidence: Confidence | None = None
     event_time: datetime | None = None
-    ttl_days: float | None = None
+    ttl_days: TtlDays | None = None
     expected_version: int | None = None
-    agent_id: str = DEFAULT_AGENT
+    agent_id: AgentIdText = DEFAULT_AGENT
 
 
 Channel = Literal["keyword", "vector"]
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(ValidRequest):
     """Input of `MemoryService.search`. `agent_id` is the caller's agent: it scopes `filter`."""
 
-    query: str
+    query: QueryText
     filter: MemoryFilter = Field(default_factory=MemoryFilter)
-    agent_id: str = DEFAULT_AGENT
-    top_k: int = 10
-    min_score: float = 0.0
+    agent_id: AgentIdText = DEFAULT_AGENT
+    top_k: TopK = 10
+    min_score: Annotated[float, Field(ge=0)] = 0.0
     channels: tuple[Channel, ...] = ("keyword", "vector")
     reinforce: bool = True
 
@@ -509,16 +427,16 @@ class SearchResult(BaseModel):
     degraded_reason: str | None = None
 
 
-class ForgetRequest(BaseModel):
+class ForgetRequest(ValidRequest):
     """Input of `MemoryService.forget`: explicit ids, or a filter (at least one criterion).
 
     `agent_id` is the caller's agent: it scopes `filter` and must see every id.
     """
 
-    ids: list[str] = Field(default_factory=list)
+    ids: MemoryIds = Field(default_factory=list)
     filter: MemoryFilter | None = None
     hard: bool = False
-    agent_id: str = DEFAULT_AGENT
+    agent_id: AgentIdText = DEFAULT_AGENT
 
 
 class ForgetResult(BaseModel):

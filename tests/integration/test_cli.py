@@ -90,14 +90,15 @@ def test_import_writes_nothing_when_a_line_does_not_parse(
     assert _total(data, capsys) == 0
 
 
-def test_import_stops_at_the_first_refused_line_unless_told_to_continue(
+def test_a_line_the_service_would_refuse_imports_nothing_unless_told_to_continue(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A blank content passes a schema check but not the service: the pre-check is the service's own.
     src = _jsonl(tmp_path / "m.jsonl", [{"content": "first"}, {"content": "   "}, {"content": "third"}])
     assert main(["import", str(src), "--data-dir", str(tmp_path / "a")]) == 1
     out, err = capsys.readouterr()
-    assert "created 1; 1 line skipped; stopped at line 2" in out and "m.jsonl:2: skipped: invalid" in err
-    assert _total(tmp_path / "a", capsys) == 1
+    assert "m.jsonl:2: skipped: invalid `content`: must not be empty" in err and "nothing imported" in err
+    assert _total(tmp_path / "a", capsys) == 0
 
     assert main(["import", "--continue-on-error", str(src), "--data-dir", str(tmp_path / "b")]) == 1
     out, err = capsys.readouterr()

@@ -12,7 +12,8 @@ from rearview.cli import main
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import LanguageModelError
 from rearview.ingest_file import IngestRun, calls, read_conversation
-from rearview.models import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, IngestMessage, Visibility
+from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES
+from rearview.models import IngestMessage, Visibility
 from rearview.service.ingest.llm_extraction import LanguageModelExtractor
 from rearview.service.memory_service import MemoryService
 from rearview.testing import ScriptedModel

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 import pytest
@@ -11,10 +11,8 @@ from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import InvalidInputError
+from rearview.limits import MAX_CONTENT_CHARS, MAX_INGEST_CHARS, MAX_INGEST_MESSAGES
 from rearview.models import (
-    MAX_CONTENT_CHARS,
-    MAX_INGEST_CHARS,
-    MAX_INGEST_MESSAGES,
     ExtractionMode,
     IngestMessage,
     IngestRequest,
@@ -226,38 +224,38 @@ def big(n: int, size: int = 10) -> IngestRequest:
 
 
 @pytest.mark.parametrize(
-    ("req", "field", "problem"),
+    ("build", "field", "problem"),
     [
-        (big(MAX_INGEST_MESSAGES + 1), "messages", f"give 1 to {MAX_INGEST_MESSAGES} per call"),
-        (big(0), "messages", "has 0 items"),
-        (big(30, MAX_INGEST_CHARS // 30 + 1), "messages", f"the limit is {MAX_INGEST_CHARS}"),
-        (big(1, MAX_CONTENT_CHARS), "messages[0].content", f"the limit is {MAX_CONTENT_CHARS}"),
+        (lambda: big(MAX_INGEST_MESSAGES + 1), "messages", f"give 1 to {MAX_INGEST_MESSAGES} per call"),
+        (lambda: big(0), "messages", "has 0 items"),
+        (lambda: big(30, MAX_INGEST_CHARS // 30 + 1), "messages", f"the limit is {MAX_INGEST_CHARS}"),
+        (lambda: big(1, MAX_CONTENT_CHARS), "messages[0].content", f"the limit is {MAX_CONTENT_CHARS}"),
     ],
     ids=["too many messages", "no message", "too many characters", "a message too long with its speaker"],
 )
 def test_beyond_the_caps_is_invalid_input(
-    service: MemoryService, req: IngestRequest, field: str, problem: str
+    service: MemoryService, build: Callable[[], IngestRequest], field: str, problem: str
 ) -> None:
     with pytest.raises(InvalidInputError) as raised:
-        service.ingest("t1", req)
+        service.ingest("t1", build())
     assert raised.value.field == field and problem in raised.value.problem
 
 
 @pytest.mark.parametrize(
     ("message", "field"),
     [
-        (IngestMessage(content="hi"), "messages[1].speaker"),
-        (IngestMessage(speaker="A", content="   "), "messages[1].content"),
-        (IngestMessage(speaker="A", content="bell\x07"), "messages[1].content"),
-        (IngestMessage(speaker="A", content="hi", message_id="x" * 101), "messages[1].message_id"),
+        ({"content": "hi"}, "messages[1].speaker"),
+        ({"speaker": "A", "content": "   "}, "messages[1].content"),
+        ({"speaker": "A", "content": "bell\x07"}, "messages[1].content"),
+        ({"speaker": "A", "content": "hi", "message_id": "x" * 101}, "messages[1].message_id"),
     ],
 )
 def test_a_bad_message_writes_nothing_at_all(
-    service: MemoryService, message: IngestMessage, field: str
+    service: MemoryService, message: dict[str, str], field: str
 ) -> None:
-    good = IngestMessage(speaker="A", content="I like jazz")
+    good = {"speaker": "A", "content": "I like jazz"}
     with pytest.raises(InvalidInputError) as raised:
-        service.ingest("t1", IngestRequest(session_id="s1", messages=[good, message]))
+        service.ingest("t1", IngestRequest.model_validate({"session_id": "s1", "messages": [good, message]}))
     assert raised.value.field == field
     assert everything(service) == []
 

@@ -12,7 +12,7 @@ from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.clock import ManualClock, parse_time
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import ConflictError, InvalidInputError
-from rearview.models import (
+from rearview.limits import (
     MAX_AGENT_ID_CHARS,
     MAX_CONTENT_CHARS,
     MAX_FILTER_IDS,
@@ -21,7 +21,12 @@ from rearview.models import (
     MAX_QUERY_TERMS,
     MAX_SESSION_ID_CHARS,
     MAX_TAGS,
+    AgentIdText,
+    checked,
+)
+from rearview.models import (
     ForgetRequest,
+    IngestRequest,
     Memory,
     MemoryFilter,
     MemoryType,
@@ -29,7 +34,6 @@ from rearview.models import (
     UpdateRequest,
     WriteRequest,
 )
-from rearview.service import validation
 from rearview.service.memory_service import UPDATE_ATTEMPTS, MemoryService
 from rearview.text import disallowed_control_chars
 
@@ -42,24 +46,29 @@ def test_disallowed_control_chars_lists_distinct_code_points_but_allows_tab_newl
 @pytest.mark.parametrize(
     ("call", "field", "limit"),
     [
-        (lambda: validation.check_query("q" * (MAX_QUERY_CHARS + 1)), "query", MAX_QUERY_CHARS),
+        (lambda: SearchRequest(query="q" * (MAX_QUERY_CHARS + 1)), "query", MAX_QUERY_CHARS),
         (
-            lambda: validation.check_query(" ".join(f"term{i}" for i in range(MAX_QUERY_TERMS + 1))),
+            lambda: SearchRequest(query=" ".join(f"term{i}" for i in range(MAX_QUERY_TERMS + 1))),
             "query",
             MAX_QUERY_TERMS,
         ),
-        (lambda: validation.check_session_id("s" * 4500), "session_id", MAX_SESSION_ID_CHARS),
-        (lambda: validation.check_agent_id("a" * (MAX_AGENT_ID_CHARS + 1)), "agent_id", MAX_AGENT_ID_CHARS),
-        (lambda: validation.check_ids([f"id{i}" for i in range(MAX_FILTER_IDS + 1)]), "ids", MAX_FILTER_IDS),
+        (lambda: WriteRequest(content="x", session_id="s" * 4500), "session_id", MAX_SESSION_ID_CHARS),
         (
-            lambda: validation.check_filter(MemoryFilter(tags=tuple(f"t{i}" for i in range(1500)))),
-            "tags",
-            MAX_TAGS,
+            lambda: SearchRequest(query="x", agent_id="a" * (MAX_AGENT_ID_CHARS + 1)),
+            "agent_id",
+            MAX_AGENT_ID_CHARS,
         ),
+        (lambda: ForgetRequest(ids=[f"id{i}" for i in range(MAX_FILTER_IDS + 1)]), "ids", MAX_FILTER_IDS),
+        (lambda: MemoryFilter(tags=tuple(f"t{i}" for i in range(1500))), "tags", MAX_TAGS),
         (
-            lambda: validation.check_metadata({f"k{i}": "v" * 400 for i in range(12)}),
+            lambda: WriteRequest(content="x", metadata={f"k{i}": "v" * 400 for i in range(12)}),
             "metadata",
             MAX_METADATA_BYTES,
+        ),
+        (
+            lambda: checked(AgentIdText, "a" * (MAX_AGENT_ID_CHARS + 1), "agent_id"),
+            "agent_id",
+            MAX_AGENT_ID_CHARS,
         ),
     ],
 )
@@ -73,18 +82,30 @@ def test_each_limit_is_an_invalid_input_naming_the_field_and_the_limit(
 
 
 @pytest.mark.parametrize(
-    "request_",
+    "fields",
     [
-        WriteRequest(content="secret one\x00secret two"),
-        WriteRequest(content="fine", tags=["ok", "bad\x07"]),
-        WriteRequest(content="fine", metadata={"note": "a\x1bb"}),
-        WriteRequest(content="fine", session_id="s\x00"),
+        {"content": "secret one\x00secret two"},
+        {"content": "fine", "tags": ["ok", "bad\x07"]},
+        {"content": "fine", "metadata": {"note": "a\x1bb"}},
+        {"content": "fine", "session_id": "s\x00"},
     ],
 )
-def test_control_characters_are_refused_in_free_text(service: MemoryService, request_: WriteRequest) -> None:
+def test_control_characters_are_refused_in_free_text(service: MemoryService, fields: dict[str, Any]) -> None:
     with pytest.raises(InvalidInputError, match="control characters"):
-        service.write("t1", request_)
+        service.write("t1", WriteRequest.model_validate(fields))
     assert service.stats("t1").total == 0
+
+
+def test_a_request_is_valid_by_construction_whoever_builds_it() -> None:
+    """One validation: the model refuses what the service used to re-check field by field."""
+    with pytest.raises(InvalidInputError) as info:
+        WriteRequest(content="   ")
+    assert (info.value.field, info.value.problem) == ("content", "must not be empty")
+    req = WriteRequest(content="  tea  ", tags=[" a ", "a", "", "b"])
+    assert (req.content, req.tags) == ("tea", ["a", "b"])
+    with pytest.raises(InvalidInputError) as info:
+        IngestRequest(session_id="s", messages=[{"content": "hi", "role": "user"}, {"content": "yo"}])
+    assert (info.value.field, info.value.problem) == ("messages[1].speaker", "must not be empty")
 
 
 def test_search_and_forget_refuse_too_many_filter_tags_before_any_backend_sees_them(

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from rearview.errors import InvalidInputError
+from rearview.limits import MAX_CONTENT_CHARS
 from rearview.models import (
-    MAX_CONTENT_CHARS,
     HistoryAction,
     MemoryFilter,
     MemoryStatus,

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 
 from rearview.api.app import build_mcp
 from rearview.api.auth import TENANT_STATE_KEY
-from rearview.models import (
+from rearview.limits import (
     MAX_AGENT_ID_CHARS,
     MAX_CONTENT_CHARS,
     MAX_FILTER_IDS,
@@ -27,9 +27,8 @@ from rearview.models import (
     MAX_SESSION_ID_CHARS,
     MAX_TAGS,
     MAX_TOP_K,
-    MemoryType,
-    WriteRequest,
 )
+from rearview.models import MemoryType, WriteRequest
 from rearview.service.memory_service import MemoryService
 
 # The smallest valid call of every tool; a test adds one bad key or value to it.

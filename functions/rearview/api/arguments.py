@@ -24,11 +24,10 @@ from pydantic import ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
 from rearview.errors import InvalidInputError
+from rearview.limits import MAX_REPORTED_PROBLEMS, one_error, problem_of
 
 MAX_ECHOED_KEY_CHARS = 40
 """An unknown key is quoted back at most this long: the caller's text is not echoed in full."""
-MAX_REPORTED_PROBLEMS = 5
-"""Problems spelled out in one error (the rest are counted): 30 bad tags need not make 30 lines."""
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "limit": ("top_k",), "k": ("top_k",), "n": ("top_k",), "max_results": ("top_k",),
     "num_results": ("top_k",), "count": ("top_k",), "size": ("top_k",),
@@ -61,13 +60,7 @@ def invalid_arguments(exc: ValidationError, valid: Iterable[str]) -> InvalidInpu
     """
     names = list(valid)
     details = exc.errors(include_url=False, include_input=False)
-    errors = [_one_error(detail, names) for detail in details[:MAX_REPORTED_PROBLEMS]]
-    first = errors[0]
-    if len(errors) == 1:
-        return first
-    rest = "; ".join(str(e) for e in errors[1:])
-    more = f"; and {len(details) - len(errors)} more" if len(details) > len(errors) else ""
-    return InvalidInputError(first.field, f"{first.problem}; also {rest}{more}", first.allowed)
+    return one_error([_one_error(detail, names) for detail in details[:MAX_REPORTED_PROBLEMS]], len(details))
 
 
 def _one_error(detail: ErrorDetails, valid: Sequence[str]) -> InvalidInputError:
@@ -80,8 +73,7 @@ def _one_error(detail: ErrorDetails, valid: Sequence[str]) -> InvalidInputError:
     if detail["type"] in ("model_type", "model_attributes_type", "dict_type"):
         # pydantic's message names our class ("... instance of MessageArg"): an implementation detail
         return InvalidInputError(".".join(loc) or "arguments", "must be a JSON object")
-    message = detail["msg"].removeprefix("Value error, ")
-    return InvalidInputError(".".join(loc) or "arguments", message)
+    return InvalidInputError(".".join(loc) or "arguments", problem_of(detail))
 
 
 def forbid_extra(model: type[ArgModelBase]) -> type[ArgModelBase]:

@@ -20,15 +20,14 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rearview.api.arguments import StrictPrompt, StrictTool
 from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
 from rearview.api.errors import tool_errors
 from rearview.clock import parse_time
 from rearview.errors import AuthenticationError, InvalidInputError
-from rearview.models import (
-    DEFAULT_AGENT,
+from rearview.limits import (
     MAX_CONFIDENCE,
     MAX_CONTENT_CHARS,
     MAX_IMPORTANCE,
@@ -42,31 +41,35 @@ from rearview.models import (
     Confidence,
     ContentText,
     FlatMetadata,
+    IdempotencyKeyText,
+    Importance,
+    Label,
+    Labels,
+    MemoryId,
+    MemoryIds,
+    QueryText,
+    SessionIdText,
+    TimestampText,
+    TopK,
+    TtlDays,
+    invalid_input,
+)
+from rearview.models import (
+    DEFAULT_AGENT,
     ForgetRequest,
     ForgetResult,
     HistoryResult,
-    IdempotencyKeyText,
-    Importance,
     IngestMessage,
     IngestRequest,
     IngestResult,
-    Label,
-    Labels,
     MemoryFilter,
-    MemoryId,
-    MemoryIds,
     MemoryStatus,
     MemoryType,
     MemoryTypes,
     MemoryView,
-    QueryText,
     SearchRequest,
     SearchResult,
-    SessionIdText,
     Stats,
-    TimestampText,
-    TopK,
-    TtlDays,
     UpdateRequest,
     Visibility,
     WriteRequest,
@@ -122,11 +125,14 @@ class MessageArg(BaseModel):
     ] = None
 
     def message(self, field: str) -> IngestMessage:
-        """The service's message, its timestamp parsed (InvalidInputError naming `field`.timestamp)."""
-        return IngestMessage(
-            content=self.content, speaker=self.speaker or self.name, role=self.role,
-            timestamp=_time(self.timestamp, f"{field}.timestamp"), message_id=self.message_id,
-        )  # fmt: skip
+        """The service's message, its timestamp parsed (InvalidInputError naming `field` and the key)."""
+        try:
+            return IngestMessage(
+                content=self.content, speaker=self.speaker or self.name, role=self.role,
+                timestamp=_time(self.timestamp, f"{field}.timestamp"), message_id=self.message_id,
+            )  # fmt: skip
+        except ValidationError as exc:
+            raise invalid_input(exc, field) from None
 
 
 READ_ONLY = ToolAnnotations(

@@ -37,10 +37,9 @@ from rearview.errors import (
     IndexUnavailableError,
     InvalidInputError,
 )
+from rearview.limits import MAX_FORGET_BATCH, MAX_TAGS, AgentIdText, checked
 from rearview.models import (
     DEFAULT_AGENT,
-    MAX_FORGET_BATCH,
-    MAX_TAGS,
     ForgetRequest,
     ForgetResult,
     HistoryAction,
@@ -70,7 +69,7 @@ from rearview.ports import (
     MemoryStore,
     StoreWrite,
 )
-from rearview.service import indexing, keyword_context, validation
+from rearview.service import indexing, keyword_context
 from rearview.service.browsing import BrowsePage, DueList, DueMemory, browse_page, due_scan
 from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
@@ -169,7 +168,6 @@ class MemoryService:
         theirs to handle: the memory is re-read and the change re-applied, up to `UPDATE_ATTEMPTS`
         times (then ConflictError). Another agent's private memory is NotFoundError.
         """
-        validation.check_agent_id(req.agent_id)
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
             try:
                 return self._update_once(tenant_id, req)
@@ -206,23 +204,18 @@ class MemoryService:
 
     def _update_changes(self, tenant_id: str, current: Memory, req: UpdateRequest) -> dict[str, object]:
         changes: dict[str, object] = {}
-        if req.content is not None and req.content.strip() != current.content:
-            content = validation.check_content(req.content)
-            changes.update(content=content, content_hash=content_hash(content))
-        if req.tags is not None:
-            changes["tags"] = validation.check_labels(req.tags, "tags")
-        if req.entities is not None:
-            changes["entities"] = validation.check_labels(req.entities, "entities")
-        if req.metadata is not None:
-            changes["metadata"] = validation.check_metadata(req.metadata)
+        if req.content is not None and req.content != current.content:
+            changes.update(content=req.content, content_hash=content_hash(req.content))
+        for name in ("tags", "entities", "metadata"):
+            if getattr(req, name) is not None:
+                changes[name] = getattr(req, name)
         for name in ("importance", "confidence", "event_time"):
             if getattr(req, name) is not None:
                 changes[name] = getattr(req, name)
         if req.ttl_days is not None or req.importance is not None:
             importance = req.importance or current.importance
-            ttl = validation.check_ttl_days(req.ttl_days)
             changes["expires_at"] = self.config.policy(tenant_id).retention.expires_at(
-                current.type, importance, ttl, self.clock.now()
+                current.type, importance, req.ttl_days, self.clock.now()
             )
         if not changes:
             raise InvalidInputError("memory_update", "nothing to change: give at least one field to update")
@@ -265,13 +258,10 @@ class MemoryService:
         return ForgetResult(forgotten=[m.id for m in targets], hard=req.hard, more=more)
 
     def _forget_targets(self, tenant_id: str, req: ForgetRequest) -> tuple[list[Memory], bool]:
-        validation.check_agent_id(req.agent_id)
         if req.ids:
-            found = load_all_visible(
-                self.store, tenant_id, validation.check_ids(req.ids), req.agent_id, "ids"
-            )
+            found = load_all_visible(self.store, tenant_id, req.ids, req.agent_id, "ids")
             return [m for m in found if req.hard or m.status is not MemoryStatus.DELETED], False
-        flt = req.filter and validation.check_filter(req.filter)
+        flt = req.filter
         if flt is None or not any((flt.session_id, flt.types, flt.tags, flt.time_from, flt.time_to)):
             raise InvalidInputError(
                 "filter", "give `ids`, or at least one of session_id, types, tags, time_from, time_to"
@@ -306,7 +296,7 @@ class MemoryService:
         memory that `agent_id` may see, InvalidInputError if it is not archived, ArchiveError if the
         archive fails (and then nothing changed).
         """
-        validation.check_agent_id(agent_id)
+        checked(AgentIdText, agent_id, "agent_id")
         stub = load_visible(self.store, tenant_id, memory_id, agent_id)
         if stub.status is MemoryStatus.DELETED:
             return self._undelete(tenant_id, stub, agent_id)
@@ -399,10 +389,8 @@ class MemoryService:
         `flt`'s statuses, type, tag and session restrict it; its agent is replaced by `agent_id`.
         Strength is decayed to now. Pass the returned `cursor` back for the next page.
         """
-        validation.check_agent_id(agent_id)
-        items, next_cursor = browse_page(
-            self.store, tenant_id, agent_id, validation.check_filter(flt), cursor, limit
-        )
+        checked(AgentIdText, agent_id, "agent_id")
+        items, next_cursor = browse_page(self.store, tenant_id, agent_id, flt, cursor, limit)
         return BrowsePage(items=[self._present(m) for m in items], cursor=next_cursor)
 
     def due_for_archival(
@@ -413,7 +401,7 @@ class MemoryService:
         lookahead: timedelta = DUE_LOOKAHEAD,
     ) -> DueList:
         """What the next lifecycle run would archive of what `agent_id` may see (bounded scan, no write)."""
-        validation.check_agent_id(agent_id)
+        checked(AgentIdText, agent_id, "agent_id")
         policy = self.config.policy(tenant_id)
         due, scanned, complete = due_scan(
             self.store, tenant_id, agent_id, policy, self.clock.now(), lookahead, limit
@@ -457,8 +445,7 @@ class MemoryService:
         The new memory's `derived_from` links the sources, which stay as they are; it is `private`
         (to `agent_id`) when any source is, since it repeats them.
         """
-        validation.check_agent_id(agent_id)
-        validation.check_session_id(session_id)
+        checked(AgentIdText, agent_id, "agent_id")
         if session_id is None and time_from is None and time_to is None:
             raise InvalidInputError("session_id", "give a session_id or a time range (time_from/time_to)")
         flt = MemoryFilter(
@@ -503,6 +490,6 @@ class MemoryService:
         """
         flt = MemoryFilter(types=(MemoryType.SEMANTIC,))
         page = self.store.list_memories(
-            tenant_id, scoped(flt, validation.check_agent_id(agent_id)), limit=PROFILE_MAX_MEMORIES
+            tenant_id, scoped(flt, checked(AgentIdText, agent_id, "agent_id")), limit=PROFILE_MAX_MEMORIES
         )
         return [self._present(m) for m in sorted(page.items, key=lambda m: (-m.importance, m.content))]

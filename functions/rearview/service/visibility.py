@@ -22,16 +22,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rearview.errors import NotFoundError
+from rearview.limits import MemoryId, checked
 from rearview.models import Memory, MemoryFilter
 from rearview.ports import MemoryStore
-from rearview.service import validation
 
 
 def load_visible(
     store: MemoryStore, tenant_id: str, memory_id: str, agent_id: str, field: str = "memory_id"
 ) -> Memory:
     """The memory if `agent_id` may see it (any status); NotFoundError if absent, expired or not visible."""
-    memory = store.get(tenant_id, validation.check_id(memory_id, field))
+    memory = store.get(tenant_id, checked(MemoryId, memory_id, field))
     if memory is None or not memory.visible_to(agent_id):
         raise NotFoundError(memory_id)
     return memory
@@ -41,7 +41,7 @@ def load_all_visible(
     store: MemoryStore, tenant_id: str, memory_ids: Sequence[str], agent_id: str, field: str
 ) -> list[Memory]:
     """Each of `memory_ids` (deduplicated, in order); NotFoundError for the first `agent_id` may not see."""
-    ids = [validation.check_id(i, field) for i in dict.fromkeys(memory_ids)]
+    ids = [checked(MemoryId, i, field) for i in dict.fromkeys(memory_ids)]
     found = {m.id: m for m in store.get_many(tenant_id, ids) if m.visible_to(agent_id)}
     missing = [i for i in ids if i not in found]
     if missing:

@@ -16,11 +16,9 @@ from markupsafe import Markup, escape
 
 from rearview.clock import parse_time
 from rearview.errors import InvalidInputError
+from rearview.limits import MAX_IMPORTANCE, MAX_TOP_K, MIN_IMPORTANCE, AgentIdText, checked
 from rearview.models import (
     DEFAULT_AGENT,
-    MAX_IMPORTANCE,
-    MAX_TOP_K,
-    MIN_IMPORTANCE,
     HistoryEvent,
     MemoryFilter,
     MemoryStatus,
@@ -30,7 +28,6 @@ from rearview.models import (
     UpdateRequest,
 )
 from rearview.service.browsing import MAX_BROWSE_PAGE
-from rearview.service.validation import check_agent_id
 from rearview.ui.session import Session
 
 Params = Mapping[str, Sequence[str]]
@@ -51,7 +48,7 @@ def agent_for(session: Session, params: Params) -> str:
     """The agent whose view a page shows: the key's bound agent, else `agent_id`, else the default agent."""
     if session.agent_id is not None:
         return session.agent_id
-    return check_agent_id(first(params, "agent_id") or DEFAULT_AGENT)
+    return checked(AgentIdText, first(params, "agent_id") or DEFAULT_AGENT, "agent_id")
 
 
 def _int(params: Params, name: str, default: int, low: int, high: int) -> int:

@@ -52,12 +52,8 @@ from typing import Protocol
 
 from rearview.clock import parse_time
 from rearview.errors import ConflictError, EmbedderError, InvalidInputError
+from rearview.limits import MAX_METADATA_VALUE_CHARS
 from rearview.models import (
-    MAX_INGEST_CHARS,
-    MAX_INGEST_MESSAGES,
-    MAX_LABEL_CHARS,
-    MAX_METADATA_VALUE_CHARS,
-    MAX_SESSION_ID_CHARS,
     ExtractionMode,
     IngestMessage,
     IngestRequest,
@@ -69,7 +65,6 @@ from rearview.models import (
     WriteRequest,
     WriteResult,
 )
-from rearview.service import validation
 from rearview.service.ingest.extraction import Extraction, Extractor, Fact, Turn
 from rearview.service.ingest.llm_extraction import EXTRACTED_CONFIDENCE, EXTRACTION_PROMPT_VERSION
 from rearview.service.visibility import agent_idempotency_key
@@ -172,46 +167,33 @@ class Ingester:
     # ---------------------------------------------------------------------------------- plan
 
     def _plan(self, req: IngestRequest) -> list[_Message]:
-        """Every message of the call, checked (InvalidInputError before anything is written)."""
-        agent_id = validation.check_agent_id(req.agent_id)
-        session_id = validation.check_text(req.session_id, "session_id", MAX_SESSION_ID_CHARS)
-        if not 1 <= len(req.messages) <= MAX_INGEST_MESSAGES:
-            raise InvalidInputError(
-                "messages", f"has {len(req.messages)} items; give 1 to {MAX_INGEST_MESSAGES} per call"
-            )
-        total = sum(len(m.content) for m in req.messages)
-        if total > MAX_INGEST_CHARS:
-            raise InvalidInputError(
-                "messages", f"has {total} characters of content; the limit is {MAX_INGEST_CHARS} per call"
-            )
-        base = WriteRequest(content="-", agent_id=agent_id, visibility=req.visibility)
-        now = self.writer.clock.now()
-        return [self._plan_one(i, m, session_id, base, now) for i, m in enumerate(req.messages)]
+        """Every message of the call as its episode's write (InvalidInputError before anything is written).
 
-    def _plan_one(
-        self, index: int, message: IngestMessage, session_id: str, base: WriteRequest, now: datetime
-    ) -> _Message:
+        `req` is valid by construction (`IngestRequest`); what is checked here is only what the
+        messages become: the episode's content with the speaker's name in front.
+        """
+        now = self.writer.clock.now()
+        return [self._plan_one(i, m, req, now) for i, m in enumerate(req.messages)]
+
+    def _plan_one(self, index: int, message: IngestMessage, req: IngestRequest, now: datetime) -> _Message:
         field = f"messages[{index}]"
-        speaker = validation.check_text(
-            (message.speaker or message.role or "").strip(), f"{field}.speaker", MAX_LABEL_CHARS
-        )
-        text = validation.check_content(message.content, f"{field}.content")
-        message_id = message.message_id and validation.check_text(
-            message.message_id, f"{field}.message_id", MAX_LABEL_CHARS
-        )
+        speaker, text, message_id = message.said_by, message.content, message.message_id
         metadata: dict[str, MetadataValue] = {"speaker": speaker, "source": "ingest"}
         if message_id:
             metadata["message_id"] = message_id
-        episode = base.model_copy(
-            update={
-                "content": validation.check_content(f"{speaker}: {text}", f"{field}.content"),
-                "type": MemoryType.EPISODIC,
-                "session_id": session_id,
-                "metadata": metadata,
-                "event_time": _utc(message.timestamp, f"{field}.timestamp"),
-                "idempotency_key": idempotency_key(session_id, message, speaker),
-            }
-        )
+        try:
+            episode = WriteRequest(
+                content=f"{speaker}: {text}",
+                type=MemoryType.EPISODIC,
+                agent_id=req.agent_id,
+                session_id=req.session_id,
+                visibility=req.visibility,
+                metadata=metadata,
+                event_time=_utc(message.timestamp, f"{field}.timestamp"),
+                idempotency_key=idempotency_key(req.session_id, message, speaker),
+            )
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{field}.{exc.field}", exc.problem) from None
         turn = Turn(index, speaker, text, episode.event_time or now, role=message.role)
         return _Message(turn, message_id or None, episode)
 
@@ -258,8 +240,9 @@ class Ingester:
             }
             if not llm and len(speakers) == 1:
                 own["speaker"] = next(iter(speakers))
-            write = last.episode.model_copy(
-                update={
+            write = WriteRequest.model_validate(
+                last.episode.model_dump()
+                | {
                     "content": fact.content,
                     "type": fact.type,
                     "session_id": last.episode.session_id,
@@ -270,7 +253,7 @@ class Ingester:
                     "event_time": fact.event_time or last.episode.event_time,
                     "idempotency_key": _key(f"{refs}\x00fact\x00{content_hash(fact.content)}"),
                 }
-            )
+            )  # validated: a rule's or a model's fact is held to the limits of a write
             last.facts.append((write, fact))
 
     def _embed(self, texts: Sequence[str]) -> list[Embedded]:

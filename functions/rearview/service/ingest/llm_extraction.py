@@ -36,10 +36,10 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from rearview.errors import BackendError, InvalidInputError
-from rearview.models import MAX_CONTENT_CHARS, MAX_LABEL_CHARS, MAX_TAGS, ExtractionMode, MemoryType
+from rearview.errors import BackendError
+from rearview.limits import MAX_LABEL_CHARS, ContentText, Labels, problem_of
+from rearview.models import ExtractionMode, MemoryType
 from rearview.ports import LanguageModel
-from rearview.service import validation
 from rearview.service.ingest.extraction import Extraction, Fact, Turn
 
 __all__ = [
@@ -86,9 +86,9 @@ class ExtractedItem(BaseModel):
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
     type: Literal["semantic", "episodic", "procedural"]
-    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    content: ContentText
     importance: float = Field(ge=0.0, le=1.0)
-    entities: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
+    entities: Labels = Field(default_factory=list)
     source_message_ids: list[str] = Field(min_length=1)
     date: dt.date | None = None
 
@@ -179,13 +179,7 @@ def parse_answer(text: str) -> list[ExtractedItem]:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the answer"
-        raise _UnusableAnswerError(f"the answer breaks the schema at {where}: {first['msg']}") from exc
-    for n, item in enumerate(items):
-        try:
-            validation.check_content(item.content, f"[{n}].content")
-            validation.check_labels(item.entities, f"[{n}].entities")
-        except InvalidInputError as exc:
-            raise _UnusableAnswerError(f"the answer breaks the schema: {exc}") from exc
+        raise _UnusableAnswerError(f"the answer breaks the schema at {where}: {problem_of(first)}") from exc
     return items
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from rearview.clock import Clock
-from rearview.errors import EmbedderError, IndexUnavailableError, InvalidInputError
+from rearview.errors import EmbedderError, IndexUnavailableError
 from rearview.models import (
     HitExplanation,
     Memory,
@@ -23,7 +23,6 @@ from rearview.models import (
     SearchResult,
 )
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
-from rearview.service import validation
 from rearview.service.config import ServiceConfig
 from rearview.service.search.collapse import collapse_extracted
 from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, rank
@@ -69,9 +68,7 @@ class Searcher:
         A memory an ingest extracted from a message and the message's memory take one place
         (`collapse.collapse_extracted`): the better ranked lists the other in `related`.
         """
-        top_k = validation.check_top_k(req.top_k)
-        if req.min_score < 0:
-            raise InvalidInputError("min_score", f"must be >= 0 (got {req.min_score})")
+        top_k = req.top_k
         reasons: list[str] = []
         candidates = self._candidates(tenant_id, req, top_k, reasons)
         ranked = rank(candidates, self.config.ranking)
@@ -90,16 +87,15 @@ class Searcher:
         )
 
     def candidates(self, tenant_id: str, req: SearchRequest) -> Candidates:
-        """What `search` would rank for `req` (validated the same way), without ranking or reinforcing.
+        """What `search` would rank for `req`, without ranking or reinforcing.
 
         For benchmarks that re-rank the same candidates under other `RankingPolicy` constants.
         """
-        return self._candidates(tenant_id, req, validation.check_top_k(req.top_k), [])
+        return self._candidates(tenant_id, req, req.top_k, [])
 
     def _candidates(self, tenant_id: str, req: SearchRequest, top_k: int, reasons: list[str]) -> Candidates:
         """Each channel's hits (live, then archived), and the stored candidates with their strength now."""
-        query = validation.check_query(req.query)
-        validation.check_filter(req.filter)
+        query = req.query
         req = req.model_copy(update={"filter": scoped(req.filter, req.agent_id)})
         depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
         channels = _Channels(None, None)

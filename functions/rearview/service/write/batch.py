@@ -39,7 +39,7 @@ from rearview.service.write.writer import (
     Writer,
     replayed,
     stored_idempotency_key,
-    validated,
+    with_stored_key,
 )
 
 __all__ = ["WriteBatch"]
@@ -92,7 +92,7 @@ class WriteBatch:
     def write(self, req: WriteRequest, embedded: Embedded, judge: bool | None = None) -> WriteResult:
         """`Writer.write(tenant_id, req, embedded, judge=judge)`, committed by this or a later `flush`."""
         writer, tenant_id = self._writer, self._tenant_id
-        req = validated(req)
+        req = with_stored_key(req)
         key = req.idempotency_key
         if key in self._pending.keys:
             self.flush()

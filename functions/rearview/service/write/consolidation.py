@@ -16,7 +16,8 @@ from typing import Literal
 
 from rearview.clock import to_iso
 from rearview.errors import BackendError
-from rearview.models import MAX_CONTENT_CHARS, Memory
+from rearview.limits import MAX_CONTENT_CHARS
+from rearview.models import Memory
 from rearview.ports import LanguageModel, Vector
 from rearview.service.write.summarize import SUMMARY_BUDGET_CHARS, extractive_summary
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from rearview.clock import to_iso
-from rearview.models import MAX_CONTENT_CHARS, Memory
+from rearview.limits import MAX_CONTENT_CHARS
+from rearview.models import Memory
 from rearview.ports import Vector
 
 SUMMARY_BUDGET_CHARS = MAX_CONTENT_CHARS // 2

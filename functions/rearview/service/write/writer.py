@@ -21,7 +21,6 @@ from rearview.clock import Clock
 from rearview.errors import ConflictError, IndexUnavailableError, InvalidInputError, NotFoundError
 from rearview.ids import new_id
 from rearview.models import (
-    MAX_IDEMPOTENCY_KEY_CHARS,
     HistoryAction,
     Memory,
     MemoryFilter,
@@ -33,7 +32,7 @@ from rearview.models import (
     WriteResult,
 )
 from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
-from rearview.service import indexing, keyword_context, validation
+from rearview.service import indexing, keyword_context
 from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
 from rearview.service.visibility import agent_idempotency_key, load_visible
@@ -186,7 +185,7 @@ class Writer:
         messages in `derived_from` (judged like any statement), False for a message's own record.
         Every check runs before anything is written.
         """
-        req = validated(req)
+        req = with_stored_key(req)
         replay = self.replay(tenant_id, req.idempotency_key)
         if replay is not None:
             return replay
@@ -473,31 +472,13 @@ def replayed(first: Memory) -> WriteResult:
 
 
 def stored_idempotency_key(req: WriteRequest) -> str | None:
-    """The key `req`'s idempotency key is stored under: checked, and scoped to the writing agent."""
-    if not req.idempotency_key:
-        return None
-    key = validation.check_text(req.idempotency_key, "idempotency_key", MAX_IDEMPOTENCY_KEY_CHARS)
-    return agent_idempotency_key(validation.check_agent_id(req.agent_id), key)
+    """The key `req`'s idempotency key is stored under: scoped to the writing agent."""
+    return agent_idempotency_key(req.agent_id, req.idempotency_key) if req.idempotency_key else None
 
 
-def validated(req: WriteRequest) -> WriteRequest:
-    """`req` with its content and labels checked and normalized (InvalidInputError otherwise).
-
-    Its idempotency key becomes the stored one, scoped to the writing agent.
-    """
-    agent_id = validation.check_agent_id(req.agent_id)
-    return req.model_copy(
-        update={
-            "idempotency_key": stored_idempotency_key(req),
-            "content": validation.check_content(req.content),
-            "tags": validation.check_labels(req.tags, "tags"),
-            "entities": validation.check_labels(req.entities, "entities"),
-            "metadata": validation.check_metadata(req.metadata),
-            "ttl_days": validation.check_ttl_days(req.ttl_days),
-            "agent_id": agent_id,
-            "session_id": validation.check_session_id(req.session_id),
-        }
-    )
+def with_stored_key(req: WriteRequest) -> WriteRequest:
+    """`req` (valid by construction) with its idempotency key made the stored, agent-scoped one."""
+    return req.model_copy(update={"idempotency_key": stored_idempotency_key(req)})
 
 
 def _later(a: datetime | None, b: datetime | None) -> datetime | None:
