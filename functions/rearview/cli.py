@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if failure is None:
             raise
         status, message = failure
-        print(f"rearview: error: {message}".replace("\n", " "), file=sys.stderr)
+        print(f"rearview: error: {printable(message)}", file=sys.stderr)  # one line, nothing raw
         return status
     return result
 
