@@ -180,3 +180,14 @@ def test_a_user_known_only_by_role_is_yonghu_in_a_chinese_fact() -> None:
         "用户住在上海",
     ]
     assert [f.content for f in extract("user", "I prefer tea")] == ["user prefers tea"]
+
+
+def test_many_joined_statements_are_cut_in_one_pass() -> None:
+    """30 "and I like ..." then a part that states nothing: 30 facts, the last one keeping that part.
+
+    Trying every grouping of the parts (2^30 of them) would never return.
+    """
+    content = " and ".join(f"I like dish{i}" for i in range(30)) + " and my partner isn't"
+    found = [f.content for f in extract("Ann", content)]
+    assert found[:29] == [f"Ann likes dish{i}" for i in range(29)]
+    assert found[29:] == ["Ann likes dish29 and their partner isn't"]

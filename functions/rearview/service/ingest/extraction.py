@@ -302,15 +302,22 @@ def _sentences(content: str) -> list[str]:
 
 
 def _claims(sentence: str, speaker: str) -> list[str]:
-    """The statements of one sentence: cut at a `CLAUSE_BREAK` when both sides state something."""
-    for cut in CLAUSE_BREAK.finditer(sentence):
-        head, tail = sentence[: cut.start()], sentence[cut.end() :]
-        first = _statement(head, speaker)
-        rest = _claims(tail, speaker) if first else []
-        if first and rest:
-            return [first, *rest]
-    whole = _statement(sentence, speaker)
-    return [whole] if whole else []
+    """The statements of one sentence: cut at each `CLAUSE_BREAK` whose both sides state something.
+
+    One pass over the cuts (a part that states nothing stays glued to the one before it), so a
+    message of many "and I ..." costs a rule match per part, not one per way of grouping them.
+    """
+    cuts = list(CLAUSE_BREAK.finditer(sentence))
+    spans = zip([0, *(c.end() for c in cuts)], [*(c.start() for c in cuts), len(sentence)], strict=True)
+    parts: list[tuple[int, int, str | None]] = []  # start, end, and the part's statement
+    for start, end in spans:
+        statement = _statement(sentence[start:end], speaker)
+        if parts and not (statement and parts[-1][2]):
+            glued = (parts[-1][0], end)
+            parts[-1] = (*glued, _statement(sentence[glued[0] : glued[1]], speaker))
+        else:
+            parts.append((start, end, statement))
+    return [statement for _, _, statement in parts if statement]
 
 
 def _statement(sentence: str, speaker: str) -> str | None:
