@@ -70,7 +70,7 @@ def _parsed(path: Path, number: int, raw: bytes) -> Line | str:
         _check_kind(path, data)
     try:
         return parse_line(data)
-    except (ValueError, InvalidInputError) as exc:
+    except (ValueError, InvalidInputError) as exc:  # a WriteRequest refuses as the service would
         return _reason(exc)
 
 
@@ -92,7 +92,7 @@ def _refuse_conversation(path: Path, why: str) -> None:
 
 
 def parse_line(data: Any) -> Line:
-    """One parsed JSON line as a WriteRequest or an export record (ValueError, InvalidInputError if neither).
+    """One parsed JSON line as a WriteRequest or an export record (else ValueError, InvalidInputError).
 
     A WriteRequest is valid by construction, so this pre-check is exactly the service's validation.
     """

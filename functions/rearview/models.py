@@ -5,6 +5,10 @@ requests are valid by construction: their fields are the limit types of `limits.
 beyond one is an `InvalidInputError` naming the field and the limit (`ValidRequest`), so the
 service never checks a field again. Records and results are not re-checked: they come from the
 service or a store.
+
+Over 450 lines on purpose: each operation's request and result stand beside the record and the
+filter they describe (the tool schemas and the wire format are generated from them); the limits
+they are built from are in `limits.py`.
 """
 
 from __future__ import annotations
