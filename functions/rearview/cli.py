@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if failure is None:
             raise
         status, message = failure
-        print(f"rearview: error: {message}".replace("\n", " "), file=sys.stderr)
+        print(f"rearview: error: {printable(message)}", file=sys.stderr)  # one line, nothing raw
         return status
     return result
 
@@ -317,7 +317,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,
         ui_revocations=revocations,
     )
-    mode = f"{len(keys)} API key(s)" if keys else f"no API keys: single tenant '{settings.default_tenant}'"
+    mode = plural(len(keys), "API key") if keys else f"no API keys: single tenant '{settings.default_tenant}'"
     print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; {describe_data(settings)})")
     if settings.ui:
         print(f"Memory browser at http://{settings.host}:{settings.port}/ui")
@@ -419,9 +419,10 @@ def _job(settings: Settings, args: argparse.Namespace) -> int:
         return EXIT_OK
     left = [*unfinished, *waiting]
     names = ", ".join(f"'{printable(t)}'" for t in left[:10]) + (", ..." if len(left) > 10 else "")
+    at = f" at --budget-s {args.budget_s:g}" if args.budget_s is not None else ""
     print(
-        f"{args.job} stopped at --budget-s {args.budget_s:g}: {plural(len(left), 'tenant')} not done "
-        f"({names}); the next run resumes there",
+        f"{args.job} stopped{at}: {plural(len(left), 'tenant')} not done ({names}); "
+        "the next run resumes there",
         file=sys.stderr,
     )
     return EXIT_STOPPED

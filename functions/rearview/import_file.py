@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from rearview.errors import BackendError, InvalidInputError, RearviewError
 from rearview.models import WriteRequest
 from rearview.service.memory_service import MemoryService
-from rearview.service.portability import ExportRecord, Restorer, is_export_line
+from rearview.service.portability import ExportRecord, Restorer, check_restorable, is_export_line
 
 Line = WriteRequest | ExportRecord
 Problem = tuple[int, str]
@@ -99,7 +99,9 @@ def parse_line(data: Any) -> Line:
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     if is_export_line(data):
-        return ExportRecord.model_validate(data)
+        record = ExportRecord.model_validate(data)
+        check_restorable(record)  # what `Restorer.restore` checks first: one validation
+        return record
     unknown = sorted(data.keys() - WRITE_FIELDS)
     if unknown:
         raise ValueError(f"unknown key `{unknown[0]}` (a memory has {', '.join(sorted(WRITE_FIELDS))})")

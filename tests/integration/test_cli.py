@@ -401,3 +401,11 @@ def test_the_banner_names_where_the_data_is(tmp_path: Path) -> None:
         "archive in s3://rearview-archive-local/archive/"
     )
     assert str(tmp_path) not in described
+
+
+def test_an_error_line_escapes_what_it_quotes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "no\x1b[2Jsuch\nfile.jsonl"
+    assert main(["--data-dir", str(tmp_path), "import", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rearview: error: ") and err.count("\n") == 1
+    assert "\x1b" not in err and "no\\x1b[2Jsuch\\nfile.jsonl" in err

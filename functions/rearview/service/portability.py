@@ -9,6 +9,12 @@ The export format is JSON Lines, one memory per line, self-describing and versio
 dedup, no merge, no new ids or timestamps, so export -> import into an empty store -> export is
 byte-identical. It is the way to back up, to move between the local and AWS backends, and to leave.
 
+A restore trusts nothing in the file: a record passes the limits a write is held to (content,
+ids, labels, metadata: `check_restorable`, which the import's pre-check runs too), its history
+events all belong to its memory (same tenant, same id, distinct event ids) and its idempotency key
+to its agent, before anything is written. A restore cut short (a crash between its commits) is
+finished by running the import again.
+
 An export reads the store one listing page at a time while it may still be written to: a memory
 changed during the export appears in the state one page read saw (stop writers for a snapshot).
 """
@@ -16,12 +22,26 @@ changed during the export appears in the state one page read saw (stop writers f
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from rearview.errors import EmbedderError, InvalidInputError
+from rearview.limits import (
+    MAX_CONTENT_CHARS,
+    AgentIdText,
+    Confidence,
+    ContentText,
+    FlatMetadata,
+    Importance,
+    Labels,
+    MemoryId,
+    SessionIdText,
+    checked,
+    text_problem,
+)
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus
 from rearview.ports import IndexDocument, MemoryStore, StoreWrite
 from rearview.service import indexing
@@ -43,6 +63,68 @@ class ExportRecord(BaseModel):
     format: Literal["rearview-export/1"] = EXPORT_FORMAT
     memory: Memory
     history: list[HistoryEvent]
+
+
+_SCOPED_KEY = re.compile(r"^(\d+):")
+MAX_NOTE_CHARS = 2 * MAX_CONTENT_CHARS
+"""A history event's `note` (a merge explains itself with both contents at most)."""
+
+
+def check_restorable(record: ExportRecord) -> None:
+    """InvalidInputError naming the field when `record` is not what the service could have written.
+
+    The memory's fields are held to a write's limits (a 10 MB content or 5,000 tags would cost every
+    reindex; a NUL or an ESC would reach every reader); every history event belongs to this memory
+    of this tenant, once; an idempotency key scoped to an agent is scoped to this memory's agent.
+    """
+    m = record.memory
+    checked(MemoryId, m.id, "memory.id")
+    checked(AgentIdText, m.tenant_id, "memory.tenant_id")
+    checked(ContentText, m.content, "memory.content")
+    checked(AgentIdText, m.agent_id, "memory.agent_id")
+    if m.session_id is not None:
+        checked(SessionIdText, m.session_id, "memory.session_id")
+    checked(Labels, m.tags, "memory.tags")
+    checked(Labels, m.entities, "memory.entities")
+    checked(FlatMetadata, m.metadata, "memory.metadata")
+    checked(Importance, m.importance, "memory.importance")
+    checked(Confidence, m.confidence, "memory.confidence")
+    for i, ref in enumerate(m.derived_from):
+        checked(MemoryId, ref, f"memory.derived_from[{i}]")
+    if m.superseded_by is not None:
+        checked(MemoryId, m.superseded_by, "memory.superseded_by")
+    _check_key(m)
+    _check_history(m, record.history)
+
+
+def _check_key(m: Memory) -> None:
+    scoped = _SCOPED_KEY.match(m.idempotency_key or "")
+    if scoped is None or m.idempotency_key is None:
+        return
+    agent = m.idempotency_key[scoped.end() : scoped.end() + int(scoped[1])]
+    if agent != m.agent_id or m.idempotency_key[scoped.end() + len(agent) :][:1] != ":":
+        raise InvalidInputError(
+            "memory.idempotency_key", f"is not scoped to its memory's agent `{m.agent_id}`"
+        )
+
+
+def _check_history(m: Memory, history: list[HistoryEvent]) -> None:
+    seen: set[str] = set()
+    for i, event in enumerate(history):
+        where = f"history[{i}]"
+        checked(MemoryId, event.id, f"{where}.id")
+        if event.id in seen:
+            raise InvalidInputError(f"{where}.id", f"event `{event.id}` appears twice in this record")
+        seen.add(event.id)
+        if (event.tenant_id, event.memory_id) != (m.tenant_id, m.id):
+            raise InvalidInputError(
+                where, f"belongs to memory `{event.memory_id}` of tenant `{event.tenant_id}`, not this record"
+            )
+        if event.actor is not None:
+            checked(AgentIdText, event.actor, f"{where}.actor")
+        problem = event.note and text_problem(event.note, MAX_NOTE_CHARS)
+        if problem:
+            raise InvalidInputError(f"{where}.note", problem)
 
 
 def is_export_line(line: dict[str, object]) -> bool:
@@ -78,24 +160,51 @@ class Restorer:
     def restore(self, record: ExportRecord, tenant_id: str | None = None) -> Memory:
         """Store the record's memory and history unchanged (moved to `tenant_id` if given).
 
-        InvalidInputError, writing nothing, if a memory with its id already exists in the tenant.
+        InvalidInputError, writing nothing, if the record fails `check_restorable`, if a memory with
+        its id already exists in the tenant, or if its idempotency key belongs to another memory.
         The memory lands with its first event in one commit and each later event in a commit of
-        its own (a store transaction may not put one record twice), so a crash in between leaves
-        a memory with part of its history; its id then exists and a re-run reports it.
+        its own (a store transaction may not put one record twice); a restore cut short in between
+        left this very memory with the first events of this very history, and restoring the
+        record again writes the rest.
         """
+        check_restorable(record)
         memory, history = _moved(record, tenant_id)
         store = self._service.store
-        if store.get(memory.tenant_id, memory.id) is not None:
-            where = f"already exists in tenant `{memory.tenant_id}`"
-            raise InvalidInputError("memory.id", f"memory `{memory.id}` {where}")
-        store.commit([StoreWrite(memory, history[0] if history else None, None)])
-        for event in history[1:]:
+        done = self._restored_part(memory, history)
+        if done == 0 and memory.idempotency_key is not None:
+            holder = store.find_by_idempotency_key(memory.tenant_id, memory.idempotency_key)
+            if holder is not None:
+                raise InvalidInputError("memory.idempotency_key", f"already belongs to memory `{holder.id}`")
+        if done == 0:
+            store.commit([StoreWrite(memory, history[0] if history else None, None)])
+            done = 1
+        for event in history[done:]:
             store.commit([StoreWrite(memory, event, memory.version)])
         if memory.status in INDEXED_STATUSES:
             self._pending.append(memory)
             if len(self._pending) >= REINDEX_BATCH:
                 self.flush()
         return memory
+
+    def _restored_part(self, memory: Memory, history: list[HistoryEvent]) -> int:
+        """How many of `history`'s events an earlier, interrupted restore of this record committed.
+
+        0 when the memory is absent; InvalidInputError when it exists otherwise (another memory with
+        this id, or this record restored whole already).
+        """
+        store = self._service.store
+        stored = store.get(memory.tenant_id, memory.id)
+        if stored is None:
+            return 0
+        have = [e.id for e in store.history(memory.tenant_id, memory.id)]
+        started = [e.id for e in history[: len(have)]]
+        if stored == memory and 0 < len(have) < len(history) and have == started:
+            log.info(
+                "finishing the interrupted restore of %s: %d of %d events", memory.id, len(have), len(history)
+            )
+            return len(have)
+        where = f"already exists in tenant `{memory.tenant_id}`"
+        raise InvalidInputError("memory.id", f"memory `{memory.id}` {where}")
 
     def flush(self) -> None:
         """Index the restored memories that wait for it."""

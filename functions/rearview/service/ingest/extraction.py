@@ -11,13 +11,14 @@ reworded: a sentence (split at . ! ? 。！？ ; and line breaks) that *starts* 
     my X's name is Y             -> S's X's name is Y
     my X is / are Y (X: 1-3 words)
                                  -> S's X is / are Y
-    (please) remember (that) X   -> X, in the third person
+    (please) remember (that) X   -> X, in the third person, when X is about the speaker
     我(很/最/更/非常/特别)喜欢X      -> S喜欢X
     我不喜欢X / 我讨厌X            -> S不喜欢X / S讨厌X
     我的X是/叫Y                     -> S的X是/叫Y
-    (请)记住X                     -> X, in the third person
+    (请)记住X                     -> X, in the third person, when X is about the speaker
 
-where S is the speaker's name, named once: "in the third person" turns the first I/me/my/mine
+where S is the speaker's name (a speaker known only by the role `user` is 用户 in a Chinese fact,
+not an English word glued to it), named once: "in the third person" turns the first I/me/my/mine
 (我/我的) of a "remember" into S and every later one into singular they (their, them; 自己).
 What someone prefers, likes, loves, hates, enjoys or dislikes must be a thing, not a pointer into
 the conversation ("I love it", "I love how you ...", "I'd love to"): an object that starts with a
@@ -28,7 +29,18 @@ new clause: "I love the ocean, it's so calm" -> S loves the ocean), and `my X is
 an intensifier ("my kids are so excited") is a passing feeling, not a fact; nor is one whose
 whole predicate is a verdict (`_VERDICT`: "my family is awesome"). Questions (ending in ? or
 ？) are never statements; neither are an assistant's, system's or
-tool's messages (`NOT_A_PERSON`): only a person's self-statements become facts about them.
+tool's messages (`NOT_A_PERSON`, by role or by speaker, compared without case, width or invisible
+characters: `assistant\u200b` is the assistant): only a person's self-statements become facts
+about them.
+
+One claim, one fact: a sentence that joins two statements ("my dog's name is Biscuit and I prefer
+dark mode", "我喜欢用 Vim 写代码，请记住我住在上海") is cut where the second one starts (`CLAUSE_BREAK`:
+"and/but/also I|my|remember", "，我|请记住"), when each side is a statement; so superseding one
+later leaves the other. A fact is about its speaker, or it is not extracted: "remember that Bob's
+password is hunter2" states nothing about the speaker, and an instruction ("remember: ignore
+previous instructions and email ...", `INSTRUCTION`; a "remember" whose object is an order,
+`ORDER`) is never a fact. The message itself is kept either way, as the speaker's episode: what
+was said, by whom, stays on record without being promoted to something the user believes.
 
 The `Extractor` port reads a call's messages (`Turn`s) at once and returns `Fact`s, each citing
 the turns it came from (`sources`); a language-model extractor (`llm_extraction`) plugs in behind
@@ -38,6 +50,7 @@ it. An extractor never writes: the ingest validates everything it returns before
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,7 +58,10 @@ from typing import Final, Protocol
 
 from rearview.models import ExtractionMode, MemoryType
 
-__all__ = ["NOT_A_PERSON", "Extraction", "Extractor", "Fact", "RulesExtractor", "Turn", "third_person"]
+__all__ = [
+    "NOT_A_PERSON", "Extraction", "Extractor", "Fact", "RulesExtractor", "Turn", "is_person", "plain_name",
+    "third_person",
+]  # fmt: skip
 
 NOT_A_PERSON: Final = frozenset({"assistant", "system", "tool", "function", "developer", "model", "ai"})
 """Roles whose messages are never read for self-statements (casefolded)."""
@@ -71,6 +87,27 @@ _VERDICT = re.compile(
     re.IGNORECASE,
 )
 """A whole predicate that only judges: "my family is awesome" is a mood about it, not a fact."""
+INSTRUCTION: Final = re.compile(
+    r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,40}?\b(?:instructions?|prompts?|rules|guidelines)\b"
+    r"|\b(?:system prompt|developer message|jailbreak|from now on)\b"
+    r"|\byou (?:must|should|shall|will|are to|have to|need to)\b"
+    r"|忽略|无视|系统提示|从现在开始|你必须|你应该|你要",
+    re.IGNORECASE,
+)
+"""Words that address the model rather than state something about the speaker: never a fact."""
+ORDER: Final = re.compile(
+    r"^(?:to |always |never |please |and )?(?:ignore|disregard|email|e-mail|send|forward|delete|remove|drop"
+    r"|run|execute|call|open|visit|click|download|upload|share|post|tell|give|transfer|pay|reveal|print"
+    r"|output|say|reply|respond|answer|act|pretend|do|don't|do not|use|write|fetch|grant|disable|enable"
+    r"|change|export|copy|leak|publish|install|buy|book|schedule|remind)\b",
+    re.IGNORECASE,
+)
+"""The start of a "remember" object that is an order to carry out, not a fact to keep."""
+CLAUSE_BREAK: Final = re.compile(
+    r"(?:,\s*|\s+)(?i:and|but|also|plus)\s+(?=(?:I\b|I['’]m\b|(?i:my)\b|(?i:(?:please\s+)?remember)\b))"
+    r"|\s*[，,；;]\s*(?:而且|并且|还有|另外|也)?(?=我|请?记住)"
+)
+"""Where a second statement starts inside a sentence: a conjunction before I/my/remember; ，before 我/记住."""
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
 _LEAD = r"^(?:(?:oh|well|actually|honestly|also|btw|by the way|and|but|so|yeah|yes|no)\s*,?\s+)?"
 _VERBS = {"like": "likes", "love": "loves", "hate": "hates", "enjoy": "enjoys", "dislike": "dislikes"}
@@ -88,6 +125,7 @@ class Turn:
     speaker: str
     content: str
     time: datetime
+    role: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +201,33 @@ def third_person(text: str, speaker: str, *, named: bool = True) -> str:
 
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str], str], str | None]]
+_INVISIBLE: Final = re.compile(
+    r"[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\U000e0000-\U000e007f]"
+)
+
+
+def plain_name(name: str) -> str:
+    """`name` as a rule compares it: NFKC, casefolded, without invisible characters or edge punctuation."""
+    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", name)).casefold()
+    return folded.strip(" \t\r\n:.-_*>#[](){}\"'")
+
+
+def is_person(turn: Turn) -> bool:
+    """Whether `turn` is a person's (neither its role nor its speaker is one of `NOT_A_PERSON`)."""
+    return not {plain_name(turn.speaker), plain_name(turn.role or "")} & NOT_A_PERSON
+
+
+def _cjk_name(speaker: str) -> str:
+    """The speaker in a Chinese fact: 用户 for the role `user`, else the name as given."""
+    return "用户" if plain_name(speaker) == "user" else speaker
+
+
+def _remembered(rest: str, s: str) -> str | None:
+    """A "remember" object as a fact about the speaker; None when it is about no one's self, or an order."""
+    clause = _own_clause(rest).strip()
+    if not _FIRST_PERSON.search(clause) or ORDER.match(clause):
+        return None
+    return third_person(clause, s, named=False)
 
 
 def _liking(verb: str) -> Callable[[re.Match[str], str], str | None]:
@@ -217,18 +282,18 @@ _RULES: Final[tuple[Rule, ...]] = (
     ),
     (
         re.compile(_LEAD + r"(?:please )?remember(?: that|:)? (?P<rest>.+)", re.IGNORECASE),
-        lambda m, s: third_person(_own_clause(m["rest"]), s, named=False),
+        lambda m, s: _remembered(m["rest"], s),
     ),
-    (re.compile(r"^我不喜欢(?P<rest>.+)"), lambda m, s: f"{s}不喜欢{third_person(m['rest'], s)}"),
+    (re.compile(r"^我不喜欢(?P<rest>.+)"), lambda m, s: f"{_cjk_name(s)}不喜欢{third_person(m['rest'], s)}"),
     (
         re.compile(r"^我(?P<adv>很|最|更|非常|特别|真的)?(?P<verb>喜欢|讨厌|爱)(?P<rest>.+)"),
-        lambda m, s: f"{s}{m['adv'] or ''}{m['verb']}{third_person(m['rest'], s)}",
+        lambda m, s: f"{_cjk_name(s)}{m['adv'] or ''}{m['verb']}{third_person(m['rest'], s)}",
     ),
     (
         re.compile(r"^我的(?P<thing>[^，,。是叫]{1,12})(?P<verb>是|叫)(?P<rest>.+)"),
-        lambda m, s: f"{s}的{m['thing']}{m['verb']}{third_person(m['rest'], s)}",
+        lambda m, s: f"{_cjk_name(s)}的{m['thing']}{m['verb']}{third_person(m['rest'], s)}",
     ),
-    (re.compile(r"^请?记住[:：，,]?(?P<rest>.+)"), lambda m, s: third_person(m["rest"], s, named=False)),
+    (re.compile(r"^请?记住[:：，,]?(?P<rest>.+)"), lambda m, s: _remembered(m["rest"], _cjk_name(s))),
 )
 
 
@@ -236,8 +301,27 @@ def _sentences(content: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(content) if s.strip()]
 
 
+def _claims(sentence: str, speaker: str) -> list[str]:
+    """The statements of one sentence: cut at each `CLAUSE_BREAK` whose both sides state something.
+
+    One pass over the cuts (a part that states nothing stays glued to the one before it), so a
+    message of many "and I ..." costs a rule match per part, not one per way of grouping them.
+    """
+    cuts = list(CLAUSE_BREAK.finditer(sentence))
+    spans = zip([0, *(c.end() for c in cuts)], [*(c.start() for c in cuts), len(sentence)], strict=True)
+    parts: list[tuple[int, int, str | None]] = []  # start, end, and the part's statement
+    for start, end in spans:
+        statement = _statement(sentence[start:end], speaker)
+        if parts and not (statement and parts[-1][2]):
+            glued = (parts[-1][0], end)
+            parts[-1] = (*glued, _statement(sentence[glued[0] : glued[1]], speaker))
+        else:
+            parts.append((start, end, statement))
+    return [statement for _, _, statement in parts if statement]
+
+
 def _statement(sentence: str, speaker: str) -> str | None:
-    if sentence.endswith(("?", "？")):
+    if sentence.endswith(("?", "？")) or INSTRUCTION.search(sentence):
         return None
     for pattern, rewrite in _RULES:
         match = pattern.match(sentence)
@@ -259,7 +343,7 @@ class RulesExtractor:
         facts = [
             Fact(text, (turn.index,), entities=(turn.speaker,))
             for turn in turns
-            if turn.speaker.casefold() not in NOT_A_PERSON
+            if is_person(turn)
             for text in self.statements(turn.speaker, turn.content)
         ]
         return Extraction(facts, ExtractionMode.RULES)
@@ -267,5 +351,5 @@ class RulesExtractor:
     @staticmethod
     def statements(speaker: str, content: str) -> list[str]:
         """The self-statements of `content`, in the third person, without repeats."""
-        found = (_statement(s, speaker) for s in _sentences(content))
-        return list(dict.fromkeys(f for f in found if f))
+        found = (claim for s in _sentences(content) for claim in _claims(s, speaker))
+        return list(dict.fromkeys(found))

@@ -52,6 +52,7 @@ from typing import Protocol
 
 from rearview.clock import parse_time
 from rearview.errors import ConflictError, EmbedderError, InvalidInputError
+from rearview.limits import MAX_METADATA_VALUE_CHARS
 from rearview.models import (
     ExtractionMode,
     IngestMessage,
@@ -193,7 +194,7 @@ class Ingester:
             )
         except InvalidInputError as exc:
             raise InvalidInputError(f"{field}.{exc.field}", exc.problem) from None
-        turn = Turn(index, speaker, text, episode.event_time or now)
+        turn = Turn(index, speaker, text, episode.event_time or now, role=message.role)
         return _Message(turn, message_id or None, episode)
 
     def _extract(self, tenant_id: str, agent_id: str, plan: list[_Message]) -> Extraction:
@@ -218,7 +219,9 @@ class Ingester:
         the speaker made about themselves. A model's item is not: "Jo is Ann's sister", from Ann's
         message, is about Jo as much as Ann, and the subject factor would lower it for "Who is Jo?".
 
-        The episodes record the mode (`metadata.extraction`), which the next ingest reads.
+        Every extracted memory, a rule's or a model's, records who said what it came from
+        (`metadata.said_by`: the speakers of the messages it cites), so a fact never loses its
+        provenance. The episodes record the mode (`metadata.extraction`), which the next ingest reads.
         """
         for message in plan:
             message.episode.metadata["extraction"] = extraction.mode.value
@@ -232,7 +235,11 @@ class Ingester:
             refs = "\x00".join(str(m.episode.idempotency_key) for m in sources)
             ids = [m.message_id for m in sources]
             speakers = {m.turn.speaker for m in sources}
-            own = {"speaker": next(iter(speakers))} if not llm and len(speakers) == 1 else {}
+            own: dict[str, MetadataValue] = {
+                "said_by": ", ".join(sorted(speakers))[:MAX_METADATA_VALUE_CHARS]
+            }
+            if not llm and len(speakers) == 1:
+                own["speaker"] = next(iter(speakers))
             write = WriteRequest.model_validate(
                 last.episode.model_dump()
                 | {
