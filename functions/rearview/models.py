@@ -25,7 +25,7 @@ from pydantic import (
     WrapValidator,
 )
 
-from rearview.text import disallowed_control_chars, query_tokens
+from rearview.text import disallowed_control_chars, format_chars, query_tokens
 
 # ---------------------------------------------------------------------------------------------------
 # The limits: the one table every caller is held to. The MCP tools advertise them in their input
@@ -129,6 +129,19 @@ def control_chars_problem(text: str) -> str | None:
     return f"contains control characters ({shown}); only tab, newline and carriage return are allowed"
 
 
+def identifier_chars_problem(text: str) -> str | None:
+    """Why `text` cannot be an agent, session or tag id (it hides format characters), or None.
+
+    A bidi override or a zero-width character makes two ids look alike on screen, or one look
+    like another (`text.format_chars`). ZWNJ and ZWJ stay allowed: some scripts need them.
+    """
+    bad = [c for c in format_chars(text) if c not in "\u200c\u200d"]
+    if not bad:
+        return None
+    shown = ", ".join(f"U+{ord(c):04X}" for c in bad[:5])
+    return f"contains invisible formatting characters ({shown}): bidi controls, zero-width and tag characters"
+
+
 def query_terms_problem(query: str) -> str | None:
     """Why `query` has too many distinct terms (`MAX_QUERY_TERMS`), or None."""
     terms = len(query_tokens(query))
@@ -166,10 +179,11 @@ QueryText = Annotated[
 ]
 MemoryId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 MemoryIds = Annotated[list[MemoryId], Field(max_length=MAX_FILTER_IDS)]
-SessionIdText = Annotated[str, Field(min_length=1, max_length=MAX_SESSION_ID_CHARS), _PlainText]
-AgentIdText = Annotated[str, Field(min_length=1, max_length=MAX_AGENT_ID_CHARS), _PlainText]
+_Identifier = _refusing(identifier_chars_problem)
+SessionIdText = Annotated[str, Field(min_length=1, max_length=MAX_SESSION_ID_CHARS), _PlainText, _Identifier]
+AgentIdText = Annotated[str, Field(min_length=1, max_length=MAX_AGENT_ID_CHARS), _PlainText, _Identifier]
 IdempotencyKeyText = Annotated[str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS), _PlainText]
-Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS), _PlainText]
+Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS), _PlainText, _Identifier]
 Labels = Annotated[list[Label], Field(max_length=MAX_TAGS)]
 TimestampText = Annotated[str, Field(max_length=MAX_TIMESTAMP_CHARS)]
 MetadataKey = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS), _PlainText]

@@ -26,6 +26,7 @@ from rearview.models import (
     MemoryFilter,
     MetadataValue,
     control_chars_problem,
+    identifier_chars_problem,
     metadata_bytes_problem,
     query_terms_problem,
 )
@@ -63,14 +64,22 @@ def check_query(query: str) -> str:
     return text
 
 
+def check_identifier(text: str, field: str, max_chars: int) -> str:
+    """`check_text`, and no invisible formatting character (`models.identifier_chars_problem`)."""
+    problem = identifier_chars_problem(check_text(text, field, max_chars))
+    if problem:
+        raise InvalidInputError(field, problem)
+    return text
+
+
 def check_agent_id(agent_id: str) -> str:
-    """An agent id of 1..`MAX_AGENT_ID_CHARS` characters of plain text."""
-    return check_text(agent_id, "agent_id", MAX_AGENT_ID_CHARS)
+    """An agent id of 1..`MAX_AGENT_ID_CHARS` characters of plain, visible text."""
+    return check_identifier(agent_id, "agent_id", MAX_AGENT_ID_CHARS)
 
 
 def check_session_id(session_id: str | None) -> str | None:
-    """None, or a session id of 1..`MAX_SESSION_ID_CHARS` characters of plain text."""
-    return None if session_id is None else check_text(session_id, "session_id", MAX_SESSION_ID_CHARS)
+    """None, or a session id of 1..`MAX_SESSION_ID_CHARS` characters of plain, visible text."""
+    return None if session_id is None else check_identifier(session_id, "session_id", MAX_SESSION_ID_CHARS)
 
 
 def check_labels(values: Sequence[str], field: str) -> list[str]:
@@ -81,7 +90,7 @@ def check_labels(values: Sequence[str], field: str) -> list[str]:
     for value in cleaned:
         if len(value) > MAX_LABEL_CHARS:
             raise InvalidInputError(field, f"item {value[:20]!r}... exceeds {MAX_LABEL_CHARS} characters")
-        check_text(value, field, MAX_LABEL_CHARS)
+        check_identifier(value, field, MAX_LABEL_CHARS)
     return cleaned
 
 
