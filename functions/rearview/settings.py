@@ -31,6 +31,11 @@ def default_data_dir() -> Path:
     return Path(base) / "rearview"
 
 
+def _sendable(key: str) -> bool:
+    """Whether `key` survives an HTTP header unchanged: printable ASCII, no space (headers are latin-1)."""
+    return bool(key) and all("!" <= c <= "~" for c in key)
+
+
 def hash_key(api_key: str) -> str:
     """How API keys are stored: `sha256:<hex>` of the key."""
     return "sha256:" + hashlib.sha256(api_key.encode("utf-8")).hexdigest()
@@ -186,6 +191,13 @@ class Settings(BaseSettings):
                     "api_keys",
                     f"{path}: [api_keys] entry {position} must map to a tenant id or to "
                     '{ tenant = "<tenant>", agent = "<agent>" } (agent optional)',
+                )
+            if not _sendable(key):  # named by position, like every other key error
+                raise ConfigurationError(
+                    "api_keys",
+                    f"{path}: [api_keys] entry {position} has characters outside printable ASCII: an"
+                    " HTTP header cannot carry them, so it could sign in to the browser but never to"
+                    " /mcp; use letters, digits and punctuation",
                 )
             principals[key if key.startswith("sha256:") else hash_key(key)] = principal
         return principals

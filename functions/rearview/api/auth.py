@@ -170,6 +170,10 @@ class TenantAuth:
         if scope["type"] != "http" or _is_public(scope["path"]):
             await self.app(scope, receive, send)
             return
+        repeated = _repeated_credential(scope["headers"])
+        if repeated is not None:
+            await _bad_request(send, f"send one {repeated} header, not several (which one counts?)")
+            return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         presented = presented_key(headers)
         client = client_address(scope, self.limiter.proxies)
@@ -222,6 +226,36 @@ async def throttled(send: Send, retry_after: int) -> None:
         }
     )
     await send({"type": "http.response.body", "body": error_body("rate_limited", message)})
+
+
+_CREDENTIAL_HEADERS = {b"authorization": "Authorization", b"x-api-key": "X-API-Key"}
+
+
+def _repeated_credential(raw_headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The name of a credential header the request carries more than once, if any.
+
+    Proxies and frameworks disagree on which copy wins; a request that is ambiguous about who
+    it is gets refused rather than resolved one way here and another way in a log or a proxy.
+    """
+    seen: set[bytes] = set()
+    for name, _ in raw_headers:
+        lowered = name.lower()
+        if lowered in _CREDENTIAL_HEADERS:
+            if lowered in seen:
+                return _CREDENTIAL_HEADERS[lowered]
+            seen.add(lowered)
+    return None
+
+
+async def _bad_request(send: Send, message: str) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": error_body("invalid_request", message)})
 
 
 def _is_public(path: str) -> bool:

@@ -133,11 +133,11 @@ class SQLiteDatabase:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")  # may fail too (a full disk): then it is rolled back below
             except BaseException:
                 if conn.in_transaction:  # SQLite may have rolled back itself (e.g. on SQLITE_FULL)
                     conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
     def migrate(self, name: str, migrations: Sequence[Migration]) -> None:
         """Apply the migrations not yet applied to schema `name`, in order, in one transaction.

@@ -304,6 +304,7 @@ class SQLiteMemoryIndex:
         """Close the file and drop the in-memory matrices."""
         with self._lock:
             self._tenants.clear()
+            self._fts.clear()
             self._db.close()
 
     def upsert(self, docs: Sequence[IndexDocument]) -> None:
