@@ -89,6 +89,8 @@ class BuiltFunction:
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_s),
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",  # Lambda sets it; the MCP handler builds at init then
+            "_HANDLER": spec.handler,
             "AWS_REGION": REGION,
             "AWS_DEFAULT_REGION": REGION,
             "AWS_ACCESS_KEY_ID": "testing",
