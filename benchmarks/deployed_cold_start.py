@@ -58,7 +58,11 @@ def layer_size(layer: Path) -> dict[str, float]:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         for path in files:
             archive.write(path, path.relative_to(layer))
-    return {"unzipped_mb": unzipped / MB, "bytecode_mb": bytecode / MB, "zipped_mb": len(buffer.getvalue()) / MB}
+    return {
+        "unzipped_mb": unzipped / MB,
+        "bytecode_mb": bytecode / MB,
+        "zipped_mb": len(buffer.getvalue()) / MB,
+    }
 
 
 def http_event(body: dict[str, Any], protocol: str = "2025-11-25") -> dict[str, Any]:
@@ -80,7 +84,13 @@ def http_event(body: dict[str, Any], protocol: str = "2025-11-25") -> dict[str, 
             "accountId": stack_module.ACCOUNT,
             "apiId": "bench",
             "domainName": "bench.execute-api.us-east-1.amazonaws.com",
-            "http": {"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "bench"},
+            "http": {
+                "method": "POST",
+                "path": "/mcp",
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": "bench",
+            },
             "requestId": "bench",
             "routeKey": "POST /mcp",
             "stage": "$default",
@@ -95,7 +105,11 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
 }
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
 
@@ -162,17 +176,27 @@ def main(argv: list[str] | None = None) -> int:
                 )
             finally:
                 function.stop()
-            print(f"run {run + 1}/{args.runs}: " + ", ".join(f"{k} {v:.0f}" for k, v in rows[-1].items()), flush=True)
+            print(
+                f"run {run + 1}/{args.runs}: " + ", ".join(f"{k} {v:.0f}" for k, v in rows[-1].items()),
+                flush=True,
+            )
 
     medians = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
-    print(f"\nbuilt MCP function under the Lambda runtime emulator ({built.architecture}, CPython 3.13), "
-          f"median of {args.runs} cold starts:")
+    print(
+        f"\nbuilt MCP function under the Lambda runtime emulator ({built.architecture}, CPython 3.13), "
+        f"median of {args.runs} cold starts:"
+    )
     print(f"  init (INIT REPORT)              {medians['init_ms']:8.0f} ms")
-    print(f"  first request (initialize)      {medians['first_request_ms']:8.0f} ms handler, "
-          f"{medians['first_request_wall_ms']:.0f} ms wall incl. init")
+    print(
+        f"  first request (initialize)      {medians['first_request_ms']:8.0f} ms handler, "
+        f"{medians['first_request_wall_ms']:.0f} ms wall incl. init"
+    )
     print(f"  warm tools/list p50             {medians['warm_p50_ms']:8.1f} ms ({args.warm} calls)")
     print(f"built layer {built.layer_dir.relative_to(ROOT)}:")
-    print(f"  unzipped {size['unzipped_mb']:.1f} MB (bytecode {size['bytecode_mb']:.1f} MB), zipped {size['zipped_mb']:.1f} MB")
+    print(
+        f"  unzipped {size['unzipped_mb']:.1f} MB (bytecode {size['bytecode_mb']:.1f} MB), "
+        f"zipped {size['zipped_mb']:.1f} MB"
+    )
     if args.json:
         args.json.write_text(json.dumps({"runs": rows, "median": medians, "layer": size}, indent=2))
     return 0

@@ -1,4 +1,4 @@
-"""Install the functions' dependencies for Lambda (CPython 3.13, arm64 or x86_64) into a directory, with exceptions.
+"""Install the functions' dependencies for Lambda (CPython 3.13, arm64 or x86_64) into a directory.
 
     python3.13 install_layer.py TARGET [--requirements requirements.txt]
                                        [--architecture arm64|x86_64 | --template template.yaml]
@@ -150,7 +150,7 @@ def _canonical(name: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Install into TARGET (or only `--check` it); prints what was left out and why. Exit 1 on foreign native code."""
+    """Install into TARGET (or only `--check` it); prints what was left out. Exit 1 on foreign native code."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("target", type=Path)
     parser.add_argument("--requirements", type=Path, default=Path(__file__).with_name("requirements.txt"))

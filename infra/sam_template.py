@@ -32,7 +32,9 @@ _CODE = re.compile(r"^(\s*(?:CodeUri|ContentUri):\s*)(\S+)", re.MULTILINE)
 def for_architecture(text: str, architecture: str, base: Path = ROOT) -> str:
     """The template `text` built for `architecture`, with code paths absolute under `base`."""
     if architecture not in install_layer.ARCHITECTURES:
-        raise ValueError(f"architecture must be one of {', '.join(install_layer.ARCHITECTURES)}, not {architecture!r}")
+        raise ValueError(
+            f"architecture must be one of {', '.join(install_layer.ARCHITECTURES)}, not {architecture!r}"
+        )
     out, lists = _LISTS.subn(rf"\g<1>[{architecture}]", text)
     out, singles = _SINGLE.subn(rf"\g<1>{architecture}", out)
     out, codes = _CODE.subn(lambda m: f"{m.group(1)}{(base / m.group(2)).as_posix()}/", out)
@@ -57,6 +59,7 @@ def build_env(template: Path) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Write the copy; prints its path."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--architecture", required=True, choices=install_layer.ARCHITECTURES)
     parser.add_argument("--output", type=Path, required=True)

@@ -4,8 +4,9 @@ One session-scoped `deployment` (first use: tools installed and the template bui
 `tests/deployed/tooling.py`): a moto server with the table, bucket and dead-letter queues made
 from the template's resources and the API key map in SSM; the real OpenSearch test node; the
 three built functions, each under its own emulator with its template environment for these
-parameters (`PARAMETERS`); the HTTP API in front of the MCP function; the scheduler, the TTL
-sweeper and the stream mapping. REARVIEW_SKIP_DEPLOYED=1 skips the tier.
+parameters (`parameters()`); the HTTP API in front of the MCP function (and a second MCP
+instance and API for `MemoryBrowser=Enabled`, with its session secret in Secrets Manager); the
+scheduler, the TTL sweeper and the stream mapping. REARVIEW_SKIP_DEPLOYED=1 skips the tier.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Deployment:
     jobs: BuiltFunction
     stream: BuiltFunction
     http_api: HttpApi
+    ui_http_api: HttpApi  # a second MCP instance, built with MemoryBrowser=Enabled
     scheduler: Scheduler
     ttl: TtlProcess
     stream_mapping: StreamMapping
@@ -136,23 +138,35 @@ def deployment(opensearch_url: str, tmp_path_factory: pytest.TempPathFactory) ->
     with ExitStack() as stack_of:
         endpoint = stack_of.enter_context(moto_server(free_port()))
         _provision(session, endpoint, stack)
+        secret = session.client("secretsmanager", endpoint_url=endpoint).create_secret(
+            Name="rearview-deployed-ui-session", SecretString="deployed-tier-ui-secret-" + "0" * 40
+        )
+        ui_stack = stack_module.Stack(
+            template,
+            {**parameters(opensearch_url), "MemoryBrowser": "Enabled"},
+            {**NAMES, "UiSessionSecret": secret["ARN"]},  # Ref of a secret is its ARN
+        )
         functions = {}
-        for logical_id in ("McpFunction", "JobsFunction", "StreamFunction"):
-            spec = stack.function(logical_id)
-            functions[logical_id] = BuiltFunction.start(
+        specs = [
+            (logical_id, stack.function(logical_id))
+            for logical_id in ("McpFunction", "JobsFunction", "StreamFunction")
+        ]
+        for name, spec in [*specs, ("McpFunctionUi", ui_stack.function("McpFunction"))]:
+            functions[name] = BuiltFunction.start(
                 spec,
-                code_dir=built.code_dir(logical_id),
+                code_dir=built.code_dir(spec.logical_id),
                 layer_dir=built.layer_dir,
                 runtime_dir=tools.runtime_dir,
                 python=tools.python313,
                 emulator=tools.emulator,
                 aws_endpoint=endpoint,
-                log_path=logs / f"{logical_id}.log",
+                log_path=logs / f"{name}.log",
             )
-            stack_of.callback(functions[logical_id].stop)
+            stack_of.callback(functions[name].stop)
         dynamodb: Any = session.client("dynamodb", endpoint_url=endpoint)
         sqs: Any = session.client("sqs", endpoint_url=endpoint)
         http_api = stack_of.enter_context(HttpApi(functions["McpFunction"], stack.routes()).running())
+        ui_http_api = stack_of.enter_context(HttpApi(functions["McpFunctionUi"], ui_stack.routes()).running())
         table = stack.resource("MemoryTable")
         ttl = TtlProcess(dynamodb, NAMES["MemoryTable"], table["TimeToLiveSpecification"]["AttributeName"])
         stream_arn = dynamodb.describe_table(TableName=NAMES["MemoryTable"])["Table"]["LatestStreamArn"]
@@ -172,6 +186,7 @@ def deployment(opensearch_url: str, tmp_path_factory: pytest.TempPathFactory) ->
             jobs=functions["JobsFunction"],
             stream=functions["StreamFunction"],
             http_api=http_api,
+            ui_http_api=ui_http_api,
             scheduler=Scheduler(functions["JobsFunction"], sqs),
             ttl=ttl,
             stream_mapping=mapping,

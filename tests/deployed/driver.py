@@ -60,7 +60,12 @@ def route_for(routes: list[str], method: str, path: str) -> tuple[str, dict[str,
 
 
 def http_api_event(
-    route_key: str, path_parameters: dict[str, str], method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    route_key: str,
+    path_parameters: dict[str, str],
+    method: str,
+    target: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
 ) -> dict[str, Any]:
     """The payload-2.0 event API Gateway sends for one request."""
     split = urlsplit(target)
@@ -144,7 +149,7 @@ class HttpApi:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def _serve(self) -> None:
@@ -153,9 +158,15 @@ class HttpApi:
                 path = urlsplit(self.path).path
                 match = route_for(api.routes, self.command, path)
                 if match is None:
-                    status, headers, raw = 404, [("content-type", "application/json")], b'{"message":"Not Found"}'
+                    status, headers, raw = (
+                        404,
+                        [("content-type", "application/json")],
+                        b'{"message":"Not Found"}',
+                    )
                 else:
-                    event = http_api_event(match[0], match[1], self.command, self.path, list(self.headers.items()), body)
+                    event = http_api_event(
+                        match[0], match[1], self.command, self.path, list(self.headers.items()), body
+                    )
                     api.events.append(event)
                     status, headers, raw = http_response(api.function.invoke(event))
                 self.send_response(status)
@@ -250,10 +261,16 @@ class Scheduler:
                 "approximateInvokeCount": len(attempts),
             },
             "requestPayload": event,
-            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+            "responseContext": {
+                "statusCode": 200,
+                "executedVersion": "$LATEST",
+                "functionError": "Unhandled",
+            },
             "responsePayload": attempts[-1].payload,
         }
-        self.sqs.send_message(QueueUrl=_queue_url(self.sqs, spec.async_dead_letter_queue), MessageBody=json.dumps(record))
+        self.sqs.send_message(
+            QueueUrl=_queue_url(self.sqs, spec.async_dead_letter_queue), MessageBody=json.dumps(record)
+        )
         return AsyncOutcome(attempts, dead_lettered=True)
 
 
@@ -377,7 +394,7 @@ class StreamMapping:
             key = (keys.get("pk", {}).get("S"), keys.get("sk", {}).get("S"))
             if record["eventName"] == "REMOVE" and key in self.ttl.expired:
                 record["userIdentity"] = dict(TTL_IDENTITY)  # what DynamoDB adds to its TTL deletions
-                self.ttl.expired.discard(key)  # type: ignore[arg-type]
+                self.ttl.expired.discard(key)
         return records
 
     def poll(self) -> StreamReport:
@@ -386,16 +403,24 @@ class StreamMapping:
         passing = []
         for record in self._read():
             event = {k: v for k, v in record.items() if k != "_shard"}
-            if not self.mapping.filter_patterns or any(matches(p, event) for p in self.mapping.filter_patterns):
+            if not self.mapping.filter_patterns or any(
+                matches(p, event) for p in self.mapping.filter_patterns
+            ):
                 passing.append(record)
             else:
                 report.filtered_out += 1
         report.delivered = len(passing)
         for start in range(0, len(passing), self.mapping.batch_size):
-            self._deliver(passing[start : start + self.mapping.batch_size], retries_left=self.mapping.retry_attempts, report=report)
+            self._deliver(
+                passing[start : start + self.mapping.batch_size],
+                retries_left=self.mapping.retry_attempts,
+                report=report,
+            )
         return report
 
-    def _deliver(self, batch: list[dict[str, Any]], retries_left: int, report: StreamReport, invokes: int = 0) -> None:
+    def _deliver(
+        self, batch: list[dict[str, Any]], retries_left: int, report: StreamReport, invokes: int = 0
+    ) -> None:
         while batch:
             event = {"Records": [{k: v for k, v in r.items() if k != "_shard"} for r in batch]}
             invocation = self.function.invoke(event)

@@ -60,7 +60,9 @@ class Invocation:
 class BuiltFunction:
     """A running emulator for one function (see the module docstring)."""
 
-    def __init__(self, spec: FunctionSpec, process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
+    def __init__(
+        self, spec: FunctionSpec, process: subprocess.Popen[bytes], port: int, log_path: Path
+    ) -> None:
         self.spec = spec
         self.process = process
         self.port = port
@@ -107,7 +109,7 @@ class BuiltFunction:
         }
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log = log_path.open("ab")
-        process = subprocess.Popen(  # noqa: S603 - the emulator shipped in the SAM CLI wheel, our own handler
+        process = subprocess.Popen(
             [
                 str(emulator),
                 "--runtime-interface-emulator-address",
@@ -134,7 +136,9 @@ class BuiltFunction:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"{self.spec.logical_id}: emulator exited {self.process.returncode}: {self.log()}")
+                raise RuntimeError(
+                    f"{self.spec.logical_id}: emulator exited {self.process.returncode}: {self.log()}"
+                )
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
             except OSError:
@@ -148,12 +152,12 @@ class BuiltFunction:
     def invoke(self, event: Any) -> Invocation:
         """Invoke synchronously (RequestResponse); waits for any invocation in progress first."""
         body = json.dumps(event).encode()
-        request = urllib.request.Request(  # noqa: S310 - loopback emulator
+        request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}{INVOKE_PATH}", data=body, method="POST"
         )
         with self._lock:
             started = time.perf_counter()
-            with urllib.request.urlopen(request, timeout=self.spec.timeout_s + 30) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=self.spec.timeout_s + 30) as response:
                 raw = response.read()
             wall_ms = (time.perf_counter() - started) * 1000
         payload = json.loads(raw) if raw else None
@@ -169,7 +173,9 @@ class BuiltFunction:
 
     def invoke_ms(self) -> list[float]:
         """Handler durations the emulator reported, in invocation order."""
-        return [float(m) for m in re.findall(r"INVOKE RTDONE\(status: \w+.*?duration: ([\d.]+)ms\)", self.log())]
+        return [
+            float(m) for m in re.findall(r"INVOKE RTDONE\(status: \w+.*?duration: ([\d.]+)ms\)", self.log())
+        ]
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -183,7 +189,7 @@ class BuiltFunction:
 
 def is_reachable(url: str) -> bool:
     try:
-        urllib.request.urlopen(url, timeout=1).close()  # noqa: S310 - loopback
+        urllib.request.urlopen(url, timeout=1).close()
     except urllib.error.HTTPError:
         return True
     except OSError:

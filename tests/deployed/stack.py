@@ -154,8 +154,8 @@ class Stack:
                 return self.condition(arg)
             if key.startswith("Fn::"):
                 return self._function(key[4:], arg)
-        items = {k: self.resolve(v) for k, v in value.items()}
-        return {k: v for k, v in items.items() if v is not _NO_VALUE}
+        resolved = {k: self.resolve(v) for k, v in value.items()}
+        return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
 
     def _ref(self, name: str) -> Any:
         if name == "AWS::NoValue":
@@ -242,7 +242,7 @@ class Stack:
         invoke_config = own.get("EventInvokeConfig", {})
         spec = FunctionSpec(
             logical_id=logical_id,
-            handler=own.get("Handler", globals_.get("Handler")),
+            handler=str(own.get("Handler", globals_.get("Handler"))),
             timeout_s=int(own.get("Timeout", globals_.get("Timeout", 3))),
             memory_mb=int(own.get("MemorySize", globals_.get("MemorySize", 128))),
             architecture=(own.get("Architectures") or globals_.get("Architectures") or ["x86_64"])[0],
@@ -257,7 +257,9 @@ class Stack:
                     Schedule(
                         name=properties["Name"],
                         input=json.loads(properties.get("Input", "{}")),
-                        retry_attempts=int(properties.get("RetryPolicy", {}).get("MaximumRetryAttempts", 185)),
+                        retry_attempts=int(
+                            properties.get("RetryPolicy", {}).get("MaximumRetryAttempts", 185)
+                        ),
                         dead_letter_queue=_queue_of(properties.get("DeadLetterConfig")),
                     )
                 )
@@ -279,7 +281,7 @@ class Stack:
     def routes(self) -> list[str]:
         """Route keys (`"POST /mcp"`, `"GET /ui/{proxy+}"`) of the HTTP API under these parameters."""
         keys = []
-        for logical_id, resource in self.template["Resources"].items():
+        for resource in self.template["Resources"].values():
             if resource["Type"] != "AWS::ApiGatewayV2::Route":
                 continue
             condition = resource.get("Condition")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from functions import install_layer
+
 from tests.deployed.conftest import Deployment
 from tests.deployed.stack import load
 

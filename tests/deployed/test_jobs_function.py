@@ -35,7 +35,7 @@ def _search_ids(deployment: Deployment, query: str) -> list[str]:
 
 def _tenant_report(outcome_result: dict[str, Any]) -> dict[str, Any]:
     (report,) = [r for r in outcome_result["result"]["reports"] if r["tenant_id"] == "tenant-a"]
-    return report
+    return dict(report)
 
 
 def _archived_objects(deployment: Deployment) -> list[str]:
@@ -52,7 +52,9 @@ def test_the_schedules_are_the_templates(deployment: Deployment) -> None:
 
 
 def test_decay_archives_a_memory_unused_for_years(deployment: Deployment) -> None:
-    memory_id = _write(deployment, f"Build cache {uuid.uuid4().hex[:8]} lives on the old NFS share.", importance=1)
+    memory_id = _write(
+        deployment, f"Build cache {uuid.uuid4().hex[:8]} lives on the old NFS share.", importance=1
+    )
     three_years_ago = (datetime.now(UTC) - timedelta(days=3 * 365)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     deployment.dynamodb.update_item(  # as if it had not been recalled since
         TableName=deployment.table,
@@ -70,7 +72,9 @@ def test_decay_archives_a_memory_unused_for_years(deployment: Deployment) -> Non
 
 
 def test_archive_moves_a_memory_whose_ttl_is_due(deployment: Deployment) -> None:
-    memory_id = _write(deployment, f"Temporary VPN {uuid.uuid4().hex[:8]} credentials expire soon.", ttl_days=1)
+    memory_id = _write(
+        deployment, f"Temporary VPN {uuid.uuid4().hex[:8]} credentials expire soon.", ttl_days=1
+    )
     assert "expires_at" in _item(deployment, memory_id)
     outcome = deployment.scheduler.fire("archive")
     assert outcome.result["status"] == "complete"

@@ -27,7 +27,9 @@ def test_without_a_key_or_with_a_wrong_one_every_call_is_401(deployment: Deploym
 
 
 def test_routes_come_from_the_template(deployment: Deployment) -> None:
-    assert httpx2.get(deployment.mcp_url, headers={"authorization": f"Bearer {TENANT_A_KEY}"}).status_code == 405
+    assert (
+        httpx2.get(deployment.mcp_url, headers={"authorization": f"Bearer {TENANT_A_KEY}"}).status_code == 405
+    )
     assert httpx2.get(f"{deployment.http_api.url}/healthz").status_code == 200
     missing = httpx2.get(f"{deployment.http_api.url}/ui/")  # MemoryBrowser=Disabled: no such route
     assert missing.status_code == 404 and missing.json() == {"message": "Not Found"}
@@ -46,7 +48,10 @@ def test_a_memory_written_through_the_function_is_found_through_it(deployment: D
         deadline = time.monotonic() + 15  # the index refreshes within about a second
         found: list[str] = []
         while time.monotonic() < deadline and memory_id not in found:
-            found = [hit["id"] for hit in client.call("memory_search", {"query": f"deploy freeze {marker}"})["results"]]
+            found = [
+                hit["id"]
+                for hit in client.call("memory_search", {"query": f"deploy freeze {marker}"})["results"]
+            ]
         assert memory_id in found
     with blocking_client(deployment.mcp_url, mode, TENANT_B_KEY) as other:
         hits = other.call("memory_search", {"query": f"deploy freeze {marker}"})["results"]
@@ -56,3 +61,19 @@ def test_a_memory_written_through_the_function_is_found_through_it(deployment: D
         TableName=deployment.table, Key={"pk": {"S": f"T#tenant-a#M#{memory_id}"}, "sk": {"S": "MEMORY"}}
     )["Item"]
     assert item["content"]["S"] == content  # in the table the template describes
+
+
+def test_the_memory_browser_when_enabled_signs_in_with_an_api_key(deployment: Deployment) -> None:
+    base = deployment.ui_http_api.url
+    assert "GET /ui/{proxy+}" in deployment.ui_http_api.routes
+    login = httpx2.get(f"{base}/ui/login", headers={"accept": "text/html"}, timeout=60)
+    assert login.status_code == 200 and 'id="api_key"' in login.text
+    signed = httpx2.post(
+        f"{base}/ui/login", data={"api_key": TENANT_B_KEY}, headers={"accept": "text/html"}, timeout=60
+    )
+    assert signed.status_code == 303, signed.text
+    cookie = signed.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "Secure" in cookie and TENANT_B_KEY not in cookie
+    page = httpx2.get(f"{base}/ui/memories", headers={"accept": "text/html", "cookie": cookie.split(";")[0]})
+    assert page.status_code == 200 and "Tenant <strong>tenant-b</strong>" in page.text
+    assert deployment.ui_http_api.events[-1]["cookies"] == [cookie.split(";")[0]]  # payload 2.0 cookies

@@ -35,7 +35,9 @@ def test_a_ttl_removal_ends_archived_and_out_of_the_index(deployment: Deployment
     deployment.stream_mapping.poll()  # what earlier tests left on the stream
     marker = uuid.uuid4().hex[:8]
     with blocking_client(deployment.mcp_url, "legacy", TENANT_A_KEY) as client:
-        written = client.call("memory_write", {"content": f"Hotfix branch {marker} is frozen.", "ttl_days": 1})
+        written = client.call(
+            "memory_write", {"content": f"Hotfix branch {marker} is frozen.", "ttl_days": 1}
+        )
     memory_id = written["memory"]["id"]
     assert wait_for(lambda: memory_id in _search_ids(deployment, f"hotfix branch {marker}"), timeout_s=15)
     swept = deployment.ttl.sweep(at=time.time() + 2 * DAY_S)  # two days later, DynamoDB's TTL deletes it
@@ -46,7 +48,9 @@ def test_a_ttl_removal_ends_archived_and_out_of_the_index(deployment: Deployment
     assert report.delivered >= 1 and report.dead_lettered == 0
     assert report.filtered_out >= 1  # the write's INSERT/MODIFY records never reach the function
 
-    stub = deployment.dynamodb.get_item(TableName=deployment.table, Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}})
+    stub = deployment.dynamodb.get_item(
+        TableName=deployment.table, Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}}
+    )
     assert stub["Item"]["status"]["S"] == "archived"
     archived = deployment.s3.list_objects_v2(Bucket=deployment.bucket, Prefix="archive/tenant=tenant-a/")
     assert archived.get("KeyCount", 0) >= 1

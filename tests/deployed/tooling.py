@@ -30,6 +30,7 @@ from importlib import metadata
 from pathlib import Path
 
 from functions import install_layer
+
 from infra import sam_template
 
 __all__ = ["Build", "Tools", "build", "ensure_tools", "host_architecture"]
@@ -79,7 +80,7 @@ def _log(message: str) -> None:
 
 
 def ensure_python313() -> Path:
-    out = subprocess.run(  # noqa: S603 - the project's own script
+    out = subprocess.run(
         ["bash", str(ROOT / "infra" / "python313.sh")], check=True, stdout=subprocess.PIPE, text=True
     )
     return Path(out.stdout.strip().splitlines()[-1])
@@ -94,16 +95,18 @@ def ensure_sam_cli() -> Path:
     _log(f"installing the SAM CLI {SAM_CLI_VERSION} into {venv} (about a minute)")
     shutil.rmtree(venv, ignore_errors=True)
     base = Path(getattr(sys, "_base_executable", sys.executable))
-    subprocess.run([str(base), "-m", "venv", str(venv)], check=True)  # noqa: S603
+    subprocess.run([str(base), "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", *PIP_QUIET]
-    subprocess.run([*pip, f"aws-sam-cli=={SAM_CLI_VERSION}"], check=True)  # noqa: S603
+    subprocess.run([*pip, f"aws-sam-cli=={SAM_CLI_VERSION}"], check=True)
     (venv / ".complete").touch()
     return sam
 
 
 def emulator_of(sam: Path, architecture: str) -> Path:
     """The runtime interface emulator binary inside the SAM CLI's wheel."""
-    found = sorted(sam.parent.parent.glob(f"lib/python3*/site-packages/samcli/local/rapid/aws-lambda-rie-{architecture}"))
+    found = sorted(
+        sam.parent.parent.glob(f"lib/python3*/site-packages/samcli/local/rapid/aws-lambda-rie-{architecture}")
+    )
     if not found:
         raise RuntimeError(f"no aws-lambda-rie-{architecture} in the SAM CLI at {sam.parent.parent}")
     emulator = found[0]
@@ -119,9 +122,18 @@ def ensure_runtime_dir(python313: Path) -> Path:
         return runtime
     _log(f"installing awslambdaric {AWSLAMBDARIC_VERSION} and boto3 {boto3} for CPython 3.13 into {runtime}")
     shutil.rmtree(runtime, ignore_errors=True)
-    subprocess.run(  # noqa: S603 - pip of the 3.13 interpreter
-        [str(python313), "-m", "pip", "install", *PIP_QUIET, "--target", str(runtime),
-         f"awslambdaric=={AWSLAMBDARIC_VERSION}", f"boto3=={boto3}"],
+    subprocess.run(
+        [
+            str(python313),
+            "-m",
+            "pip",
+            "install",
+            *PIP_QUIET,
+            "--target",
+            str(runtime),
+            f"awslambdaric=={AWSLAMBDARIC_VERSION}",
+            f"boto3=={boto3}",
+        ],
         check=True,
     )
     (runtime / ".complete").touch()
@@ -131,7 +143,9 @@ def ensure_runtime_dir(python313: Path) -> Path:
 def ensure_tools(architecture: str | None = None) -> Tools:
     python313 = ensure_python313()
     sam = ensure_sam_cli()
-    return Tools(python313, sam, emulator_of(sam, architecture or host_architecture()), ensure_runtime_dir(python313))
+    return Tools(
+        python313, sam, emulator_of(sam, architecture or host_architecture()), ensure_runtime_dir(python313)
+    )
 
 
 def _inputs_digest() -> str:
@@ -160,8 +174,9 @@ def build(tools: Tools, architecture: str | None = None) -> Build:
     shutil.rmtree(artifacts, ignore_errors=True)
     env = {**sam_template.build_env(template), "PYTHON": str(tools.python313), "SAM_CLI_TELEMETRY": "0"}
     env["PATH"] = os.pathsep.join([str(tools.sam.parent), env.get("PATH", "")])
-    result = subprocess.run(  # noqa: S603 - the pinned SAM CLI
+    result = subprocess.run(
         [str(tools.sam), "build", "--template-file", str(template), "--build-dir", str(artifacts)],
+        check=False,
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -176,13 +191,19 @@ def build(tools: Tools, architecture: str | None = None) -> Build:
 
 
 def main() -> int:
+    """Install what is missing and build (`make deployed-tools`); prints the paths and times."""
+    if os.environ.get("REARVIEW_SKIP_DEPLOYED") == "1":
+        _log("REARVIEW_SKIP_DEPLOYED=1: nothing installed or built (the tier is skipped)")
+        return 0
     started = time.monotonic()
     tools = ensure_tools()
     tools_s = time.monotonic() - started
     built = build(tools)
     print(f"python3.13: {tools.python313}\nsam: {tools.sam}\nemulator: {tools.emulator}")
     print(f"runtime: {tools.runtime_dir}\nbuilt: {built.template}")
-    print(f"tools ready in {tools_s:.1f} s; sam build {built.seconds:.1f} s (0: unchanged since the last build)")
+    print(
+        f"tools ready in {tools_s:.1f} s; sam build {built.seconds:.1f} s (0: unchanged since the last build)"
+    )
     return 0
 
 

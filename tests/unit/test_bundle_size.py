@@ -69,7 +69,9 @@ def test_the_layer_is_built_for_the_architecture_asked_for() -> None:
     assert "--platform=manylinux2014_x86_64" in x86 and not any("aarch64" in a for a in x86)
 
 
-def test_native_code_for_another_architecture_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_native_code_for_another_architecture_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     layer = fake_layer(
         tmp_path,
         {
