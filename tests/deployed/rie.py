@@ -25,7 +25,6 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,13 +184,3 @@ class BuiltFunction:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
-
-
-def is_reachable(url: str) -> bool:
-    try:
-        urllib.request.urlopen(url, timeout=1).close()
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
-        return False
-    return True
