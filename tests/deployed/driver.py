@@ -7,7 +7,9 @@
   MCP clients (the official SDK, both protocol eras) talk to it as to the deployed URL.
 - `Scheduler`: delivers each schedule's `Input` to the jobs function as an asynchronous
   invocation: a function error is retried `EventInvokeConfig.MaximumRetryAttempts` times, then
-  the invocation record goes to the `OnFailure` destination queue (Lambda's record shape).
+  the invocation record goes to the `OnFailure` destination queue (Lambda's record shape). A
+  delivery that fails (the function unreachable) is retried per the schedule's `RetryPolicy`,
+  then the `Input` goes to the schedule's `DeadLetterConfig` queue (Scheduler's message shape).
 - `TtlProcess`: DynamoDB's TTL sweeper: deletes the items whose TTL attribute has passed at a
   given time, and remembers them so that their stream records carry the TTL service identity.
 - `StreamMapping`: the event source mapping: reads moto's DynamoDB stream, applies the
@@ -219,10 +221,11 @@ def _queue_url(sqs: Any, arn: str) -> str:
 
 @dataclass(frozen=True)
 class AsyncOutcome:
-    """What became of one asynchronous invocation."""
+    """What became of one asynchronous invocation (`attempts` empty: never delivered)."""
 
     attempts: list[Invocation]
     dead_lettered: bool
+    deliveries: int = 1
 
     @property
     def result(self) -> Any:
@@ -239,7 +242,34 @@ class Scheduler:
 
     def fire(self, name: str) -> AsyncOutcome:
         """Deliver the schedule's `Input` (`name`: decay, archive, reconcile) as the template says."""
-        return self.invoke_async(dict(self.schedules[name].input))
+        schedule = self.schedules[name]
+        error: OSError | None = None
+        for delivery in range(1, schedule.retry_attempts + 2):
+            try:
+                outcome = self.invoke_async(dict(schedule.input))
+            except OSError as exc:  # the invoke itself failed: Scheduler retries, then dead-letters
+                error = exc
+                continue
+            return AsyncOutcome(outcome.attempts, outcome.dead_lettered, deliveries=delivery)
+        if schedule.dead_letter_queue is not None:
+            self.sqs.send_message(
+                QueueUrl=_queue_url(self.sqs, schedule.dead_letter_queue),
+                MessageBody=json.dumps(schedule.input),
+                MessageAttributes={
+                    "ERROR_CODE": {"DataType": "String", "StringValue": "TargetUnreachable"},
+                    "ERROR_MESSAGE": {"DataType": "String", "StringValue": str(error)[:256]},
+                    "RETRY_ATTEMPTS": {"DataType": "Number", "StringValue": str(schedule.retry_attempts)},
+                    "SCHEDULE_ARN": {
+                        "DataType": "String",
+                        "StringValue": f"arn:aws:scheduler:{stack_module.REGION}:{stack_module.ACCOUNT}"
+                        f":schedule/default/{schedule.name}",
+                    },
+                    "TARGET_ARN": {"DataType": "String", "StringValue": _function_arn(self.function)},
+                },
+            )
+        return AsyncOutcome(
+            [], dead_lettered=schedule.dead_letter_queue is not None, deliveries=schedule.retry_attempts + 1
+        )
 
     def invoke_async(self, event: dict[str, Any]) -> AsyncOutcome:
         """Invoke; on a function error retry as EventInvokeConfig says, then dead-letter the record."""

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.deployed.conftest import TENANT_A_KEY, Deployment
-from tests.deployed.driver import wait_for
+from tests.deployed.driver import Scheduler, wait_for
+from tests.deployed.rie import BuiltFunction
 from tests.mcp_client import blocking_client
 
 pytestmark = [pytest.mark.deployed, pytest.mark.opensearch, pytest.mark.slow]
@@ -109,3 +112,30 @@ def test_a_malformed_job_is_retried_then_dead_lettered(deployment: Deployment) -
     assert record["requestPayload"] == {"job": "compact"}
     assert record["requestContext"]["condition"] == "RetriesExhausted"
     assert record["responsePayload"]["errorType"] == "ValidationError"
+
+
+def test_a_schedule_that_cannot_reach_the_function_goes_to_its_dlq(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    jobs = BuiltFunction.start(
+        deployment.jobs.spec,
+        code_dir=deployment.build.code_dir("JobsFunction"),
+        layer_dir=deployment.build.layer_dir,
+        runtime_dir=deployment.tools.runtime_dir,
+        python=deployment.tools.python313,
+        emulator=deployment.tools.emulator,
+        aws_endpoint=deployment.aws_endpoint,
+        log_path=tmp_path / "jobs.log",
+    )
+    jobs.stop()  # gone: every delivery is refused
+    deployment.drain("JobsDeadLetterQueue")
+    outcome = Scheduler(jobs, deployment.sqs).fire("decay")
+    schedule = deployment.scheduler.schedules["decay"]
+    assert outcome.dead_lettered and not outcome.attempts
+    assert outcome.deliveries == schedule.retry_attempts + 1 == 4  # RetryPolicy: 3 retries
+    got = deployment.sqs.receive_message(
+        QueueUrl=deployment.queue_url("JobsDeadLetterQueue"), MessageAttributeNames=["All"]
+    )
+    (message,) = got["Messages"]
+    assert json.loads(message["Body"]) == {"job": "decay"}
+    assert message["MessageAttributes"]["SCHEDULE_ARN"]["StringValue"].endswith(schedule.name)
