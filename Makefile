@@ -38,8 +38,21 @@ opensearch-engine:
 chromium:  ## Debian's Chromium for the browser tests (apt-get install when /usr/bin/chromium is missing)
 	bash tests/engines/chromium/ensure.sh
 
-test: $(STAMP) opensearch-engine chromium lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch and a headless Chromium)
+test: $(STAMP) opensearch-engine chromium deployed-tools lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch, a headless Chromium and the Lambda emulator)
 	$(BIN)/python -m pytest
+
+# The deployed tier (tests/deployed): the `sam build` artifacts under the Lambda runtime emulator.
+# deployed-tools installs what it needs (CPython 3.13, the pinned SAM CLI, awslambdaric) into
+# ~/.cache/rearview and builds template.yaml for this machine's architecture into build/deployed/.
+.PHONY: deployed-tools deployed bench-deployed
+deployed-tools: $(STAMP)  ## CPython 3.13 + SAM CLI + the runtime emulator, then sam build for this machine (idempotent)
+	$(BIN)/python -m tests.deployed.tooling
+
+deployed: $(STAMP) opensearch-engine deployed-tools  ## the deployed tier only: built functions under the emulator, moto, OpenSearch
+	$(BIN)/python -m pytest tests/deployed
+
+bench-deployed: $(STAMP) opensearch-engine deployed-tools  ## cold start (init, first request) of the built MCP function; built layer size
+	$(BIN)/python benchmarks/deployed_cold_start.py
 
 lint: $(STAMP)  ## ruff, cfn-lint, and functions/requirements.txt in sync with pyproject.toml
 	$(BIN)/ruff check .

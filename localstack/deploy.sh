@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build Rearview and deploy it onto LocalStack (started with docker-compose.yml), then print the
-# MCP URL. Needs: the SAM CLI and samlocal (pip install aws-sam-cli aws-sam-cli-local), python3.13
-# (the functions' runtime, for the bytecode build) and the repository's virtualenv (.venv).
+# MCP URL. Needs: the SAM CLI and samlocal (pip install aws-sam-cli aws-sam-cli-local), the
+# repository's virtualenv (.venv), and a python3.13 for the bytecode build (infra/python313.sh
+# finds one or installs Debian's).
 #
 #   localstack/deploy.sh                 # deploy or update the stack "rearview-local"
 #   STACK_NAME=other localstack/deploy.sh
@@ -25,7 +26,7 @@ export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 export AWS_ENDPOINT_URL="$endpoint"
 export SAM_CLI_TELEMETRY=0
 
-for tool in sam samlocal python3.13 "$python"; do
+for tool in sam samlocal "$python"; do
   command -v "$tool" >/dev/null || { echo "deploy.sh: $tool not found (see localstack/README.md)" >&2; exit 1; }
 done
 curl -fs "$endpoint/_localstack/health" >/dev/null \
@@ -49,13 +50,18 @@ if os.environ["REARVIEW_BUCKET"] not in [b["Name"] for b in s3.list_buckets().ge
     s3.create_bucket(Bucket=os.environ["REARVIEW_BUCKET"])
 PY
 
-# 2. Build for this machine's architecture (LocalStack runs the functions natively).
+# 2. Build for this machine's architecture (LocalStack runs the functions natively): the same
+#    template with its Architectures rewritten (infra/sam_template.py), which install_layer.py
+#    reads through REARVIEW_TEMPLATE, so the layer's wheels match.
 case "$(uname -m)" in
-  x86_64 | amd64) export PLATFORMS="manylinux2014_x86_64 manylinux_2_28_x86_64" ;;
-  aarch64 | arm64) export PLATFORMS="manylinux2014_aarch64 manylinux_2_28_aarch64" ;;
+  x86_64 | amd64) arch=x86_64 ;;
+  aarch64 | arm64) arch=arm64 ;;
   *) echo "deploy.sh: unsupported architecture $(uname -m)" >&2; exit 1 ;;
 esac
-(cd "$root" && sam build --template-file template.yaml)
+template="$here/.rearview/template-$arch.yaml"
+(cd "$root" && "$python" -m infra.sam_template --architecture "$arch" --output "$template" >/dev/null)
+python313="$(bash "$root/infra/python313.sh")"
+(cd "$root" && REARVIEW_TEMPLATE="$template" PYTHON="$python313" sam build --template-file "$template")
 
 # 3. Deploy: Function URL + API keys, the OpenSearch container, the offline hashing embedder.
 (cd "$root" && samlocal deploy \

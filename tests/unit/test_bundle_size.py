@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from functions import install_layer
 
-from infra import bundle_size
+from infra import bundle_size, sam_template
 
 
 def fake_layer(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -94,3 +94,50 @@ def test_a_built_layer_is_measured_where_sam_put_it(
 
 def test_the_budget_leaves_half_of_lambdas_limit() -> None:
     assert bundle_size.BUDGET_MB <= 250 / 2
+
+
+def elf(machine: int) -> bytes:
+    """The first bytes of a little-endian 64-bit ELF shared object for `machine` (e_machine)."""
+    return b"\x7fELF\x02\x01\x01" + b"\0" * 9 + (3).to_bytes(2, "little") + machine.to_bytes(2, "little")
+
+
+def test_the_layer_is_built_for_the_architecture_asked_for() -> None:
+    assert "--platform=manylinux2014_aarch64" in install_layer.pip_platform_args("arm64")
+    x86 = install_layer.pip_platform_args("x86_64")
+    assert "--platform=manylinux2014_x86_64" in x86 and not any("aarch64" in a for a in x86)
+
+
+def test_native_code_for_another_architecture_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    layer = fake_layer(
+        tmp_path,
+        {
+            "charset_normalizer/md.cpython-313-aarch64-linux-gnu.so": elf(183),
+            "numpy.libs/libopenblas.so.0": elf(62),
+            "notes.sources": "not an ELF file",
+        },
+    )
+    assert install_layer.foreign_native_code(layer, "x86_64") == [
+        ("charset_normalizer/md.cpython-313-aarch64-linux-gnu.so", "arm64")
+    ]
+    with pytest.raises(install_layer.ArchitectureError, match="1 shared object"):
+        install_layer.check_native_code(layer, "x86_64")
+    assert install_layer.main([str(layer), "--check", "--architecture", "x86_64"]) == 1
+    assert "charset_normalizer/md.cpython-313-aarch64-linux-gnu.so (arm64)" in capsys.readouterr().err
+    (layer / "charset_normalizer/md.cpython-313-aarch64-linux-gnu.so").unlink()
+    assert install_layer.main([str(layer), "--check", "--architecture", "x86_64"]) == 0
+
+
+def test_the_architecture_comes_from_the_template(tmp_path: Path) -> None:
+    assert install_layer.template_architecture(install_layer.DEFAULT_TEMPLATE) == "arm64"
+    copy = sam_template.write("x86_64", tmp_path / "template.yaml")
+    assert install_layer.template_architecture(copy) == "x86_64"
+    text = copy.read_text(encoding="utf-8")
+    assert f"CodeUri: {(install_layer.DEFAULT_TEMPLATE.parent / 'functions').as_posix()}/" in text
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text(text.replace("BuildArchitecture: x86_64", "BuildArchitecture: arm64"), encoding="utf-8")
+    with pytest.raises(install_layer.ArchitectureError, match=r"found \['arm64', 'x86_64'\]"):
+        install_layer.template_architecture(mixed)
+    with pytest.raises(ValueError, match="architecture must be one of"):
+        sam_template.for_architecture(text, "s390x")
