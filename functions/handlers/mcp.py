@@ -101,6 +101,7 @@ class McpRuntime:
         from handlers._ui_secret import session_secret
         from rearview.api.app import create_app
         from rearview.api.lambda_auth import LambdaAuthSettings, build_resolver
+        from rearview.bootstrap import build_checkpoints
         from rearview.settings import Settings
 
         settings = Settings.load()
@@ -118,9 +119,11 @@ class McpRuntime:
             public_url=settings.public_url,
             authorization_server=(settings.jwt_issuer or None) if auth.auth_mode == "jwt" else None,
             trust_forwarded_headers=settings.trust_forwarded_headers,
+            forwarded_proxies=settings.forwarded_proxies,
             refusals_per_minute=settings.auth_refusals_per_minute,
             ui=ui,
             ui_secret=session_secret(ui, handler_settings.ui_secret, settings.region),
+            ui_revocations=build_checkpoints(settings) if ui else None,  # shared by every instance
         )
         return cls(AsgiBridge(app), service, auth, handler_settings, resolver)
 

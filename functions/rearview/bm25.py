@@ -8,8 +8,8 @@ almost nothing), and a document of two fields (body, context) whose phrase frequ
 `body + context_weight * context` and whose length counts both.
 
 The corpus statistics (`CorpusStats`: N, total length, each phrase's document frequency) are the
-caller's: FTS5 takes them over the whole table (every tenant), `bm25_rank_fields` over the
-documents it is given, OpenSearch's adapter from a global aggregation over its index.
+caller's, and always one tenant's: FTS5 takes them over the tenant's own table, `bm25_rank_fields`
+over the documents it is given, OpenSearch's adapter from an aggregation over the tenant's documents.
 """
 
 from __future__ import annotations

@@ -283,7 +283,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.api.access_log import install_console_handler
     from rearview.api.app import LOOPBACK, create_app
     from rearview.api.auth import ApiKeyResolver
-    from rearview.bootstrap import build_service
+    from rearview.api.http_limits import server_options
+    from rearview.bootstrap import build_checkpoints, build_service
 
     settings = settings.model_copy(
         update={
@@ -300,15 +301,21 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     ensure_port_free(settings.host, settings.port)  # before the banner, the store and the embedder
     service = build_service(settings)
     resolver = ApiKeyResolver(keys, settings.default_tenant if not keys else None)
+    revocations = None
+    if settings.ui and keys:  # signed-out UI sessions outlive a restart (the secret may too)
+        revocations = build_checkpoints(settings)
+        revocations.ensure_schema()
     app = create_app(
         service,
         resolver,
         host=settings.host,
         public_url=settings.public_url,
         trust_forwarded_headers=settings.trust_forwarded_headers,
+        forwarded_proxies=settings.forwarded_proxies,
         refusals_per_minute=settings.auth_refusals_per_minute,
         ui=settings.ui,
         ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,
+        ui_revocations=revocations,
     )
     mode = plural(len(keys), "API key") if keys else f"no API keys: single tenant '{settings.default_tenant}'"
     print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; {describe_data(settings)})")
@@ -326,6 +333,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             log_level="warning",
             proxy_headers=proxied,
             access_log=False,
+            **server_options(),  # idle, slow-head and size limits (`rearview.api.http_limits`)
         )
     except SystemExit as exc:
         # uvicorn exits 3 when it cannot start (its bind error is already on stderr): that is a

@@ -8,6 +8,8 @@
     ├── AuthenticationError    missing or unknown credentials
     └── BackendError           a storage/index/embedding backend failed
         ├── StoreError
+        │   ├── StorageFullError       the disk holding the data is full
+        │   └── ReadOnlyStorageError   the data (directory or file) cannot be written
         ├── IndexUnavailableError   search degrades to the store instead of failing
         ├── EmbedderError           search degrades to the keyword channel
         ├── LanguageModelError      consolidation falls back to extractive summaries
@@ -79,6 +81,14 @@ class BackendError(RearviewError):
 
 class StoreError(BackendError):
     """The memory store (source of truth) failed."""
+
+
+class StorageFullError(StoreError):
+    """The disk holding the store is full: nothing was written; free space, then retry."""
+
+
+class ReadOnlyStorageError(StoreError):
+    """The store's data directory or file is read-only: nothing was written."""
 
 
 class IndexUnavailableError(BackendError):

@@ -32,7 +32,7 @@ from pydantic.types import JsonValue
 from pydantic_core import ErrorDetails
 
 from rearview.errors import InvalidInputError
-from rearview.text import disallowed_control_chars, query_tokens
+from rearview.text import disallowed_control_chars, format_chars, query_tokens
 
 MAX_CONTENT_CHARS = 4000
 """`content` of a memory (one distilled statement)."""
@@ -83,6 +83,19 @@ def control_chars_problem(text: str) -> str | None:
     return f"contains control characters ({shown}); only tab, newline and carriage return are allowed"
 
 
+def identifier_chars_problem(text: str) -> str | None:
+    """Why `text` cannot be an agent, session or tag id (it hides format characters), or None.
+
+    A bidi override or a zero-width character makes two ids look alike on screen, or one look
+    like another (`text.format_chars`). ZWNJ and ZWJ stay allowed: some scripts need them.
+    """
+    bad = [c for c in format_chars(text) if c not in "\u200c\u200d"]
+    if not bad:
+        return None
+    shown = ", ".join(f"U+{ord(c):04X}" for c in bad[:5])
+    return f"contains invisible formatting characters ({shown}): bidi controls, zero-width and tag characters"
+
+
 def query_terms_problem(query: str) -> str | None:
     """Why `query` has too many distinct terms (`MAX_QUERY_TERMS`), or None."""
     terms = len(query_tokens(query))
@@ -126,16 +139,19 @@ def _strip(value: Any) -> Any:
 
 
 def _plain_text(
-    max_chars: int, *, strip: bool = False, hint: str = "", blank: bool = False
+    max_chars: int, *, strip: bool = False, hint: str = "", blank: bool = False, identifier: bool = False
 ) -> AfterValidator:
     """Refuses a string that is not 1..`max_chars` characters with no control character but tab, LF, CR.
 
-    `strip`: surrounding whitespace is removed first; `blank`: an empty value (after that) passes.
+    `strip`: surrounding whitespace is removed first; `blank`: an empty value (after that) passes;
+    `identifier`: invisible format characters are refused too (`identifier_chars_problem`).
     """
 
     def check(value: str) -> str:
         text = value.strip() if strip else value
         reason = None if blank and not text else text_problem(text, max_chars, hint)
+        if reason is None and identifier and text:
+            reason = identifier_chars_problem(text)
         if reason is not None:
             raise ValueError(reason)
         return text
@@ -155,15 +171,30 @@ ContentText = Annotated[
     _advertised(MAX_CONTENT_CHARS),
 ]
 """A memory's content: stripped, 1..`MAX_CONTENT_CHARS` characters of plain text."""
-SessionIdText = Annotated[str, _plain_text(MAX_SESSION_ID_CHARS), _advertised(MAX_SESSION_ID_CHARS)]
-AgentIdText = Annotated[str, _plain_text(MAX_AGENT_ID_CHARS), _advertised(MAX_AGENT_ID_CHARS)]
+SessionIdText = Annotated[
+    str, _plain_text(MAX_SESSION_ID_CHARS, identifier=True), _advertised(MAX_SESSION_ID_CHARS)
+]
+AgentIdText = Annotated[
+    str, _plain_text(MAX_AGENT_ID_CHARS, identifier=True), _advertised(MAX_AGENT_ID_CHARS)
+]
 IdempotencyKeyText = Annotated[
     str, _plain_text(MAX_IDEMPOTENCY_KEY_CHARS), _advertised(MAX_IDEMPOTENCY_KEY_CHARS)
 ]
 LabelText = Annotated[str, _plain_text(MAX_LABEL_CHARS), _advertised(MAX_LABEL_CHARS)]
 """One label of 1..`MAX_LABEL_CHARS` characters (a filter tag, an ingest speaker, a message id)."""
-Label = Annotated[str, _plain_text(MAX_LABEL_CHARS, strip=True, blank=True), _advertised(MAX_LABEL_CHARS, 0)]
+Label = Annotated[
+    str,
+    _plain_text(MAX_LABEL_CHARS, strip=True, blank=True, identifier=True),
+    _advertised(MAX_LABEL_CHARS, 0),
+]
 """One tag or entity on a memory: stripped; a blank one is dropped by `Labels`."""
+NameText = Annotated[
+    str, _plain_text(MAX_LABEL_CHARS, strip=True, blank=True), _advertised(MAX_LABEL_CHARS, 0)
+]
+"""A name as a message gives it (an ingest speaker, role or message id): stripped, may be blank.
+
+Not an identifier: a disguised name (`assistant\u200b`) is read for who it stands for by the
+ingest rules, not refused."""
 QueryText = Annotated[
     str,
     _plain_text(MAX_QUERY_CHARS, strip=True),

@@ -31,6 +31,11 @@ def default_data_dir() -> Path:
     return Path(base) / "rearview"
 
 
+def _sendable(key: str) -> bool:
+    """Whether `key` survives an HTTP header unchanged: printable ASCII, no space (headers are latin-1)."""
+    return bool(key) and all("!" <= c <= "~" for c in key)
+
+
 def hash_key(api_key: str) -> str:
     """How API keys are stored: `sha256:<hex>` of the key."""
     return "sha256:" + hashlib.sha256(api_key.encode("utf-8")).hexdigest()
@@ -82,6 +87,10 @@ class Settings(BaseSettings):
     """Base URL clients use (for the protected-resource metadata); derived from the request if unset."""
     trust_forwarded_headers: bool = False
     """Derive that URL from `X-Forwarded-Proto`/`X-Forwarded-Host`: only behind a proxy that sets them."""
+    forwarded_proxies: int = Field(default=1, ge=1, le=16)
+    """With `trust_forwarded_headers`: how many proxies in front of Rearview append to `X-Forwarded-For`
+    (API Gateway or a Function URL: 1; CloudFront before API Gateway: 2). The refusal limiter keys on
+    the hop the outermost of them appended, counted from the right (`api/refusals.py`)."""
     auth_refusals_per_minute: int = Field(default=10, ge=0, le=10_000)
     """Refused keys from one address a minute before it gets 429 (`api/refusals.py`); 0 turns it off
     (behind a proxy that is every client's one address and whose `X-Forwarded-For` is not trusted)."""
@@ -182,6 +191,13 @@ class Settings(BaseSettings):
                     "api_keys",
                     f"{path}: [api_keys] entry {position} must map to a tenant id or to "
                     '{ tenant = "<tenant>", agent = "<agent>" } (agent optional)',
+                )
+            if not _sendable(key):  # named by position, like every other key error
+                raise ConfigurationError(
+                    "api_keys",
+                    f"{path}: [api_keys] entry {position} has characters outside printable ASCII: an"
+                    " HTTP header cannot carry them, so it could sign in to the browser but never to"
+                    " /mcp; use letters, digits and punctuation",
                 )
             principals[key if key.startswith("sha256:") else hash_key(key)] = principal
         return principals

@@ -26,9 +26,23 @@ STOPWORDS = frozenset(
 )
 
 
+def format_chars(text: str) -> list[str]:
+    """The invisible format characters (Unicode category Cf) in `text`, in order.
+
+    Zero-width spaces and joiners, the byte-order mark, bidi embeddings, overrides and isolates,
+    and the TAG characters U+E0000..U+E007F ("ASCII smuggling"): nothing a reader sees on screen.
+    """
+    return [c for c in text if unicodedata.category(c) == "Cf"]
+
+
 def normalize(content: str) -> str:
-    """Canonical form for exact dedup: NFKC, casefolded, whitespace collapsed, final punctuation dropped."""
-    text = unicodedata.normalize("NFKC", content).casefold()
+    """Canonical form for exact dedup: NFKC, casefolded, whitespace collapsed, final punctuation dropped.
+
+    Invisible format characters (`format_chars`) are dropped first: two texts that read the same on
+    screen are the same memory, whatever was hidden between their letters (issue 24).
+    """
+    visible = "".join(c for c in content if unicodedata.category(c) != "Cf")
+    text = unicodedata.normalize("NFKC", visible).casefold()
     text = _WS.sub(" ", text).strip()
     return _TRAILING_PUNCT.sub("", text)
 

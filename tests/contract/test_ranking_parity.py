@@ -4,7 +4,8 @@ SQLite is what the benchmarks measure, so it is the reference: a `MemoryService`
 (same store type, `HashingEmbedder`, a fixed clock) writes the same fixture (three conversations of
 speaker turns, standalone facts, Chinese notes) and answers the same queries. With the hashing
 embedder every cosine stays under the fusion's floor, so the ranking is the keyword channel's: the
-strictest case for parity.
+strictest case for parity. Another tenant's memories share the fixture's words (`NOISE`): every
+index keeps BM25's statistics per tenant, so they must change nothing.
 
 - In-memory index: the same top 10 in the same order. `rearview.bm25` scores as FTS5's `bm25()`
   does: the same Porter-stemmed terms (asked of SQLite's own tokenizer), each query token a phrase,
@@ -12,8 +13,8 @@ strictest case for parity.
   frequencies over both), FTS5's IDF floored at 1e-6.
 - OpenSearch: the same top 10 in the same order. The engine only picks candidates (three per
   hit, by its own BM25 over the same FTS5 terms); the adapter ranks them by `rearview.bm25` with
-  the statistics FTS5 uses, read from a global aggregation over the index (document count, total
-  length, each phrase's document count), so Lucene's per-field IDF and lossy length norms never
+  the statistics FTS5 uses, read from an aggregation over the tenant's documents (document count,
+  total length, each phrase's document count), so Lucene's per-field IDF and lossy length norms never
   reach the ranking. Both id strategies (own ids, engine-assigned ids) are checked.
 """
 
@@ -114,6 +115,12 @@ QUERIES = [
     "数据库备份",
 ]
 
+NOISE_TENANT = "t-noise"
+NOISE = [
+    f"{word} note {i}: the database deploy, the CI timeout, Melanie's tea and Caroline's hiking trip"
+    for i, word in enumerate(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"])
+]
+
 IndexFactory = Callable[[Path, pytest.FixtureRequest], MemoryIndex]
 
 
@@ -138,6 +145,8 @@ def _fill(service: MemoryService) -> None:
             )
     for i, fact in enumerate(FACTS + CHINESE):
         service.write(TENANT, WriteRequest(content=fact, event_time=T0 - timedelta(days=5, hours=i)))
+    for i, note in enumerate(NOISE + ["用户喜欢数据库备份"] * 3):
+        service.write(NOISE_TENANT, WriteRequest(content=note, event_time=T0 - timedelta(days=3, hours=i)))
 
 
 def _top10(service: MemoryService) -> list[list[str]]:

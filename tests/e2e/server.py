@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
@@ -38,7 +39,13 @@ def running_server(
     keys = settings.api_keys()
     service = build_service(settings)
     resolver = ApiKeyResolver(keys, None if keys else settings.default_tenant)
-    app = create_app(service, resolver, authorization_server=authorization_server)
+    with serving(create_app(service, resolver, authorization_server=authorization_server)) as url:
+        yield url
+
+
+@contextmanager
+def serving(app: ASGIApp) -> Iterator[str]:
+    """Serve `app` with uvicorn on a free loopback port in a thread; yield its MCP URL."""
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")

@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.clock import ManualClock
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.service.memory_service import MemoryService
 from tests.e2e.server import running_server
+from tests.factories import T0
 
 KEYS = {"key-tenant-a": "tenant-a", "key-tenant-b": "tenant-b"}
 
@@ -36,3 +41,10 @@ def keyed_url(data_dir: Path) -> Iterator[str]:
     config.write_text("[api_keys]\n" + "".join(f'"{key}" = "{tenant}"\n' for key, tenant in KEYS.items()))
     with running_server(data_dir, config_file=config) as url:
         yield url
+
+
+@pytest.fixture
+def service() -> MemoryService:
+    """An in-memory service for tests that drive the ASGI app in-process (hashing embedder)."""
+    clock = ManualClock(T0)
+    return MemoryService(InMemoryMemoryStore(clock), InMemoryMemoryIndex(64), HashingEmbedder(64), clock)

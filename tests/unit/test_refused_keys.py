@@ -56,11 +56,12 @@ def test_the_record_is_bounded_by_dropping_the_least_recently_refused() -> None:
 
 
 def test_the_address_is_the_peer_unless_forwarded_headers_are_trusted() -> None:
-    scope = {"client": ("192.0.2.7", 5000)}
-    forwarded = {"x-forwarded-for": "203.0.113.9, 10.0.0.1"}
-    assert client_address(scope, forwarded, trust_forwarded=False) == "192.0.2.7"
-    assert client_address(scope, forwarded, trust_forwarded=True) == "203.0.113.9"
-    assert client_address({}, {}, trust_forwarded=True) is None
+    scope = {"client": ("192.0.2.7", 5000), "headers": [(b"x-forwarded-for", b"203.0.113.9, 10.0.0.1")]}
+    assert client_address(scope, proxies=0) == "192.0.2.7"
+    assert client_address(scope, proxies=1) == "10.0.0.1"  # what the one trusted proxy appended
+    assert client_address(scope, proxies=2) == "203.0.113.9"
+    assert client_address(scope, proxies=5) == "203.0.113.9"  # a shorter chain: its leftmost hop
+    assert client_address({}, proxies=1) is None
 
 
 def test_zero_turns_the_limit_off(service: MemoryService) -> None:

@@ -68,7 +68,7 @@ def rpc_call(body: bytes) -> RpcCall:
     """What a POST body asks for; an empty `RpcCall` when it is not one JSON-RPC message."""
     try:
         message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         return RpcCall()
     if not isinstance(message, Mapping) or not isinstance(message.get("method"), str):
         return RpcCall()

@@ -20,10 +20,12 @@ from rearview import __version__
 from rearview.api import tools
 from rearview.api.access_log import AccessLog, quiet_library_loggers
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth
+from rearview.api.body_timeout import BODY_TIMEOUT_S, BodyTimeout
 from rearview.api.errors import error_body
 from rearview.api.origin import request_origin
 from rearview.api.refusals import REFUSALS_PER_WINDOW, RefusedKeyLimiter
 from rearview.api.request_ids import RequestIdGuard
+from rearview.ports import CheckpointStore
 from rearview.service.memory_service import MemoryService
 
 MCP_PATH = "/mcp"
@@ -111,6 +113,9 @@ def create_app(
     ui: bool = False,
     ui_secret: str | None = None,
     refusals_per_minute: int = REFUSALS_PER_WINDOW,
+    ui_revocations: CheckpointStore | None = None,
+    forwarded_proxies: int = 1,
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
 
@@ -123,11 +128,17 @@ def create_app(
 
     `ui` serves the memory browser at `/ui` (`rearview.ui`), outside `TenantAuth`: it signs users
     in with an API key and keeps them signed in with a cookie signed by `ui_secret` (a random
-    per-process secret when None: sessions then end on restart). Only `/ui` and paths below it
+    per-process secret when None: sessions then end on restart); signing out revokes the session
+    in `ui_revocations` (in this process only when None). Only `/ui` and paths below it
     reach the UI; everything else, `/mcp` included, still passes `TenantAuth`.
 
     `refusals_per_minute` refused keys from one address (on `/mcp` and the UI's sign-in together)
-    answer it 429 for a while (`rearview.api.refusals`); 0 never does.
+    answer it 429 for a while (`rearview.api.refusals`); 0 never does. With
+    `trust_forwarded_headers`, the address is the `X-Forwarded-For` hop the `forwarded_proxies`
+    trusted proxies in front appended (rightmost first), never one the client wrote.
+
+    A request body must arrive within `body_timeout_s` of its first read (else 408); the limits on
+    connections and request heads are the server's (`rearview.api.http_limits`).
     """
     mcp = build_mcp(service)
 
@@ -163,17 +174,22 @@ def create_app(
     )
     guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
     quiet_library_loggers()
-    refusals = RefusedKeyLimiter(refusals_per_minute or None)  # one per app: /mcp and the UI together
+    refusals = RefusedKeyLimiter(  # one per app: /mcp and the UI together
+        refusals_per_minute or None, proxies=forwarded_proxies if trust_forwarded_headers else 0
+    )
     api: ASGIApp = MethodGuard(
         TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers, refusals)
     )
     if ui:
         from rearview.ui.app import UiConfig, build_ui
-        from rearview.ui.session import SessionCodec
+        from rearview.ui.session import SessionCodec, SessionRevocations
 
-        config = UiConfig(resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers, refusals)
+        config = UiConfig(
+            resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers, refusals,
+            SessionRevocations(ui_revocations),
+        )  # fmt: skip
         api = UiDispatch(build_ui(service, config, loopback=host in LOOPBACK), api)
-    return AccessLog(RootGuide(api, ui))
+    return AccessLog(RootGuide(BodyTimeout(api, body_timeout_s), ui))  # a slow body is 408, logged
 
 
 class UiDispatch:

@@ -60,6 +60,11 @@ class ApiKeyResolver:
         """True when no keys are configured (single default tenant)."""
         return not self._keys
 
+    @property
+    def verifies_credentials(self) -> bool:
+        """Whether a presented credential is checked here (so can be guessed here, so is rate-limited)."""
+        return True
+
     def principal_for(self, presented: str | None) -> Principal | None:
         """Who a presented key authenticates, the default tenant (no agent) when open, else None."""
         if self.open:
@@ -102,6 +107,8 @@ def authenticate(
     A client locked out by `limiter` is answered without the key being checked; a refused key
     counts against it. `/mcp` (`TenantAuth`) and the memory browser's sign-in both come here.
     """
+    if not resolver.verifies_credentials:  # a gateway authenticated the caller: nothing to guess here
+        return Verdict(resolver.principal_for(presented))
     if presented and not resolver.open:
         wait = limiter.retry_after(client)
         if wait:
@@ -163,9 +170,13 @@ class TenantAuth:
         if scope["type"] != "http" or _is_public(scope["path"]):
             await self.app(scope, receive, send)
             return
+        repeated = _repeated_credential(scope["headers"])
+        if repeated is not None:
+            await _bad_request(send, f"send one {repeated} header, not several (which one counts?)")
+            return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         presented = presented_key(headers)
-        client = client_address(scope, headers, self.trust_forwarded)
+        client = client_address(scope, self.limiter.proxies)
         verdict = authenticate(self.resolver, self.limiter, presented, client)
         principal = verdict.principal
         if verdict.retry_after:
@@ -215,6 +226,36 @@ async def throttled(send: Send, retry_after: int) -> None:
         }
     )
     await send({"type": "http.response.body", "body": error_body("rate_limited", message)})
+
+
+_CREDENTIAL_HEADERS = {b"authorization": "Authorization", b"x-api-key": "X-API-Key"}
+
+
+def _repeated_credential(raw_headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The name of a credential header the request carries more than once, if any.
+
+    Proxies and frameworks disagree on which copy wins; a request that is ambiguous about who
+    it is gets refused rather than resolved one way here and another way in a log or a proxy.
+    """
+    seen: set[bytes] = set()
+    for name, _ in raw_headers:
+        lowered = name.lower()
+        if lowered in _CREDENTIAL_HEADERS:
+            if lowered in seen:
+                return _CREDENTIAL_HEADERS[lowered]
+            seen.add(lowered)
+    return None
+
+
+async def _bad_request(send: Send, message: str) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": error_body("invalid_request", message)})
 
 
 def _is_public(path: str) -> bool:

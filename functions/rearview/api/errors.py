@@ -23,7 +23,9 @@ from rearview.errors import (
     ConflictError,
     InvalidInputError,
     NotFoundError,
+    ReadOnlyStorageError,
     RearviewError,
+    StorageFullError,
 )
 
 P = ParamSpec("P")
@@ -44,6 +46,8 @@ ERRORS: dict[type[RearviewError], ErrorKind] = {
     ConflictError: ErrorKind("conflict", 409),
     ConfigurationError: ErrorKind("misconfigured", 500),
     BackendError: ErrorKind("unavailable", 503),
+    StorageFullError: ErrorKind("storage_full", 507),
+    ReadOnlyStorageError: ErrorKind("read_only", 503),
 }
 UNMAPPED = ErrorKind("error", 500)
 

@@ -215,6 +215,11 @@ class ClaimsTenantResolver(ApiKeyResolver):
     def open(self) -> bool:
         return False
 
+    @property
+    def verifies_credentials(self) -> bool:
+        """No: API Gateway validated the token; a refusal here is a missing claim, not a guess."""
+        return False
+
     def principal_for(self, presented: str | None) -> Principal | None:
         return gateway_principal.get()
 

@@ -9,10 +9,14 @@ OAuth client's first probe, a health check). The default, 10 a minute, is far mo
 misconfigured agent retrying with backoff sends, and makes guessing even a weak key slow.
 
 The client address is the connection's peer, or, when the deployment trusts forwarded headers,
-the first `X-Forwarded-For` hop (`client_address`); a request from an unknown address is not
-limited. The record lives in this process's memory and is bounded (`max_clients`, least recently
-refused dropped first): on Lambda each warm container keeps its own, and API Gateway's throttling
-is the limit across them.
+the `X-Forwarded-For` hop its own proxies appended (`client_address`: with `proxies` trusted
+proxies in front, the `proxies`-th hop from the right; every hop left of it is the client's to
+write, so keying on the first hop let a guesser pick a fresh address per request and lock out
+anyone's); a request from an unknown address is not limited. Only credentials checked here count:
+a resolver that trusts a gateway's verdict (JWT mode, `verifies_credentials` False) is never
+limited, since its callers were authenticated before the request arrived. The record lives in
+this process's memory and is bounded (`max_clients`, least recently refused dropped first): on
+Lambda each warm container keeps its own, and API Gateway's throttling is the limit across them.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import math
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from starlette.types import Scope
 
@@ -44,13 +48,16 @@ class RefusedKeyLimiter:
         window_s: float = WINDOW_S,
         max_clients: int = MAX_CLIENTS,
         clock: Callable[[], float] = time.monotonic,
+        proxies: int = 0,
     ) -> None:
-        if (limit is not None and limit < 1) or window_s <= 0 or max_clients < 1:
-            raise ValueError("limit and max_clients must be >= 1 and window_s > 0")
+        if (limit is not None and limit < 1) or window_s <= 0 or max_clients < 1 or proxies < 0:
+            raise ValueError("limit and max_clients must be >= 1, window_s > 0 and proxies >= 0")
         self.limit = limit
         """None: never limits (every address may present any number of keys)."""
         self.window_s = window_s
         self.max_clients = max_clients
+        self.proxies = proxies
+        """Trusted proxies that append to `X-Forwarded-For` (0: the header is not trusted)."""
         self._clock = clock
         self._refusals: OrderedDict[str, deque[float]] = OrderedDict()
         self._lock = threading.Lock()
@@ -97,15 +104,20 @@ class RefusedKeyLimiter:
         return times
 
 
-def client_address(scope: Scope, headers: Mapping[str, str], trust_forwarded: bool) -> str | None:
-    """The caller's address: the first `X-Forwarded-For` hop if trusted and present, else the peer's.
+def client_address(scope: Scope, proxies: int) -> str | None:
+    """The caller's address: the hop the `proxies` trusted proxies saw, else the connection's peer.
 
-    None when the server does not know it (no peer, e.g. a Unix socket): such requests are not
-    limited, since one shared record would let anyone lock every client out.
+    With `proxies` > 0 the `X-Forwarded-For` headers (all of them, in order, as one list) are read
+    from the right: the last trusted proxy appended the address it was connected from, so the
+    `proxies`-th hop from the right is the client as the outermost trusted proxy saw it (the
+    leftmost hop when the list is shorter). None when the server does not know the address (no
+    peer, e.g. a Unix socket): such requests are not limited, since one shared record would let
+    anyone lock every client out.
     """
-    if trust_forwarded:
-        forwarded = headers.get("x-forwarded-for", "").split(",", 1)[0].strip()
-        if forwarded:
-            return forwarded
+    if proxies > 0:
+        values = [v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"x-forwarded-for"]
+        hops = [h.strip() for h in ",".join(values).split(",") if h.strip()]
+        if hops:
+            return hops[-min(proxies, len(hops))]
     client = scope.get("client")
     return str(client[0]) if client else None

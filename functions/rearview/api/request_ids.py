@@ -1,4 +1,4 @@
-"""Refuse JSON-RPC messages whose `id` is neither a string nor an integer, instead of ignoring them.
+"""Refuse JSON-RPC messages with an `id` of a wrong type, and bodies nested too deep to parse.
 
 The MCP SDK validates a message against request, notification, response and error in turn; an
 `id` of another type (object, array, boolean, null, fraction) fails the request but passes as a
@@ -6,17 +6,42 @@ notification, which is answered 202 and never executed, so the client waits for 
 never comes. JSON-RPC 2.0 and MCP allow only strings and integers (MCP: never null). Such a POST
 gets what the SDK answers for any invalid message: HTTP 400 with a JSON-RPC error, id null
 (streamable HTTP: "If the server cannot accept the input, it MUST return an HTTP error status").
+
+A body nested a thousand levels deep made Python's JSON parser raise `RecursionError`, a 500 with
+a traceback: it is answered 400 with the parse error (-32700) instead, as any unparsable body is.
+No MCP message comes near the limit (an ingest call, the deepest, is about six levels).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 INVALID_REQUEST = -32600
 INVALID_ID = "Invalid Request: `id` must be a string or an integer"
+PARSE_ERROR = -32700
+MAX_JSON_DEPTH = 64
+TOO_DEEP = f"Parse error: JSON nested deeper than {MAX_JSON_DEPTH} levels"
+
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nesting_depth(body: bytes) -> int:
+    """How deep the arrays and objects of a JSON `body` nest (brackets inside strings do not count).
+
+    Linear and recursion-free: strings are cut out by one regular expression, then only the
+    brackets are walked. For an invalid body the answer is a bound, not an error.
+    """
+    brackets = _STRINGS.sub(b"", body).translate(None, _NOT_BRACKETS)
+    depth = deepest = 0
+    for byte in brackets:
+        depth = depth + 1 if byte in b"[{" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def valid_id(value: object) -> bool:
@@ -53,6 +78,11 @@ class RequestIdGuard:
             return
         body, disconnected = await _read_body(receive)
         if disconnected:  # nobody to answer
+            return
+        if nesting_depth(body) > MAX_JSON_DEPTH:
+            error = {"code": PARSE_ERROR, "message": TOO_DEEP}
+            response = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=400)
+            await response(scope, receive, send)
             return
         if has_invalid_id(body):
             error = {"code": INVALID_REQUEST, "message": INVALID_ID}

@@ -43,10 +43,10 @@ from rearview.limits import (
     FlatMetadata,
     IdempotencyKeyText,
     Importance,
-    Label,
     Labels,
     MemoryId,
     MemoryIds,
+    NameText,
     QueryText,
     SessionIdText,
     TimestampText,
@@ -111,17 +111,17 @@ class MessageArg(BaseModel):
 
     content: Annotated[ContentText, Field(description="What was said, verbatim.")]
     speaker: Annotated[
-        Label | None, Field(description="Who said it, by name (e.g. 'Alice'); default: `role`.")
+        NameText | None, Field(description="Who said it, by name (e.g. 'Alice'); default: `role`.")
     ] = None
     name: Annotated[
-        Label | None, Field(description="OpenAI's name of the speaker: the same as `speaker`.")
+        NameText | None, Field(description="OpenAI's name of the speaker: the same as `speaker`.")
     ] = None
-    role: Annotated[Label | None, Field(description="user, assistant, ... when there is no name.")] = None
+    role: Annotated[NameText | None, Field(description="user, assistant, ... when there is no name.")] = None
     timestamp: Annotated[
         TimestampText | None, Field(description="ISO-8601 UTC time it was said (default: now).")
     ] = None
     message_id: Annotated[
-        Label | None, Field(description="Your id of the message: re-sending it then stores nothing twice.")
+        NameText | None, Field(description="Your id of the message: re-sending it then stores nothing twice.")
     ] = None
 
     def message(self, field: str) -> IngestMessage:

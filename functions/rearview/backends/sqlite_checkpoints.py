@@ -31,8 +31,8 @@ class SQLiteCheckpointStore:
         self._db.close()
 
     def load(self, tenant_id: str, job: str) -> str | None:
-        with self._db.lock:
-            row = self._db.conn.execute(
+        with self._db.locked() as conn:
+            row = conn.execute(
                 "SELECT state FROM job_checkpoints WHERE tenant_id = ? AND job = ?", (tenant_id, job)
             ).fetchone()
         return str(row[0]) if row else None

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from rearview.errors import StoreError
+from rearview.errors import BackendError, ReadOnlyStorageError, StorageFullError, StoreError
 from rearview.models import MemoryFilter
+
+Migration = str | Callable[[sqlite3.Connection], None]
+"""One schema step: a SQL script, or a function run on the migrating connection (inside its transaction)."""
 
 
 class SQLiteDatabase:
@@ -20,10 +24,16 @@ class SQLiteDatabase:
     threads behind `lock`. Long reads go through `reading()`: pooled connections of their own,
     which WAL lets run beside the writer, so a slow query never holds `lock`.
     Every connection has `secure_delete` on: deleted content is overwritten with zeros.
+
+    SQLite failures are translated at this boundary (`translate_errors`, also around every
+    `transaction()` and `reading()`): a full disk is `StorageFullError`, a read-only file or data
+    directory `ReadOnlyStorageError`, anything else `error` (the store's `StoreError`, the index's
+    `IndexUnavailableError`, so search degrades), each naming the file and SQLite's reason.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, error: type[BackendError] = StoreError) -> None:
         self.path = str(path)
+        self._error = error
         self._conn: sqlite3.Connection | None = None
         self.lock = threading.RLock()
         self._readers: list[sqlite3.Connection] = []
@@ -48,6 +58,40 @@ class SQLiteDatabase:
         return conn
 
     @contextmanager
+    def translate_errors(self) -> Iterator[None]:
+        """Raise SQLite's errors inside the block as Rearview's (see the class docstring)."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._translated(exc) from exc
+
+    def _translated(self, exc: sqlite3.Error) -> BackendError:
+        name = getattr(exc, "sqlite_errorname", "")
+        text = str(exc)
+        folder = Path(self.path).parent
+        store = issubclass(self._error, StoreError)  # the index reports everything as its own error
+        if name == "SQLITE_FULL" or "disk is full" in text:
+            reason = f"{self.path}: the disk is full ({text}); nothing was written"
+            return StorageFullError(reason) if store else self._error(reason)
+        if (
+            name.startswith("SQLITE_READONLY")
+            or "readonly" in text
+            or (self.path != ":memory:" and not os.access(folder, os.W_OK))
+        ):
+            reason = (
+                f"{self.path}: the data directory {folder} is read-only ({text}); make it writable"
+                " or point REARVIEW_DATA_DIR at a writable one"
+            )
+            return ReadOnlyStorageError(reason) if store else self._error(reason)
+        return self._error(f"{self.path}: {text}")
+
+    @contextmanager
+    def locked(self) -> Iterator[sqlite3.Connection]:
+        """The shared connection under `lock`, its errors translated (short reads and writes)."""
+        with self.lock, self.translate_errors():
+            yield self.conn
+
+    @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         """A read connection of this caller's own for the duration of the block (no shared lock).
 
@@ -55,19 +99,21 @@ class SQLiteDatabase:
         connection, so there it is `conn` under `lock`.
         """
         if self.path == ":memory:":
-            with self.lock:
-                yield self.conn
+            with self.locked() as conn:
+                yield conn
             return
-        _ = self.conn  # the writer opens the file first: it creates the folders and sets WAL mode
-        with self._readers_lock:
-            conn = self._readers.pop() if self._readers else None
-        if conn is None:
-            conn = self._connect()
-        try:
-            yield conn
-        finally:
+        with self.translate_errors():
+            with self.lock:
+                _ = self.conn  # the writer opens the file first: it creates the folders and sets WAL mode
             with self._readers_lock:
-                self._readers.append(conn)
+                reader = self._readers.pop() if self._readers else None
+            if reader is None:
+                reader = self._connect()
+            try:
+                yield reader
+            finally:
+                with self._readers_lock:
+                    self._readers.append(reader)
 
     def truncate_wal(self) -> None:
         """Copy the write-ahead log into the file and truncate it to zero bytes.
@@ -75,36 +121,56 @@ class SQLiteDatabase:
         After a delete this removes the deleted content's older page images from the log.
         Raises StoreError if readers kept it from completing within the busy timeout.
         """
-        with self.lock:
-            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        with self.locked() as conn:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             raise StoreError(f"{self.path}: readers kept the write-ahead log from being truncated; retry")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
-        with self.lock:
-            conn = self.conn
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (nothing of it is written then)."""
+        with self.locked() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")  # may fail too (a full disk): then it is rolled back below
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite may have rolled back itself (e.g. on SQLITE_FULL)
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
-    def migrate(self, name: str, migrations: list[str]) -> None:
-        """Apply the migrations not yet applied to schema `name` (each one a script, in order)."""
+    def migrate(self, name: str, migrations: Sequence[Migration]) -> None:
+        """Apply the migrations not yet applied to schema `name`, in order, in one transaction.
+
+        A migration is a script (statements separated by `;`) or a function of the connection.
+        A schema that is already current is only read: nothing is written on an up-to-date file.
+        """
+        if self._version(name) == len(migrations):
+            return
         with self.transaction() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (name TEXT PRIMARY KEY, version INTEGER)")
             row = conn.execute("SELECT version FROM schema_version WHERE name = ?", (name,)).fetchone()
             current = row[0] if row else 0
             if current > len(migrations):
                 raise StoreError(f"{self.path}: schema {name} v{current} is newer than this Rearview")
-            for script in migrations[current:]:
-                for statement in filter(str.strip, script.split(";")):
+            for migration in migrations[current:]:
+                if callable(migration):
+                    migration(conn)
+                    continue
+                for statement in filter(str.strip, migration.split(";")):
                     conn.execute(statement)
             conn.execute("INSERT OR REPLACE INTO schema_version VALUES (?, ?)", (name, len(migrations)))
+
+    def _version(self, name: str) -> int | None:
+        """The applied version of schema `name` (None: no schema table or no row yet)."""
+        with self.locked() as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ).fetchone()
+            if exists is None:
+                return None
+            row = conn.execute("SELECT version FROM schema_version WHERE name = ?", (name,)).fetchone()
+        return None if row is None else int(row[0])
 
     def close(self) -> None:
         """Close the connections (reopened on next use); call it when no read is in progress."""

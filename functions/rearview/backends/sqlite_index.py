@@ -2,9 +2,12 @@
 
 Documents live in one SQLite file (derived data: delete it and `rearview reindex` rebuilds it).
 The keyword channel is an FTS5 query joined to the filter columns, so filtering happens inside
-the query. The vector channel is an exact cosine scan over a per-tenant numpy matrix kept in
-memory (built lazily from the file, updated in place on writes) with the filter applied as a
-boolean mask before ranking, so a small scope still gets its `limit` results.
+the query. Each tenant has an FTS5 table of its own (`docs_fts_<n>`, numbered in `fts_tenants`):
+BM25's corpus statistics (document count, lengths, document frequencies) and the candidates a
+`MATCH` walks are that tenant's alone, so no tenant's words move another's scores and no tenant's
+volume slows another's keyword query. The vector channel is an exact cosine scan over a per-tenant
+numpy matrix kept in memory (built lazily from the file, updated in place on writes) with the
+filter applied as a boolean mask before ranking, so a small scope still gets its `limit` results.
 
 Text is indexed as `text.tokens` (casefolded words, CJK bigrams) with FTS5's porter stemmer, in
 two columns: the memory's content (`body`) and its keyword context (`ctx`, weighted
@@ -34,14 +37,67 @@ import numpy as np
 import numpy.typing as npt
 
 from rearview.backends.memory import check_vector
-from rearview.backends.sqlite_common import SQLiteDatabase, filter_sql
+from rearview.backends.sqlite_common import Migration, SQLiteDatabase, filter_sql
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, StoreError
-from rearview.models import Memory, MemoryFilter, Visibility
+from rearview.models import Memory, MemoryFilter, MemoryType, Visibility
 from rearview.ports import CONTEXT_WEIGHT, ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
+from rearview.scopes import scope_key
 from rearview.text import query_tokens, tokens
 
-_MIGRATIONS = [
+_FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
+"""FTS5 can remove a deleted row's terms from its segments in place (else: `optimize` after deletes)."""
+
+
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def _bm25(table: str) -> str:
+    """FTS5 BM25 with the context column counted at `CONTEXT_WEIGHT` (lower is better, as FTS5 ranks)."""
+    return f"bm25({table}, 1.0, {CONTEXT_WEIGHT!r})"
+
+
+def _fts_name(number: int) -> str:
+    return f"docs_fts_{int(number)}"
+
+
+def _create_fts(conn: sqlite3.Connection, tenant_id: str) -> str:
+    """Register `tenant_id` in `fts_tenants` and create its FTS5 table; returns the table's name."""
+    cur = conn.execute("INSERT INTO fts_tenants (tenant_id) VALUES (?)", (tenant_id,))
+    table = _fts_name(int(cur.lastrowid or 0))
+    conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(body, ctx, tokenize = '{_TOKENIZER}')")
+    if _FTS_SECURE_DELETE:  # a persistent option of the table
+        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1)")
+    return table
+
+
+def _split_by_tenant(conn: sqlite3.Connection) -> None:
+    """Move the one all-tenant FTS5 table's rows into a table per tenant, then drop it.
+
+    Until this migration BM25's statistics were over every tenant's documents (issue 24).
+    """
+    conn.execute("CREATE TABLE fts_tenants (n INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL UNIQUE)")
+    tenants = [r[0] for r in conn.execute("SELECT DISTINCT tenant_id FROM docs ORDER BY tenant_id")]
+    for tenant_id in tenants:
+        table = _create_fts(conn, tenant_id)
+        conn.execute(
+            f"INSERT INTO {table} (rowid, body, ctx) SELECT f.rowid, f.body, f.ctx"
+            " FROM docs_fts f JOIN docs d ON d.rowid = f.rowid WHERE d.tenant_id = ?",
+            (tenant_id,),
+        )
+    conn.execute("DROP TABLE docs_fts")  # secure_delete zeroes its pages
+
+
+def _rekey_scopes(conn: sqlite3.Connection) -> None:
+    """Re-key every document whose dedup scope key was ambiguous (`rearview.scopes`, issue 24)."""
+    rows = conn.execute("SELECT rowid, type, visibility, agent_id, session_id, scope_key FROM docs")
+    for rowid, type_, visibility, agent_id, session_id, old in rows.fetchall():
+        new = scope_key(MemoryType(type_), Visibility(visibility), agent_id, session_id)
+        if new != old:
+            conn.execute("UPDATE docs SET scope_key = ? WHERE rowid = ?", (new, rowid))
+
+
+_MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE docs (
         rowid INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, memory_id TEXT NOT NULL,
@@ -66,13 +122,10 @@ _MIGRATIONS = [
     DROP TABLE docs_fts;
     ALTER TABLE docs_fts_ctx RENAME TO docs_fts
     """,
+    # One FTS5 table per tenant (see `_split_by_tenant`).
+    _split_by_tenant,
+    _rekey_scopes,
 ]
-
-_BM25 = f"bm25(docs_fts, 1.0, {CONTEXT_WEIGHT!r})"
-"""FTS5 BM25 with the context column counted at `CONTEXT_WEIGHT` (lower is better, as FTS5 ranks)."""
-
-_FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
-"""FTS5 can remove a deleted row's terms from its segments in place (else: `optimize` after deletes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,34 +280,52 @@ class SQLiteMemoryIndex:
     """`MemoryIndex` on one SQLite file: FTS5 BM25 + exact numpy cosine, both filtered in-query."""
 
     def __init__(self, path: str | Path, dimension: int) -> None:
-        self._db = SQLiteDatabase(path)
+        self._db = SQLiteDatabase(path, IndexUnavailableError)
         self._dimension = dimension
         self._tenants: dict[str, _TenantMatrix] = {}
+        self._fts: dict[str, str] = {}
+        """Tenant -> its FTS5 table, for tables known to be committed (tables are never dropped)."""
         self._lock = threading.RLock()
 
     def ensure_schema(self) -> None:
         self._db.migrate("index", _MIGRATIONS)
-        if _FTS_SECURE_DELETE:
-            with self._lock, self._db.transaction() as conn:
-                conn.execute("INSERT INTO docs_fts (docs_fts, rank) VALUES ('secure-delete', 1)")
+
+    def _fts_table(self, conn: sqlite3.Connection, tenant_id: str) -> str | None:
+        """The tenant's FTS5 table, or None if it has none yet."""
+        table = self._fts.get(tenant_id)
+        if table is None:
+            row = conn.execute("SELECT n FROM fts_tenants WHERE tenant_id = ?", (tenant_id,)).fetchone()
+            if row is None:
+                return None
+            table = self._fts.setdefault(tenant_id, _fts_name(row[0]))
+        return table
 
     def close(self) -> None:
         """Close the file and drop the in-memory matrices."""
         with self._lock:
             self._tenants.clear()
+            self._fts.clear()
             self._db.close()
 
     def upsert(self, docs: Sequence[IndexDocument]) -> None:
         vectors = [None if d.vector is None else check_vector(d.vector, self._dimension) for d in docs]
-        with self._lock, self._db.transaction() as conn:
-            for doc, vector in zip(docs, vectors, strict=True):
-                m = doc.memory
-                doc_row = _DocRow.of(m)
-                if not _write(conn, doc, doc_row, vector):
-                    continue
-                cached = self._tenants.get(m.tenant_id)
-                if cached is not None:
-                    cached.put(m.id, doc_row, vector)
+        with self._lock:
+            created: dict[str, str] = {}  # cached only once the transaction that created them commits
+            with self._db.transaction() as conn:
+                for doc, vector in zip(docs, vectors, strict=True):
+                    m = doc.memory
+                    table = created.get(m.tenant_id) or self._fts_table(conn, m.tenant_id)
+                    if table is None:
+                        if vector is None:
+                            continue  # a vector-less update of a tenant with nothing indexed
+                        table = created[m.tenant_id] = _create_fts(conn, m.tenant_id)
+                    doc_row = _DocRow.of(m)
+                    if not _write(conn, table, doc, doc_row, vector):
+                        continue
+                    cached = self._tenants.get(m.tenant_id)
+                    if cached is not None:
+                        cached.put(m.id, doc_row, vector)
+            self._fts.update(created)
 
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
         """Remove the documents (their terms stay in the FTS5 segments until the next merge)."""
@@ -266,6 +337,9 @@ class SQLiteMemoryIndex:
 
     def _delete(self, tenant_id: str, memory_ids: Sequence[str], *, erase: bool) -> None:
         with self._lock, self._db.transaction() as conn:
+            table = self._fts_table(conn, tenant_id)
+            if table is None:
+                return  # nothing of this tenant was ever indexed
             deleted = False
             for memory_id in memory_ids:
                 row = conn.execute(
@@ -273,14 +347,14 @@ class SQLiteMemoryIndex:
                 ).fetchone()
                 if row is not None:
                     conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
-                    conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (row[0],))
+                    conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
                     deleted = True
                 cached = self._tenants.get(tenant_id)
                 if cached is not None:
                     cached.remove(memory_id)
             if deleted and erase and not _FTS_SECURE_DELETE:
                 # Deleted terms stay in the segments until merged; `optimize` merges them all.
-                conn.execute("INSERT INTO docs_fts (docs_fts) VALUES ('optimize')")
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         if not erase:
             return
         try:
@@ -320,12 +394,16 @@ class SQLiteMemoryIndex:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         where, params = filter_sql(query.filter, "d")
-        sql = (
-            f"SELECT d.memory_id, -{_BM25} FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid"
-            f" WHERE docs_fts MATCH ? AND d.tenant_id = ? AND {where}"
-            f" ORDER BY {_BM25}, d.memory_id LIMIT ?"
-        )
         with self._db.reading() as conn:  # not the write lock: a long query must not stall writers
+            table = self._fts_table(conn, query.tenant_id)
+            if table is None:
+                return []
+            bm25 = _bm25(table)
+            sql = (
+                f"SELECT d.memory_id, -{bm25} FROM {table} JOIN docs d ON d.rowid = {table}.rowid"
+                f" WHERE {table} MATCH ? AND d.tenant_id = ? AND {where}"
+                f" ORDER BY {bm25}, d.memory_id LIMIT ?"
+            )
             rows = conn.execute(sql, (match, query.tenant_id, *params, query.limit)).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
@@ -359,10 +437,12 @@ class SQLiteMemoryIndex:
         return tm
 
 
-def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vector: Vector | None) -> bool:
+def _write(
+    conn: sqlite3.Connection, table: str, doc: IndexDocument, doc_row: _DocRow, vector: Vector | None
+) -> bool:
     """Write one document unless the indexed one is newer (or, vector-less, absent or of other content).
 
-    Returns whether it was written.
+    Its text goes into `table`, its tenant's FTS5 table. Returns whether it was written.
     """
     m = doc.memory
     row = conn.execute(
@@ -384,18 +464,18 @@ def _write(conn: sqlite3.Connection, doc: IndexDocument, doc_row: _DocRow, vecto
                 (*cols, row[0]),
             )
         if doc.context is not None:
-            conn.execute("UPDATE docs_fts SET ctx = ? WHERE rowid = ?", (_fts_text(doc.context), row[0]))
+            conn.execute(f"UPDATE {table} SET ctx = ? WHERE rowid = ?", (_fts_text(doc.context), row[0]))
         return True
     if row is not None:
         conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
-        conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (row[0],))
+        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
     cur = conn.execute(
         "INSERT INTO docs (tenant_id, memory_id, agent_id, visibility, session_id, type, status, scope_key,"
         " event_time, tags, version, content_hash, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (m.tenant_id, m.id, *cols, vector.tobytes()),
     )
     conn.execute(
-        "INSERT INTO docs_fts (rowid, body, ctx) VALUES (?, ?, ?)",
+        f"INSERT INTO {table} (rowid, body, ctx) VALUES (?, ?, ?)",
         (cur.lastrowid, _fts_text(m.content), _fts_text(doc.context or "")),
     )
     return True

@@ -8,17 +8,35 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rearview.backends.sqlite_common import SQLiteDatabase, epoch, filter_sql
+from rearview.backends.sqlite_common import Migration, SQLiteDatabase, epoch, filter_sql
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError
-from rearview.models import HistoryEvent, Memory, MemoryFilter, Page, StoreStats
+from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryType, Page, StoreStats, Visibility
 from rearview.ports import StoreWrite, Touch
+from rearview.scopes import scope_key
 
-_MIGRATIONS = [
+
+def _rekey_scopes(conn: sqlite3.Connection) -> None:
+    """Re-key every memory whose dedup scope key was ambiguous (`rearview.scopes`, issue 24)."""
+    rows = conn.execute(
+        "SELECT tenant_id, id, type, visibility, agent_id, session_id, scope_key FROM memories"
+    )
+    for tenant_id, memory_id, type_, visibility, agent_id, session_id, old in rows.fetchall():
+        new = scope_key(MemoryType(type_), Visibility(visibility), agent_id, session_id)
+        if new != old:
+            conn.execute(
+                "UPDATE memories SET scope_key = ?, body = json_set(body, '$.scope_key', ?)"
+                " WHERE tenant_id = ? AND id = ?",
+                (new, new, tenant_id, memory_id),
+            )
+
+
+_MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE memories (
         tenant_id TEXT NOT NULL, id TEXT NOT NULL,
@@ -40,6 +58,7 @@ _MIGRATIONS = [
         PRIMARY KEY (tenant_id, memory_id, id)
     ) WITHOUT ROWID
     """,
+    _rekey_scopes,
 ]
 
 _COLUMNS = (
@@ -112,8 +131,8 @@ class SQLiteMemoryStore:
         sql = (
             f"SELECT body FROM {source} WHERE m.tenant_id = ? AND (m.expires_at IS NULL OR m.expires_at > ?)"
         )
-        with self._db.lock:
-            rows = self._db.conn.execute(f"{sql} AND {where} {suffix}", params).fetchall()
+        with self._db.locked() as conn:
+            rows = conn.execute(f"{sql} AND {where} {suffix}", params).fetchall()
         return [Memory.model_validate_json(r[0]) for r in rows]
 
     def _now(self) -> float:
@@ -183,8 +202,8 @@ class SQLiteMemoryStore:
         return Page(items=items[:limit], cursor=_encode_cursor(last.updated_at.timestamp(), last.id))
 
     def history(self, tenant_id: str, memory_id: str) -> list[HistoryEvent]:
-        with self._db.lock:
-            rows = self._db.conn.execute(
+        with self._db.locked() as conn:
+            rows = conn.execute(
                 "SELECT body FROM history WHERE tenant_id = ? AND memory_id = ? ORDER BY id",
                 (tenant_id, memory_id),
             ).fetchall()
@@ -213,8 +232,7 @@ class SQLiteMemoryStore:
     def stats(self, tenant_id: str) -> StoreStats:
         live = "tenant_id = ? AND (expires_at IS NULL OR expires_at > ?)"
         params = (tenant_id, self._now())
-        with self._db.lock:
-            conn = self._db.conn
+        with self._db.locked() as conn:
             by_type = dict(
                 conn.execute(f"SELECT type, COUNT(*) FROM memories WHERE {live} GROUP BY type", params)
             )
@@ -233,8 +251,8 @@ class SQLiteMemoryStore:
         )
 
     def tenants(self) -> list[str]:
-        with self._db.lock:
-            return [r[0] for r in self._db.conn.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1")]
+        with self._db.locked() as conn:
+            return [r[0] for r in conn.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1")]
 
 
 def _encode_cursor(updated_at: float, memory_id: str) -> str:

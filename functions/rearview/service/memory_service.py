@@ -69,6 +69,7 @@ from rearview.ports import (
     MemoryStore,
     StoreWrite,
 )
+from rearview.scopes import scope_key
 from rearview.service import indexing, keyword_context
 from rearview.service.browsing import BrowsePage, DueList, DueMemory, browse_page, due_scan
 from rearview.service.config import ServiceConfig
@@ -82,7 +83,7 @@ from rearview.service.search.searcher import Searcher
 from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.write.batch import WriteBatch
 from rearview.service.write.consolidation import Consolidator
-from rearview.service.write.writer import Writer, scope_key
+from rearview.service.write.writer import Writer
 from rearview.text import content_hash
 
 __all__ = ["MemoryService", "ServiceConfig", "scope_key"]

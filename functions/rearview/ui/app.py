@@ -49,6 +49,7 @@ from rearview.ui.session import (
     UI_PATH,
     Session,
     SessionCodec,
+    SessionRevocations,
     open_session,
 )
 from rearview.ui.views import (
@@ -87,6 +88,8 @@ class UiConfig:
     trust_forwarded: bool = False
     refusals: RefusedKeyLimiter = field(default_factory=RefusedKeyLimiter)
     """Shared with `/mcp`'s `TenantAuth`: refused keys from one address count together."""
+    revocations: SessionRevocations = field(default_factory=SessionRevocations)
+    """Signed-out sessions: checked on every request, written by `/ui/logout`."""
 
 
 class MemoryBrowser:
@@ -120,9 +123,12 @@ class MemoryBrowser:
         if self.open:
             principal = self.config.resolver.principal_for(None)
             return open_session(principal.tenant_id) if principal else None
-        return self.config.codec.verify(
+        session = self.config.codec.verify(
             request.cookies.get(COOKIE_NAME), self.config.resolver, int(time.time())
         )
+        if session is None or self.config.revocations.revoked(session):
+            return None
+        return session
 
     def render(
         self, request: Request, name: str, session: Session | None, status: int = 200, **context: Any
@@ -185,7 +191,7 @@ class MemoryBrowser:
         form = await read_form(request)
         key = first(form, "api_key")
         target = safe_next(first(form, "next"))
-        client = client_address(request.scope, request.headers, self.config.trust_forwarded)
+        client = client_address(request.scope, self.config.refusals.proxies)
         verdict = await run_in_threadpool(
             authenticate, self.config.resolver, self.config.refusals, key, client
         )
@@ -215,6 +221,9 @@ class MemoryBrowser:
         checked = await self.checked_post(request)
         if isinstance(checked, Response):
             return checked
+        session, _ = checked
+        if not session.open:
+            await run_in_threadpool(self.config.revocations.revoke, session)
         response = RedirectResponse(f"{UI_PATH}/login", status_code=303)
         response.delete_cookie(COOKIE_NAME, path=COOKIE_PATH, httponly=True, samesite="strict")
         return response

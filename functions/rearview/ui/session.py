@@ -7,6 +7,9 @@ SHA-256 hash (`ApiKeyResolver.fingerprint`), and each request checks that a conf
 has it and still maps to the same tenant and agent, so revoking or remapping a key ends its
 sessions at once.
 
+Signing out revokes the session server-side (`SessionRevocations`): the cookie value a browser,
+a proxy log or a stolen copy still holds no longer signs in, for the rest of its lifetime too.
+
 The secret comes from `REARVIEW_UI_SECRET` (settings `ui_secret`); without one a random secret is
 drawn per process, so every session ends when the server restarts (and, on Lambda, would not be
 shared between instances: the template passes a secret there).
@@ -23,7 +26,9 @@ import secrets
 from dataclasses import dataclass
 
 from rearview.api.auth import ApiKeyResolver
+from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.errors import ConfigurationError
+from rearview.ports import CheckpointStore
 from rearview.principal import Principal
 
 UI_PATH = "/ui"
@@ -114,6 +119,32 @@ class SessionCodec:
         except (ValueError, KeyError, TypeError):
             return None
         return session if session.expires_at > now else None
+
+
+class SessionRevocations:
+    """Sessions signed out before they expired, where every server instance reads them.
+
+    Kept in a `CheckpointStore` (the lifecycle jobs' store: a SQLite file beside the data, or the
+    DynamoDB table), one entry per signed-out session under the session's tenant, named by a hash
+    of its random CSRF seed (never the seed itself) and holding its expiry. Without a store,
+    revocations live in this process only (enough when sessions end with it: no `ui_secret`).
+    """
+
+    _PREFIX = "ui-signed-out/"
+
+    def __init__(self, store: CheckpointStore | None = None) -> None:
+        self._store = store if store is not None else InMemoryCheckpointStore()
+
+    def revoke(self, session: Session) -> None:
+        """Make `session` invalid from now on (idempotent)."""
+        self._store.save(session.tenant_id, self._name(session), str(session.expires_at))
+
+    def revoked(self, session: Session) -> bool:
+        """Whether `session` was signed out."""
+        return self._store.load(session.tenant_id, self._name(session)) is not None
+
+    def _name(self, session: Session) -> str:
+        return self._PREFIX + hashlib.sha256(session.csrf_seed.encode()).hexdigest()
 
 
 def open_session(tenant_id: str) -> Session:

@@ -1,7 +1,7 @@
 """`MemoryIndex` on OpenSearch k-NN: a managed domain, a Serverless vector collection, or a local node.
 
 One request per search: a `_msearch` carrying the BM25 channel (candidates matched under a bool
-filter, ranked here by BM25 as SQLite FTS5 scores it, from the engine's global term statistics:
+filter, ranked here by BM25 as SQLite FTS5 scores it, from the tenant's own term statistics:
 `queries.keyword_body`) and the vector channel (a `knn` query with the same filter *inside* the clause, so the
 engine's efficient filtering returns `limit` hits whenever that many match; nothing is
 post-filtered). Fusion is not done here: the service fuses the two ranked channels.
@@ -63,7 +63,7 @@ class OpenSearchMemoryIndex:
 
     The client is injected or built lazily from `config` on first use; the constructor does no
     I/O. The id strategy (`OwnIds` or `AssignedIds`) follows `config.uses_assigned_ids`.
-    Scores: keyword = FTS5's BM25 (`rearview.bm25`) over the index's statistics; vector = cosine
+    Scores: keyword = FTS5's BM25 (`rearview.bm25`) over the tenant's statistics; vector = cosine
     similarity in [-1, 1], converted from the engine's `(1 + cos) / 2` for `cosinesimil`.
     """
 

@@ -95,8 +95,10 @@ def keyword_body(query: IndexQuery, text: str, phrases: Sequence[Phrase]) -> Jso
     terms (`TERM_FIELDS`), scored by the engine's BM25 (context at `CONTEXT_WEIGHT`) only to pick
     `CANDIDATES_PER_HIT * limit` candidates, returned with their terms. A document indexed before
     the term fields existed matches through `content`/`context` instead until `rearview reindex`.
-    The `corpus` aggregation is global (every document of the index, as FTS5's statistics are
-    over its whole table): the document count, the total length, and each phrase's document count.
+    The `corpus` aggregation is the tenant's statistics, as the embedded index keeps them (a table
+    per tenant): every document of the tenant, whatever the query's filter (`global` escapes the
+    query, the `tenant` filter keeps it to the tenant): the document count, the total length, and
+    each phrase's document count. Another tenant's documents never move them (issue 24).
     """
     body, ctx = TERM_FIELDS["body"], TERM_FIELDS["context"]
     legacy: Json = {"query": " ".join(query_tokens(text)), "analyzer": INDEX_ANALYZER}
@@ -137,7 +139,12 @@ def keyword_body(query: IndexQuery, text: str, phrases: Sequence[Phrase]) -> Jso
         "aggs": {
             "corpus": {
                 "global": {},
-                "aggs": {"length": {"sum": {"field": TERM_FIELDS["length"]}}, **holds},
+                "aggs": {
+                    "tenant": {
+                        "filter": {"term": {"tenant_id": query.tenant_id}},
+                        "aggs": {"length": {"sum": {"field": TERM_FIELDS["length"]}}, **holds},
+                    }
+                },
             }
         },
     }
@@ -151,7 +158,7 @@ def keyword_ranked(
     A candidate without term fields (indexed before them) is tokenized here from its text.
     """
     _raise_error(result)
-    corpus = as_mapping(as_mapping(result.get("aggregations")).get("corpus"))
+    corpus = as_mapping(as_mapping(as_mapping(result.get("aggregations")).get("corpus")).get("tenant"))
     stats = CorpusStats(
         rows=_int(corpus.get("doc_count")),
         terms=_int(as_mapping(corpus.get("length")).get("value")),

@@ -7,12 +7,13 @@ holds, or that no longer matches the filter, is dropped); each candidate is read
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import NamedTuple
 
 from rearview.clock import Clock
-from rearview.errors import EmbedderError, IndexUnavailableError
+from rearview.errors import EmbedderError, IndexUnavailableError, StoreError
 from rearview.models import (
     HitExplanation,
     Memory,
@@ -30,6 +31,8 @@ from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
 from rearview.text import estimate_tokens
+
+log = logging.getLogger(__name__)
 
 
 class _Channels(NamedTuple):
@@ -179,7 +182,11 @@ class Searcher:
         ]
         if not touches:
             return hits
-        self.store.touch(tenant_id, touches)
+        try:
+            self.store.touch(tenant_id, touches)
+        except StoreError as exc:  # e.g. a full disk: the recall still answers, unreinforced
+            log.warning("recall reinforcement skipped: %s", exc)
+            return hits
         strength = {t.memory_id: t.strength for t in touches}
         return [
             h.model_copy(update={"strength": strength[h.id], "last_accessed_at": now})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 from rearview.clock import Clock
 from rearview.errors import ConflictError, IndexUnavailableError, InvalidInputError, NotFoundError
@@ -25,13 +25,13 @@ from rearview.models import (
     Memory,
     MemoryFilter,
     MemoryStatus,
-    MemoryType,
     Visibility,
     WriteAction,
     WriteRequest,
     WriteResult,
 )
 from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
+from rearview.scopes import legacy_scope_key, scope_key
 from rearview.service import indexing, keyword_context
 from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
@@ -41,13 +41,6 @@ from rearview.service.write.merge_safety import information_difference
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)
-
-
-def scope_key(memory_type: MemoryType, visibility: Visibility, agent_id: str, session_id: str | None) -> str:
-    """The dedup scope: shared memories dedup across agents, private ones per agent, working per session."""
-    owner = agent_id if visibility is Visibility.PRIVATE else "*"
-    session = session_id or "-" if memory_type is MemoryType.WORKING else "*"
-    return f"{memory_type.value}/{visibility.value}/{owner}/{session}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,9 +263,18 @@ class Writer:
         return target
 
     def _find_duplicate(self, tenant_id: str, draft: Draft, excluded: frozenset[str]) -> _Match | None:
-        exact = self.store.find_by_hash(tenant_id, draft.scope_key, draft.digest)
-        if exact is not None and exact.id not in excluded:
-            return _Match(exact, 1.0)
+        """The exact, else the nearest, duplicate in the draft's scope that its writer may see.
+
+        A memory stored before scope keys were escaped is looked up under its legacy key too (the
+        stores that do not migrate are re-keyed on read); every candidate is re-checked against
+        the draft's own scope and visibility, so no key, legacy or forged, merges across agents.
+        """
+        req = draft.req
+        legacy = legacy_scope_key(req.type, req.visibility, req.agent_id, req.session_id)
+        for key in dict.fromkeys((draft.scope_key, legacy)):
+            exact = self.store.find_by_hash(tenant_id, key, draft.digest)
+            if exact is not None and exact.id not in excluded and _in_scope(exact, draft):
+                return _Match(exact, 1.0)
         if draft.vector is None:
             return None
         try:
@@ -288,7 +290,7 @@ class Writer:
         for memory_id, similarity in hits.vector:
             if memory_id not in excluded and similarity >= self.config.near_duplicate_threshold:
                 candidate = self.store.get(tenant_id, memory_id)
-                if candidate is not None and candidate.status is MemoryStatus.ACTIVE:
+                if _active_in_scope(candidate, draft):
                     return _Match(candidate, similarity)
         return None
 
@@ -317,7 +319,7 @@ class Writer:
             if similarity < self.config.contradiction_min_similarity:
                 break
             candidate = self.store.get(tenant_id, memory_id)
-            if candidate is not None and candidate.status is MemoryStatus.ACTIVE:
+            if _active_in_scope(candidate, draft):
                 reason = self._contradiction(draft.req.content, candidate)
                 if reason is not None:
                     return Supersede(candidate, reason)
@@ -387,7 +389,7 @@ class Writer:
 
     def _merge(self, tenant_id: str, draft: Draft, decision: Merge) -> WriteResult:
         req, now, existing = draft.req, draft.now, decision.into
-        merged = self._merged(tenant_id, existing, req, now)
+        merged = self._merged(tenant_id, existing, req, now).model_copy(update={"scope_key": draft.scope_key})
         note = f"merged duplicate (similarity {decision.similarity:.3f}): {req.content}"
         event = change_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
         changes = Changes()
@@ -464,6 +466,17 @@ class Writer:
             return None
         first = self.store.find_by_idempotency_key(tenant_id, idempotency_key)
         return None if first is None else replayed(first)
+
+
+def _active_in_scope(candidate: Memory | None, draft: Draft) -> TypeGuard[Memory]:
+    """Whether `candidate` is active and `_in_scope`."""
+    return candidate is not None and candidate.status is MemoryStatus.ACTIVE and _in_scope(candidate, draft)
+
+
+def _in_scope(candidate: Memory, draft: Draft) -> bool:
+    """Whether `candidate` is in the draft's dedup scope by its own fields and visible to its writer."""
+    own_key = scope_key(candidate.type, candidate.visibility, candidate.agent_id, candidate.session_id)
+    return own_key == draft.scope_key and candidate.visible_to(draft.req.agent_id)
 
 
 def replayed(first: Memory) -> WriteResult:
