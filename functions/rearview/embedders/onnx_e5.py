@@ -264,6 +264,7 @@ def _build_into(
     if persist:
         import onnxruntime
 
+        built.chmod(0o644)  # mkstemp's 0600 would hide the cache from another user of the data directory
         os.replace(built, cache.graph)
         manifest = {
             "recipe": GRAPH_RECIPE,

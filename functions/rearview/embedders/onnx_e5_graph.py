@@ -13,6 +13,7 @@ imports it); only the build does: loading a built graph needs onnxruntime alone.
 
 from __future__ import annotations
 
+import logging
 import math
 import tempfile
 from pathlib import Path
@@ -45,6 +46,7 @@ def build_int8_graph(model: E5File, out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="rearview-onnx-", dir=out.parent) as tmp:
         fp32 = Path(tmp) / "encoder-fp32.onnx"
         onnx.save_model(graph, str(fp32))
+        logging.disable(logging.WARNING)  # the quantizer's root-logger advice is not for our users
         try:
             quantize_dynamic(
                 str(fp32),
@@ -55,6 +57,8 @@ def build_int8_graph(model: E5File, out: Path) -> None:
             )
         except Exception as exc:  # the quantizer raises bare Exceptions; any of them means no graph
             raise EmbedderError(f"quantizing the e5 graph failed: {exc}") from exc
+        finally:
+            logging.disable(logging.NOTSET)
 
 
 def _fp32_model(model: E5File) -> onnx.ModelProto:
