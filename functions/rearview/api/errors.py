@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from rearview.errors import (
     AuthenticationError,
     BackendError,
+    BusyError,
     ConfigurationError,
     ConflictError,
     InvalidInputError,
@@ -44,6 +45,7 @@ ERRORS: dict[type[RearviewError], ErrorKind] = {
     AuthenticationError: ErrorKind("unauthenticated", 401),
     NotFoundError: ErrorKind("not_found", 404),
     ConflictError: ErrorKind("conflict", 409),
+    BusyError: ErrorKind("busy", 429),
     ConfigurationError: ErrorKind("misconfigured", 500),
     BackendError: ErrorKind("unavailable", 503),
     StorageFullError: ErrorKind("storage_full", 507),

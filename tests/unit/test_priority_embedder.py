@@ -1,0 +1,126 @@
+"""`PriorityEmbedder`: document batches in chunks, and a waiting query goes before the next chunk."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.embedders.priority import PriorityEmbedder
+from rearview.errors import InvalidInputError
+from rearview.ports import Vector
+
+
+class RecordingEngine:
+    """A hashing engine that records its calls and takes `delay` seconds per document call."""
+
+    def __init__(self, delay: float = 0.0, reentrant: bool = False) -> None:
+        self._inner = HashingEmbedder(64)
+        self._delay = delay
+        self._lock = threading.Lock() if not reentrant else None
+        self.calls: list[tuple[str, int]] = []
+        self.overlaps = 0
+        self.document_overlaps = 0
+        self._active = 0
+        self._documents = 0
+        self._guard = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def _enter(self, kind: str, n: int) -> None:
+        with self._guard:
+            self._active += 1
+            self.overlaps += self._active > 1
+            if kind == "documents":
+                self._documents += 1
+                self.document_overlaps += self._documents > 1
+            self.calls.append((kind, n))
+
+    def _leave(self, kind: str) -> None:
+        with self._guard:
+            self._active -= 1
+            self._documents -= kind == "documents"
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        self._enter("documents", len(texts))
+        try:
+            time.sleep(self._delay)
+            return self._inner.embed_documents(texts)
+        finally:
+            self._leave("documents")
+
+    def embed_query(self, text: str) -> Vector:
+        self._enter("query", 1)
+        try:
+            return self._inner.embed_query(text)
+        finally:
+            self._leave("query")
+
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        self._enter("query", len(texts))
+        try:
+            return self._inner.embed_queries(texts)
+        finally:
+            self._leave("query")
+
+
+def test_documents_go_in_chunks_of_at_most_chunk_chars_with_the_same_vectors() -> None:
+    engine = RecordingEngine()
+    wrapped = PriorityEmbedder(engine, exclusive=True, chunk_chars=100)
+    texts = [f"message {i} " + "x" * 40 for i in range(9)] + ["y" * 500]
+    out = wrapped.embed_documents(texts)
+    assert np.array_equal(out, HashingEmbedder(64).embed_documents(texts))
+    sizes = [n for kind, n in engine.calls]
+    assert sum(sizes) == len(texts) and max(sizes) == 2 and sizes[-1] == 1  # a long text alone
+
+
+def test_a_query_waits_for_at_most_the_running_chunk_on_an_exclusive_engine() -> None:
+    engine = RecordingEngine(delay=0.05)
+    wrapped = PriorityEmbedder(engine, exclusive=True, chunk_chars=10)
+    texts = [f"doc {i:04d}" for i in range(40)]  # 40 chunks of one text: 2 s in all
+    ingest = threading.Thread(target=wrapped.embed_documents, args=(texts,))
+    ingest.start()
+    time.sleep(0.12)
+    started = time.monotonic()
+    wrapped.embed_query("where is the staging server?")
+    waited = time.monotonic() - started
+    ingest.join()
+    assert waited < 0.5  # one chunk is 0.05 s; behind the whole batch it would be ~1.9 s
+    assert engine.overlaps == 0  # the engine never ran two calls at once
+    first_query = engine.calls.index(("query", 1))
+    assert 2 <= first_query < 10
+
+
+def test_queries_never_wait_on_a_reentrant_engine_and_chunks_run_one_at_a_time() -> None:
+    engine = RecordingEngine(delay=0.05, reentrant=True)
+    wrapped = PriorityEmbedder(engine, exclusive=False, chunk_chars=10)
+    texts = [f"doc {i:04d}" for i in range(20)]
+    ingests = [threading.Thread(target=wrapped.embed_documents, args=(texts,)) for _ in range(2)]
+    for thread in ingests:
+        thread.start()
+    time.sleep(0.08)
+    started = time.monotonic()
+    for _ in range(5):
+        wrapped.embed_query("q")
+    waited = time.monotonic() - started
+    for thread in ingests:
+        thread.join()
+    assert waited < 0.05
+    assert engine.overlaps >= 1  # queries ran beside a chunk
+    assert engine.document_overlaps == 0  # two concurrent ingests, one chunk in the engine at a time
+    assert sum(n for kind, n in engine.calls if kind == "documents") == 40
+
+
+def test_chunk_chars_must_be_positive() -> None:
+    with pytest.raises(InvalidInputError, match="chunk_chars"):
+        PriorityEmbedder(RecordingEngine(), exclusive=True, chunk_chars=0)
