@@ -68,7 +68,7 @@ def test_the_measured_layer_is_the_one_sam_build_makes_bytecode_included(
     fake.write_text(
         "#!/bin/sh\n"
         'if [ "$1" = install_layer.py ]; then\n'
-        '  for out; do :; done\n'  # the last argument: the layer's directory
+        "  for out; do :; done\n"  # the last argument: the layer's directory
         '  mkdir -p "$out/pkg" && printf "VALUE = 1\\n" > "$out/pkg/__init__.py"; exit 0\n'
         "fi\n"
         f'exec {sys.executable} "$@"\n'
