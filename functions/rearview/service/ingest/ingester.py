@@ -53,6 +53,7 @@ from typing import Protocol
 from rearview.clock import parse_time
 from rearview.errors import ConflictError, EmbedderError, InvalidInputError
 from rearview.models import (
+    MAX_CONTENT_CHARS,
     MAX_INGEST_CHARS,
     MAX_INGEST_MESSAGES,
     MAX_LABEL_CHARS,
@@ -195,6 +196,13 @@ class Ingester:
             (message.speaker or message.role or "").strip(), f"{field}.speaker", MAX_LABEL_CHARS
         )
         text = validation.check_content(message.content, f"{field}.content")
+        prefix = f"{speaker}: "
+        if len(prefix) + len(text) > MAX_CONTENT_CHARS:  # the stored memory is prefix + text
+            raise InvalidInputError(
+                f"{field}.content",
+                f"is {len(text)} characters; the limit is {MAX_CONTENT_CHARS - len(prefix)} for speaker"
+                f" {speaker!r}: the memory stores {prefix!r} + the text, {MAX_CONTENT_CHARS} in all",
+            )
         message_id = message.message_id and validation.check_text(
             message.message_id, f"{field}.message_id", MAX_LABEL_CHARS
         )
@@ -203,7 +211,7 @@ class Ingester:
             metadata["message_id"] = message_id
         episode = base.model_copy(
             update={
-                "content": validation.check_content(f"{speaker}: {text}", f"{field}.content"),
+                "content": prefix + text,
                 "type": MemoryType.EPISODIC,
                 "session_id": session_id,
                 "metadata": metadata,
