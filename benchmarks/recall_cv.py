@@ -169,17 +169,20 @@ class SplitResult:
     """The best R@10 any grid point reaches on those held-out questions."""
     shipped: float
     """R@10 of those held-out questions under the shipped constants."""
+    off: float
+    """R@10 of those held-out questions with the signal off."""
     others_chosen: float
     """R@10 of every other question of the held-out conversations under `pick` (does it cost them?)."""
     others_shipped: float
 
 
 def type_split(
-    asked: Sequence[Asked], grid: Mapping[str, Rows], category: int, shipped: str, train_size: int = 2
+    asked: Sequence[Asked], grid: Mapping[str, Rows], category: int, shipped: str, off: str, train_size: int = 2
 ) -> list[SplitResult]:
     """For every set of `train_size` conversations: choose on their `category` questions, score the rest.
 
-    `grid` maps a label to `score(asked, policy)`; `shipped` is the shipped constants' label.
+    `grid` maps a label to `score(asked, policy)`; `shipped` and `off` are the labels of the shipped
+    constants and of the signal off.
     """
     owner = np.array([a.conversation for a in asked])
     cats = np.array([a.category for a in asked])
@@ -198,6 +201,7 @@ def type_split(
                 chosen=float(grid[pick][held, r10].mean()),
                 hindsight=max(float(grid[g][held, r10].mean()) for g in labels),
                 shipped=float(grid[shipped][held, r10].mean()),
+                off=float(grid[off][held, r10].mean()),
                 others_chosen=float(grid[pick][rest, r10].mean()),
                 others_shipped=float(grid[shipped][rest, r10].mean()),
             )

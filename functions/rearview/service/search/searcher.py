@@ -134,7 +134,7 @@ class Searcher:
     def _second_hop(
         self, tenant_id: str, first: Candidates, flt: MemoryFilter, depth: int, now: datetime
     ) -> Candidates:
-        """`first` with the keyword hits of its query plus the bridge entities of its best hits (`expansion`).
+        """`first` with the keyword hits of the bridge entities of its best hits (`expansion`).
 
         Best-effort: with no bridge, or the index down, the first hop's candidates are the answer.
         """
@@ -144,11 +144,11 @@ class Searcher:
         seeds = [r.memory for r in rank(first, policy)[: policy.hop_seeds]]
         subjects = {s for m in first.memories.values() if (s := subject_of(m)) is not None}
         bridges = bridge_entities(seeds, first.query, subjects)
-        while bridges and query_terms_problem(" ".join([first.query, *bridges])):
+        while bridges and query_terms_problem(" ".join(bridges)):
             bridges.pop()  # the hop costs no more posting lists than a query may have
         if not bridges:
             return first
-        text = " ".join([first.query, *bridges])
+        text = " ".join(bridges)
         try:
             hits = self.index.search(IndexQuery(tenant_id=tenant_id, filter=flt, limit=depth, text=text))
         except IndexUnavailableError:
