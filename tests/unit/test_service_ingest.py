@@ -231,7 +231,11 @@ def big(n: int, size: int = 10) -> IngestRequest:
         (big(MAX_INGEST_MESSAGES + 1), "messages", f"give 1 to {MAX_INGEST_MESSAGES} per call"),
         (big(0), "messages", "has 0 items"),
         (big(30, MAX_INGEST_CHARS // 30 + 1), "messages", f"the limit is {MAX_INGEST_CHARS}"),
-        (big(1, MAX_CONTENT_CHARS), "messages[0].content", f"the limit is {MAX_CONTENT_CHARS - 3} for speaker"),
+        (
+            big(1, MAX_CONTENT_CHARS),
+            "messages[0].content",
+            f"the limit is {MAX_CONTENT_CHARS - 3} for speaker",
+        ),
     ],
     ids=["too many messages", "no message", "too many characters", "a message too long with its speaker"],
 )

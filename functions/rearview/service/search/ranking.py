@@ -1,4 +1,4 @@
-"""Ranking: a convex mix of the channels' normalized scores, re-ranked by importance, recency, strength, who.
+"""Ranking: the channels' normalized scores mixed, re-ranked by importance, recency, strength, who, when.
 
 Every constant that shapes a score lives in `RankingPolicy`; change them there and nowhere else.
 `rank` is a pure function of one search's candidates (`Candidates`) and a policy, so a benchmark can
@@ -14,6 +14,7 @@ Candidates are the best `candidates_per_channel` of each channel. Over them:
                     * (rec_floor + (1 - rec_floor) * exp(-lambda * age_days))    age since updated_at
                     * (str_floor + (1 - str_floor) * min(strength / strength_scale, 1))   strength now
                     * subject factor
+                    * temporal factor
 
 A memory a channel did not return scores 0 in that channel. When only one channel ran (the caller
 asked for one, the embedder or index is down), `w` is 1 (keyword) or 0 (vector): relevance is that
@@ -35,6 +36,26 @@ subject (whole words, a possessive 's counts), a memory whose subject is another
 Only the speaker counts, not the writer's `entities`: "who said it" is what the question style
 measured on LoCoMo rewards; an entity is any topic (a tool, a place), for which "the query names
 another one" does not make a memory less relevant, and the keyword channel already matches it.
+
+Temporal (`temporal_factor`, `service/search/temporal.py`): what a question says about time is
+evidence about which memories answer it, whatever the conversation. A question that *names* a
+period ("in June", "last week", "in 2022", 去年; relative words read against `Candidates.reference`,
+the search's `reference_time`, else now; a month without a year matches that month of any year)
+is answered by memories about that period: a memory's periods are its event day and what its
+words date, read against its event time ("yesterday", written on 8 May, is 7 May). A memory none
+of whose periods falls in a named one gets `time_mismatch_factor`. A question asking *when* or
+*how long* and naming no period is answered by a memory that states a time (a date, "last
+Friday", "for 3 years"): one whose words state none gets `timeless_factor`. A phrase the rules do
+not know yields no period, so a miss costs the signal, never the memory.
+
+Second hop (`second_hop`, `expansion.py`): a multi-hop question's second piece of evidence often
+shares no word with the question, only a name with the first ("Where does the friend Ann met in
+Lisbon work?": "I met Marco in Lisbon", then "Marco started at the bakery"). The searcher ranks the
+first hop, takes the names the best `hop_seeds` hits mention and the query does not (not a
+speaker), and runs the keyword channel once more on those names alone (`Candidates.second_hop`).
+A memory it finds has relevance max(its own, `hop_weight` x that search's normalized BM25): it
+can join the candidates or rise, never fall, and stays below the reinforcement floor (0.5) on the
+hop alone. Keyword only: no second embedding.
 
 Floors keep the re-rank factors in [floor, 1]: a highly relevant memory is never buried by one weak
 factor, while among similarly relevant memories the important, fresh and often-recalled ones win.
@@ -71,7 +92,9 @@ class RankingPolicy:
     """The constants of search ranking (see the module docstring for the formula).
 
     Fusion constants measured on LoCoMo (benchmarks/README.md): leave-one-conversation-out cross-
-    validation over w in {0.4..0.7}, floor in {0.75, 0.8, 0.85}, subject factor in {0.5..1.0}.
+    validation over w in {0.4..0.7}, floor in {0.75, 0.8, 0.85}, subject factor in {0.5..1.0}. The
+    temporal and second-hop constants: the most frequent pick of ten type splits (chosen on the
+    temporal, resp. multi-hop, questions of two conversations; benchmarks/question_split.py).
     """
 
     keyword_weight: float = 0.55
@@ -183,7 +206,8 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
     held = [(f, candidates.memories[f.memory_id]) for f in fused if f.memory_id in candidates.memories]
     subjects = {m.id: subject_of(m) for _, m in held}
     named = named_subjects(candidates.query, {s for s in subjects.values() if s is not None})
-    asked = asked_time(candidates.query, candidates.reference or candidates.now)
+    temporal = policy.time_mismatch_factor < 1 or policy.timeless_factor < 1
+    asked = asked_time(candidates.query, candidates.reference or candidates.now) if temporal else NO_TIME
     out = []
     for f, memory in held:
         subject = _subject_factor(subjects[memory.id], named, policy)
@@ -278,6 +302,10 @@ class AskedTime:
 
     periods: QuestionTimes
     asks_when: bool
+
+
+NO_TIME = AskedTime((), asks_when=False)
+"""What a query that says nothing about time says (or a policy with the temporal factor off)."""
 
 
 def asked_time(query: str, reference: datetime) -> AskedTime:
