@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.clock import ManualClock
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.models import MemoryType, SearchRequest, WriteRequest
+from rearview.service.config import ServiceConfig
+from rearview.service.memory_service import MemoryService
 from rearview.service.search.expansion import bridge_entities, names_in
-from rearview.service.search.ranking import Candidates, RankingPolicy, rank, second_hop
+from rearview.service.search.ranking import (
+    DEFAULT_RANKING,
+    Candidates,
+    Fused,
+    RankingPolicy,
+    rank,
+    second_hop,
+)
 from rearview.service.search.temporal import (
     MonthsOfYear,
     Period,
@@ -118,11 +132,67 @@ def test_bridges_are_the_seeds_names_the_query_and_the_speakers_do_not_name() ->
     ]
 
 
-def test_the_second_hop_adds_candidates_at_its_weight_and_leaves_first_hop_ones_alone() -> None:
+def test_the_second_hop_lifts_or_adds_memories_to_its_weight_and_lowers_none() -> None:
     policy = RankingPolicy(hop_weight=0.4)
-    added = second_hop([("seen", 9.0), ("new", 4.0), ("weak", 1.0)], {"seen"}, policy)
-    assert [(f.memory_id, f.relevance) for f in added] == [
-        ("new", pytest.approx(0.4 * 4 / 9)),
-        ("weak", pytest.approx(0.4 / 9)),
-    ]
-    assert second_hop([("new", 1.0)], set(), RankingPolicy(hop_weight=0.0)) == []
+    fused = [Fused("seen", 0.9), Fused("low", 0.05)]
+    out = {
+        f.memory_id: f.relevance
+        for f in second_hop(fused, [("seen", 9.0), ("low", 4.5), ("new", 1.0)], policy)
+    }
+    assert out == {"seen": 0.9, "low": pytest.approx(0.2), "new": pytest.approx(0.4 / 9)}
+    assert second_hop(fused, [("new", 1.0)], RankingPolicy(hop_weight=0.0)) == fused
+
+
+def test_a_duration_states_a_time() -> None:
+    assert states_time("Seven years now, and I've finally found my muses")
+    assert not states_time("I had a lovely day off")
+
+
+def _write(service: MemoryService, content: str, at: datetime, session: str = "s1") -> str:
+    req = WriteRequest(content=content, type=MemoryType.EPISODIC, session_id=session, event_time=at)
+    return service.write("t1", req).memory.id
+
+
+def test_reference_time_is_the_now_that_last_week_means(service: MemoryService) -> None:
+    june, august = datetime(2025, 6, 10, tzinfo=UTC), datetime(2025, 8, 12, tzinfo=UTC)
+    in_june = _write(service, "Ann: We tried a new ramen place downtown", june, "s1")
+    in_august = _write(service, "Ann: We tried a new taco place downtown", august, "s2")
+    for asked_at, expected in (
+        (datetime(2025, 6, 18, tzinfo=UTC), in_june),
+        (datetime(2025, 8, 19, tzinfo=UTC), in_august),
+    ):
+        req = SearchRequest(
+            query="Which place did Ann try last week?", reference_time=asked_at, reinforce=False
+        )
+        result = service.search("t1", req)
+        assert result.results[0].id == expected
+        assert result.results[0].why.temporal == 1.0 and result.results[1].why.temporal < 1.0
+
+
+@pytest.mark.parametrize("hop_weight", [0.0, DEFAULT_RANKING.hop_weight])
+def test_the_second_hop_finds_what_the_first_hit_names(clock: ManualClock, hop_weight: float) -> None:
+    config = ServiceConfig(ranking=replace(DEFAULT_RANKING, hop_weight=hop_weight))
+    service = MemoryService(
+        InMemoryMemoryStore(clock), InMemoryMemoryIndex(256), HashingEmbedder(256), clock, config
+    )
+    at = datetime(2025, 3, 1, tzinfo=UTC)
+    _write(service, "Ann: I met Marco at the climbing gym, we talked for hours", at, "s1")
+    job = _write(
+        service, "Ann: Guess what, Marco is now a pilot for a cargo airline!", at + timedelta(days=9), "s2"
+    )
+    for i in range(30):
+        _write(
+            service,
+            f"Ann: the climbing gym near work has a new sauna, visit {i}",
+            at + timedelta(days=i),
+            f"s{i + 3}",
+        )
+    question = SearchRequest(
+        query="What does the person Ann met at the climbing gym do?", top_k=5, reinforce=False
+    )
+    found = {h.id: h for h in service.search("t1", question).results}
+    if hop_weight == 0:
+        assert job not in found  # it shares no word with the question but "Ann"
+    else:
+        assert job in found
+        assert found[job].relevance <= hop_weight + 1e-9  # the hop alone: below the reinforcement floor

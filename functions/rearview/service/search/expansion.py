@@ -22,10 +22,12 @@ from typing import Final
 from rearview.models import Memory
 from rearview.text import tokens
 
-__all__ = ["MAX_BRIDGES", "bridge_entities", "names_in"]
+__all__ = ["HOP_LIMIT", "MAX_BRIDGES", "bridge_entities", "names_in"]
 
 MAX_BRIDGES: Final = 6
 """The most entities one second hop searches for (the first seeds' first)."""
+HOP_LIMIT: Final = 10
+"""How many keyword hits the second hop reads: it adds a few memories, not another candidate pool."""
 
 _WORD = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")

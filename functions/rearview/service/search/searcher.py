@@ -28,7 +28,7 @@ from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch
 from rearview.service import validation
 from rearview.service.config import ServiceConfig
 from rearview.service.search.collapse import collapse_extracted
-from rearview.service.search.expansion import bridge_entities
+from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
 from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, rank, subject_of
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
@@ -129,11 +129,9 @@ class Searcher:
         if channels.keyword is None or not live:
             return first
         flt = req.filter.model_copy(update={"statuses": live})
-        return self._second_hop(tenant_id, first, flt, depth, now)
+        return self._second_hop(tenant_id, first, flt, now)
 
-    def _second_hop(
-        self, tenant_id: str, first: Candidates, flt: MemoryFilter, depth: int, now: datetime
-    ) -> Candidates:
+    def _second_hop(self, tenant_id: str, first: Candidates, flt: MemoryFilter, now: datetime) -> Candidates:
         """`first` with the keyword hits of the bridge entities of its best hits (`expansion`).
 
         Best-effort: with no bridge, or the index down, the first hop's candidates are the answer.
@@ -150,7 +148,7 @@ class Searcher:
             return first
         text = " ".join(bridges)
         try:
-            hits = self.index.search(IndexQuery(tenant_id=tenant_id, filter=flt, limit=depth, text=text))
+            hits = self.index.search(IndexQuery(tenant_id=tenant_id, filter=flt, limit=HOP_LIMIT, text=text))
         except IndexUnavailableError:
             return first
         new = [i for i, _ in hits.keyword if i not in first.memories]

@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Final
 
 from rearview.models import Memory
@@ -125,6 +126,10 @@ _AGO = re.compile(rf"\b({_COUNT})\s+(day|weekend|week|month|year)s?\s+(?:ago|bef
 _FOR_DURATION = re.compile(
     rf"\b(?:for|over|about|almost|nearly)\s+(?:the\s+(?:past|last)\s+)?(?:{_COUNT})\s+(?:day|week|month|year)s?\b"
 )
+_DURATION = re.compile(
+    r"\b(?:\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several|a couple of)"
+    r"\s+(?:day|week|month|year)s?\b"
+)
 _SINCE = re.compile(r"\bsince\s+(?:(?:19|20)\d{2}|last|i was|we were|childhood|high school|college)\b")
 _CN_FULL_DATE = re.compile(r"(\d{4})年(\d{1,2})月(?:(\d{1,2})[日号])?")
 _CN_MONTH_DAY = re.compile(rf"(?<![年\d])({_CN_NUMBER})月(?:(\d{{1,2}})[日号])?")
@@ -140,6 +145,12 @@ _CN_RELATIVE_RE = re.compile("|".join(sorted(_CN_RELATIVE, key=len, reverse=True
 _CN_AGO = re.compile(rf"({_CN_NUMBER})\s*(个星期|星期|个月|天|周|年)(?:前|以前|之前)")
 _CN_DURATION = re.compile(rf"({_CN_NUMBER})\s*(个星期|星期|个月|天|周|年)(?:了|来|多)")
 
+_ANY_TIME = re.compile(
+    rf"\b(?:{_MONTH_NAME}|{_WEEKDAY_NAME}|yesterday|today|tonight|tomorrow|night|morning|afternoon|evening"
+    r"|days?|weeks?|weekends?|months?|years?|since|spring|summer|fall|autumn|winter|(?:19|20)\d{2})\b"
+    r"|[年月日号天周星期昨今明]"
+)
+"""A word every rule needs one of: a text without any states no time (checked first: it is cheap)."""
 _ASKS_WHEN = re.compile(
     r"^\s*when\b|\b(?:what|which)\s+(?:date|day|time|year|month|week)\b"
     r"|\b(?:how\s+long|since\s+when|how\s+many\s+(?:days|weeks|months|years))\b"
@@ -167,9 +178,16 @@ def question_times(query: str, reference: datetime) -> QuestionTimes:
     return tuple(dict.fromkeys(out))
 
 
+@lru_cache(maxsize=2048)
 def stated_periods(content: str, event_time: datetime) -> tuple[Period, ...]:
-    """The periods the words of `content` state, relative words read against `event_time`."""
+    """The periods the words of `content` state, relative words read against `event_time`.
+
+    Memoized: one search ranks its candidates twice (the second hop's seeds, then the answer),
+    and consecutive searches share most candidates.
+    """
     text = content.casefold()
+    if _ANY_TIME.search(text) is None:
+        return ()
     periods = list(_stated(text, event_time, bare_month_any_year=False))
     for m in _MONTH_ALONE.finditer(text):
         periods.append(_nearest_month(_MONTHS[m.group(1)], event_time))
@@ -181,12 +199,15 @@ def memory_periods(memory: Memory) -> tuple[Period, ...]:
     return (_day(memory.event_time), *stated_periods(memory.content, memory.event_time))
 
 
+@lru_cache(maxsize=2048)
 def states_time(content: str) -> bool:
-    """Whether `content` states a time: a date, a relative day or period, or a duration."""
+    """Whether `content` states a time: a date, a relative day or period, or a duration (memoized)."""
     text = content.casefold()
+    if _ANY_TIME.search(text) is None:
+        return False
     if any(True for _ in _stated(text, datetime(2000, 1, 1, tzinfo=UTC), bare_month_any_year=False)):
         return True
-    patterns = (_MONTH_ALONE, _FOR_DURATION, _SINCE, _CN_DURATION, _SEASON)
+    patterns = (_MONTH_ALONE, _FOR_DURATION, _DURATION, _SINCE, _CN_DURATION, _SEASON)
     return any(p.search(text) is not None for p in patterns)
 
 
