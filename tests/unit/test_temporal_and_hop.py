@@ -146,6 +146,8 @@ def test_the_second_hop_lifts_or_adds_memories_to_its_weight_and_lowers_none() -
 def test_a_duration_states_a_time() -> None:
     assert states_time("Seven years now, and I've finally found my muses")
     assert not states_time("I had a lovely day off")
+    assert states_time("备份文件在冷存储里保留三十五天。") and states_time("我们每周二下午部署")
+    assert states_time("We deploy on Tuesdays") and not states_time("小王对花生过敏。")
 
 
 def _write(service: MemoryService, content: str, at: datetime, session: str = "s1") -> str:

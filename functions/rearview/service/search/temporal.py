@@ -143,12 +143,17 @@ _CN_RELATIVE: Final = {
 }  # fmt: skip
 _CN_RELATIVE_RE = re.compile("|".join(sorted(_CN_RELATIVE, key=len, reverse=True)))
 _CN_AGO = re.compile(rf"({_CN_NUMBER})\s*(个星期|星期|个月|天|周|年)(?:前|以前|之前)")
-_CN_DURATION = re.compile(rf"({_CN_NUMBER})\s*(个星期|星期|个月|天|周|年)(?:了|来|多)")
+_CN_DURATION = re.compile(rf"(?:{_CN_NUMBER})\s*(?:个星期|星期|个月|天|周|年)(?!级)")  # 三十五天, not 三年级
+_CN_HABIT = re.compile(r"(?:周|星期|礼拜)[一二三四五六日天]|[上下]午|晚上|早上|每[天周月年]")
+_HABIT = re.compile(
+    rf"\b(?:every|each|on)\s+(?:{_WEEKDAY_NAME})s?\b"
+    r"|\bevery\s+(?:day|week|month|year|morning|afternoon|evening|night|weekend)\b"
+)
 
 _ANY_TIME = re.compile(
-    rf"\b(?:{_MONTH_NAME}|{_WEEKDAY_NAME}|yesterday|today|tonight|tomorrow|night|morning|afternoon|evening"
+    rf"\b(?:(?:{_MONTH_NAME}|{_WEEKDAY_NAME})s?|yesterday|today|tonight|tomorrow|night|morning|afternoon|evening"
     r"|days?|weeks?|weekends?|months?|years?|since|spring|summer|fall|autumn|winter|(?:19|20)\d{2})\b"
-    r"|[年月日号天周星期昨今明]"
+    r"|[年月日号天周星期昨今明午晚早每]"
 )
 """A word every rule needs one of: a text without any states no time (checked first: it is cheap)."""
 _ASKS_WHEN = re.compile(
@@ -207,7 +212,7 @@ def states_time(content: str) -> bool:
         return False
     if any(True for _ in _stated(text, datetime(2000, 1, 1, tzinfo=UTC), bare_month_any_year=False)):
         return True
-    patterns = (_MONTH_ALONE, _FOR_DURATION, _DURATION, _SINCE, _CN_DURATION, _SEASON)
+    patterns = (_MONTH_ALONE, _FOR_DURATION, _DURATION, _SINCE, _HABIT, _CN_DURATION, _CN_HABIT, _SEASON)
     return any(p.search(text) is not None for p in patterns)
 
 
