@@ -24,7 +24,7 @@ from rearview.text import tokens
 
 __all__ = ["HOP_LIMIT", "MAX_BRIDGES", "bridge_entities", "names_in"]
 
-MAX_BRIDGES: Final = 6
+MAX_BRIDGES: Final = 4
 """The most entities one second hop searches for (the first seeds' first)."""
 HOP_LIMIT: Final = 10
 """How many keyword hits the second hop reads: it adds a few memories, not another candidate pool."""

@@ -50,9 +50,10 @@ not know yields no period, so a miss costs the signal, never the memory.
 
 Second hop (`second_hop`, `expansion.py`): a multi-hop question's second piece of evidence often
 shares no word with the question, only a name with the first ("Where does the friend Ann met in
-Lisbon work?": "I met Marco in Lisbon", then "Marco started at the bakery"). The searcher ranks the
-first hop, takes the names the best `hop_seeds` hits mention and the query does not (not a
-speaker), and runs the keyword channel once more on those names alone (`Candidates.second_hop`).
+Lisbon work?": "I met Marco in Lisbon", then "Marco started at the bakery"). The searcher takes
+the `hop_seeds` first-hop candidates of best relevance (`hop_seeds`), the names they mention and
+the query does not (at most `expansion.MAX_BRIDGES`, never a speaker), and runs the keyword
+channel once more on those names alone, 10 hits (`Candidates.second_hop`).
 A memory it finds has relevance max(its own, `hop_weight` x that search's normalized BM25): it
 can join the candidates or rise, never fall, and stays below the reinforcement floor (0.5) on the
 hop alone. Keyword only: no second embedding.
@@ -247,6 +248,19 @@ def _normalized(hits: ChannelScores, floor: float) -> dict[str, tuple[float, int
         value = max(0.0, score - floor) / top if top > 0 else 0.0
         out.setdefault(memory_id, (value, position))
     return out
+
+
+def hop_seeds(candidates: Candidates, policy: RankingPolicy) -> list[str]:
+    """The ids of the `hop_seeds` held candidates of best fused relevance (ties by id): the hop's seeds.
+
+    Relevance alone, not the full re-rank: the seeds are the best *matches*, and this costs one
+    fusion instead of a second ranking per search.
+    """
+    fused = [
+        f for f in fuse(candidates.keyword, candidates.vector, policy) if f.memory_id in candidates.memories
+    ]
+    fused.sort(key=lambda f: (-f.relevance, f.memory_id))
+    return [f.memory_id for f in fused[: policy.hop_seeds]]
 
 
 def second_hop(fused: list[Fused], hits: ChannelScores, policy: RankingPolicy) -> list[Fused]:

@@ -29,7 +29,7 @@ from rearview.service import validation
 from rearview.service.config import ServiceConfig
 from rearview.service.search.collapse import collapse_extracted
 from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
-from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, rank, subject_of
+from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, hop_seeds, rank, subject_of
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
@@ -139,7 +139,7 @@ class Searcher:
         policy = self.config.ranking
         if policy.hop_weight <= 0 or policy.hop_seeds <= 0:
             return first
-        seeds = [r.memory for r in rank(first, policy)[: policy.hop_seeds]]
+        seeds = [first.memories[i] for i in hop_seeds(first, policy)]
         subjects = {s for m in first.memories.values() if (s := subject_of(m)) is not None}
         bridges = bridge_entities(seeds, first.query, subjects)
         while bridges and query_terms_problem(" ".join(bridges)):
