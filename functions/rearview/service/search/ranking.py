@@ -84,6 +84,9 @@ from rearview.text import tokens
 SUBJECT_PREFIX = re.compile(r"^([A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?): ")
 """A speaker prefix, `"Caroline: ..."` or `"Mr Smith: ..."`: whose memory it is."""
 
+HOP_SEED_SHARE = 0.5
+"""A second-hop seed's relevance is at least this share of the best candidate's."""
+
 ARCHIVED_RELEVANCE = 0.5
 """Scale of an archived (keyword-only, from the store's previews) match's relevance."""
 
@@ -254,13 +257,16 @@ def hop_seeds(candidates: Candidates, policy: RankingPolicy) -> list[str]:
     """The ids of the `hop_seeds` held candidates of best fused relevance (ties by id): the hop's seeds.
 
     Relevance alone, not the full re-rank: the seeds are the best *matches*, and this costs one
-    fusion instead of a second ranking per search.
+    fusion instead of a second ranking per search. Only candidates within `HOP_SEED_SHARE` of the
+    best relevance: a weak match's names would lift memories above the real answer (in a small
+    tenant every memory is among the first three).
     """
     fused = [
         f for f in fuse(candidates.keyword, candidates.vector, policy) if f.memory_id in candidates.memories
     ]
     fused.sort(key=lambda f: (-f.relevance, f.memory_id))
-    return [f.memory_id for f in fused[: policy.hop_seeds]]
+    floor = max(fused[0].relevance * HOP_SEED_SHARE, 1e-9) if fused else 1.0
+    return [f.memory_id for f in fused[: policy.hop_seeds] if f.relevance >= floor]
 
 
 def second_hop(fused: list[Fused], hits: ChannelScores, policy: RankingPolicy) -> list[Fused]:
