@@ -134,3 +134,81 @@ def cross_validate(
             f"hindsight ({hindsight})": breakdown(asked, grid[hindsight], categories),
         },
     }
+
+
+TEMPORAL_GRID: dict[str, tuple[float, ...]] = {
+    "time_mismatch_factor": (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    "timeless_factor": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
+}
+"""The temporal factor's constants (`ranking.temporal_factor`), chosen by `type_split`."""
+
+
+def grid_policies(shipped: RankingPolicy, grid: Mapping[str, tuple[float, ...]]) -> dict[str, RankingPolicy]:
+    """Every point of `grid` as a policy (the shipped constants first), labelled by those constants."""
+
+    def name(policy: RankingPolicy) -> str:
+        return " ".join(f"{key}={getattr(policy, key)}" for key in grid)
+
+    out = {name(shipped): shipped}
+    for values in itertools.product(*grid.values()):
+        policy = replace(shipped, **dict(zip(grid, values, strict=True)))
+        out.setdefault(name(policy), policy)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SplitResult:
+    """One type split: constants chosen on `category` questions of `train`, scored on the others."""
+
+    train: tuple[str, ...]
+    pick: str
+    """The grid point best on the training questions (R@10; ties: the first listed, shipped first)."""
+    chosen: float
+    """R@10 of `category` questions of the held-out conversations under `pick`."""
+    hindsight: float
+    """The best R@10 any grid point reaches on those held-out questions."""
+    shipped: float
+    """R@10 of those held-out questions under the shipped constants."""
+    off: float
+    """R@10 of those held-out questions with the signal off."""
+    others_chosen: float
+    """R@10 of every other question of the held-out conversations under `pick` (does it cost them?)."""
+    others_shipped: float
+
+
+def type_split(
+    asked: Sequence[Asked],
+    grid: Mapping[str, Rows],
+    category: int,
+    shipped: str,
+    off: str,
+    train_size: int = 2,
+) -> list[SplitResult]:
+    """For every set of `train_size` conversations: choose on their `category` questions, score the rest.
+
+    `grid` maps a label to `score(asked, policy)`; `shipped` and `off` are the labels of the shipped
+    constants and of the signal off.
+    """
+    owner = np.array([a.conversation for a in asked])
+    cats = np.array([a.category for a in asked])
+    labels = list(grid)
+    r10 = KS.index(10)
+    out = []
+    for train in itertools.combinations(dict.fromkeys(owner.tolist()), train_size):
+        fit = np.isin(owner, train) & (cats == category)
+        held = ~np.isin(owner, train) & (cats == category)
+        rest = ~np.isin(owner, train) & (cats != category)
+        pick = max(labels, key=lambda g: (grid[g][fit, r10].mean(), -labels.index(g)))
+        out.append(
+            SplitResult(
+                train=tuple(train),
+                pick=pick,
+                chosen=float(grid[pick][held, r10].mean()),
+                hindsight=max(float(grid[g][held, r10].mean()) for g in labels),
+                shipped=float(grid[shipped][held, r10].mean()),
+                off=float(grid[off][held, r10].mean()),
+                others_chosen=float(grid[pick][rest, r10].mean()),
+                others_shipped=float(grid[shipped][rest, r10].mean()),
+            )
+        )
+    return out

@@ -50,7 +50,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -75,10 +75,12 @@ from rearview.models import (
     WriteRequest,
 )
 from rearview.ports import Embedder, IndexDocument, MemoryIndex, MemoryStore, StoreWrite, Vector
+from rearview.service.config import ServiceConfig
 from rearview.service.history import snapshot
 from rearview.service.memory_service import MemoryService, scope_key
 from rearview.service.policy import DEFAULT_RETENTION
 from rearview.service.search import searcher as searching
+from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy
 from rearview.text import content_hash
 
 TENANT = "bench-tenant"
@@ -622,7 +624,10 @@ def run_size(args: argparse.Namespace, size: int, workdir: Path) -> SizeResult:
         load_s = time.perf_counter() - t0
         queries = make_queries(random.Random(size), corpus.sessions, hashing, args.queries)
         embedder = PrecomputedEmbedder(hashing, {q.text: q.vector for q in queries})
-        service = MemoryService(backend.store, backend.index, embedder, clock=SystemClock())
+        ranking = replace(DEFAULT_RANKING, **args.ranking)
+        service = MemoryService(
+            backend.store, backend.index, embedder, clock=SystemClock(), config=ServiceConfig(ranking=ranking)
+        )
 
         t0 = time.perf_counter()
         time_searches(service, queries[:1], HYBRID, reinforce=False)  # builds lazy caches
@@ -717,6 +722,17 @@ def render_table(results: Sequence[SizeResult]) -> str:
     return "\n".join(lines)
 
 
+def _ranking_overrides(text: str) -> dict[str, float]:
+    """ "k=v,k2=v2" as RankingPolicy field overrides (numbers), each named field checked."""
+    out: dict[str, float] = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        if key not in RankingPolicy.__dataclass_fields__:
+            raise argparse.ArgumentTypeError(f"{key!r} is not a RankingPolicy field")
+        out[key] = int(value) if key in ("hop_seeds", "candidates_per_channel") else float(value)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -746,6 +762,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--profile", type=int, default=None, metavar="N", help="cProfile the hybrid queries at size N"
+    )
+    parser.add_argument(
+        "--ranking",
+        type=_ranking_overrides,
+        default={},
+        metavar="K=V,...",
+        help="override RankingPolicy constants, e.g. hop_weight=0,timeless_factor=1,time_mismatch_factor=1"
+        " (the second hop and the temporal factor off: what each adds in ms)",
     )
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
     args = parser.parse_args(argv)

@@ -372,12 +372,14 @@ class SearchRequest(ValidRequest):
     min_score: Annotated[float, Field(ge=0)] = 0.0
     channels: tuple[Channel, ...] = ("keyword", "vector")
     reinforce: bool = True
+    reference_time: datetime | None = None
+    """The "now" the question is asked about ("last week" is the week before it); None: the server's now."""
 
 
 class HitExplanation(BaseModel):
     """Why a memory was found: the terms of its score (`service/search/ranking.py` has the formula).
 
-    `score = relevance * importance * recency * strength * subject`, where `relevance` (on the hit)
+    `score = relevance * importance * recency * strength * subject * temporal`, where `relevance` (on the hit)
     is `w * keyword_score + (1 - w) * vector_score`. The channel ranks are on the hit.
     """
 
@@ -390,6 +392,8 @@ class HitExplanation(BaseModel):
     strength: float
     subject: float
     """Below 1 when the query names one known subject and this memory's speaker is another."""
+    temporal: float = 1.0
+    """Below 1 when the query names a time this memory is not about, or asks when and it states no time."""
 
 
 class SearchHit(BaseModel):

@@ -192,7 +192,7 @@ SCHEMA_PROPERTIES: dict[str, tuple[str, ...]] = {
     "memory_ingest": ("messages", "session_id", "agent_id", "visibility"),
     "memory_search": (
         "query", "top_k", "types", "tags", "session_id", "time_from", "time_to", "min_score",
-        "include_superseded", "include_archived", "agent_id",
+        "include_superseded", "include_archived", "reference_time", "agent_id",
     ),
     "memory_get": ("memory_id", "agent_id"),
     "memory_update": (
@@ -302,6 +302,7 @@ OUT_OF_RANGE_TIME = "0001-01-01T00:30:00+01:00"  # UTC conversion overflows
         ("memory_write", "event_time"),
         ("memory_update", "event_time"),
         ("memory_search", "time_from"),
+        ("memory_search", "reference_time"),
         ("memory_forget", "time_to"),
         ("memory_summarize", "time_from"),
     ],

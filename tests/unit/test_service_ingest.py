@@ -229,7 +229,11 @@ def big(n: int, size: int = 10) -> IngestRequest:
         (lambda: big(MAX_INGEST_MESSAGES + 1), "messages", f"give 1 to {MAX_INGEST_MESSAGES} per call"),
         (lambda: big(0), "messages", "has 0 items"),
         (lambda: big(30, MAX_INGEST_CHARS // 30 + 1), "messages", f"the limit is {MAX_INGEST_CHARS}"),
-        (lambda: big(1, MAX_CONTENT_CHARS), "messages[0].content", f"the limit is {MAX_CONTENT_CHARS}"),
+        (
+            lambda: big(1, MAX_CONTENT_CHARS),
+            "messages[0].content",
+            f"the limit is {MAX_CONTENT_CHARS - 3} for speaker",
+        ),
     ],
     ids=["too many messages", "no message", "too many characters", "a message too long with its speaker"],
 )
@@ -239,6 +243,24 @@ def test_beyond_the_caps_is_invalid_input(
     with pytest.raises(InvalidInputError) as raised:
         service.ingest("t1", build())
     assert raised.value.field == field and problem in raised.value.problem
+
+
+def test_a_message_fills_the_content_limit_with_its_speaker_prefix(service: MemoryService) -> None:
+    room = MAX_CONTENT_CHARS - len("user: ")
+    result = service.ingest(
+        "t1", IngestRequest(session_id="s1", messages=[IngestMessage(role="user", content="x" * room)])
+    )
+    assert [len(m.content) for m in service.store.list_memories("t1", MemoryFilter()).items] == [
+        MAX_CONTENT_CHARS
+    ]
+    assert result.created == 1
+    with pytest.raises(InvalidInputError) as raised:
+        service.ingest(
+            "t1",
+            IngestRequest(session_id="s1", messages=[IngestMessage(role="user", content="y" * (room + 1))]),
+        )
+    assert raised.value.field == "messages[0].content"
+    assert f"is {room + 1} characters; the limit is {room} for speaker 'user'" in raised.value.problem
 
 
 @pytest.mark.parametrize(

@@ -177,7 +177,12 @@ async def test_a_nul_in_content_is_refused(mcp: MCPServer[Any], service: MemoryS
 
 @pytest.mark.parametrize(
     ("tool", "field"),
-    [("memory_write", "event_time"), ("memory_search", "time_from"), ("memory_forget", "time_to")],
+    [
+        ("memory_write", "event_time"),
+        ("memory_search", "time_from"),
+        ("memory_search", "reference_time"),
+        ("memory_forget", "time_to"),
+    ],
 )
 async def test_a_time_that_overflows_in_utc_names_the_field(
     mcp: MCPServer[Any], tool: str, field: str
@@ -258,3 +263,33 @@ async def test_openais_name_field_is_the_speaker(mcp: MCPServer[Any], service: M
     await mcp.call_tool("memory_ingest", args, _ctx())
     stored = service.store.list_memories("t1", MemoryFilter(), limit=10).items
     assert {m.metadata["speaker"] for m in stored} == {"Li"}
+
+
+async def test_search_reads_last_week_against_the_reference_time(
+    mcp: MCPServer[Any], service: MemoryService
+) -> None:
+    for day, place in (("2025-06-10", "ramen"), ("2025-08-12", "taco")):
+        await mcp.call_tool(
+            "memory_write",
+            {"content": f"We tried a {place} place", "type": "episodic", "event_time": f"{day}T12:00:00Z"},
+            _ctx(),
+        )
+    for now, place in (("2025-06-18T09:00:00Z", "ramen"), ("2025-08-19T09:00:00Z", "taco")):
+        result = await mcp.call_tool(
+            "memory_search", {"query": "which place did we try last week", "reference_time": now}, _ctx()
+        )
+        hits = result.structured_content["results"]  # type: ignore[union-attr]
+        assert place in hits[0]["content"] and hits[0]["why"]["temporal"] == 1.0
+
+
+async def test_an_ingested_message_may_fill_the_content_limit_with_its_speaker_prefix(
+    mcp: MCPServer[Any], service: MemoryService
+) -> None:
+    room = MAX_CONTENT_CHARS - len("user: ")
+    schema = {t.name: t.input_schema for t in await mcp.list_tools()}["memory_ingest"]
+    assert f"({room} for 'user')" in str(schema)  # the schema says how much room the prefix takes
+    fits = {"messages": [{"role": "user", "content": "x" * room}], "session_id": "s1"}
+    await mcp.call_tool("memory_ingest", fits, _ctx())
+    too_long = {"messages": [{"role": "user", "content": "y" * (room + 1)}], "session_id": "s1"}
+    message = await _refused(mcp, "memory_ingest", too_long)
+    assert f"invalid `messages[0].content`: is {room + 1} characters; the limit is {room}" in message

@@ -109,7 +109,14 @@ class MessageArg(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: Annotated[ContentText, Field(description="What was said, verbatim.")]
+    content: Annotated[
+        ContentText,
+        Field(
+            description=f"What was said, verbatim. Stored as '<speaker>: <content>' in at most "
+            f"{MAX_CONTENT_CHARS} characters, so the text may have that less the speaker's name and 2 "
+            f"({MAX_CONTENT_CHARS - len('user: ')} for 'user')."
+        ),
+    ]
     speaker: Annotated[
         NameText | None, Field(description="Who said it, by name (e.g. 'Alice'); default: `role`.")
     ] = None
@@ -360,6 +367,13 @@ class MemoryTools:
                 "memory_restore to get its full content back."
             ),
         ] = False,
+        reference_time: Annotated[
+            TimestampText | None,
+            Field(
+                description="ISO-8601 UTC 'now' the question is asked about, so that 'last week' or "
+                "'yesterday' in the query mean the right days (default: the server's now)."
+            ),
+        ] = None,
         agent_id: AgentId = None,
     ) -> SearchResult:
         """Recall relevant memories before acting: call at the start of a task, before asking the user
@@ -372,8 +386,9 @@ class MemoryTools:
         )
         flt = _filter(session_id, types, tags, time_from, time_to, statuses)
         req = SearchRequest(
-            query=query, filter=flt, top_k=top_k, min_score=min_score, agent_id=agent_of(ctx, agent_id)
-        )
+            query=query, filter=flt, top_k=top_k, min_score=min_score, agent_id=agent_of(ctx, agent_id),
+            reference_time=_time(reference_time, "reference_time"),
+        )  # fmt: skip
         return await _call(partial(self.service.search, tenant_of(ctx), req))
 
     async def memory_get(self, ctx: Context, memory_id: MemoryIdArg, agent_id: AgentId = None) -> MemoryView:

@@ -52,7 +52,7 @@ from typing import Protocol
 
 from rearview.clock import parse_time
 from rearview.errors import ConflictError, EmbedderError, InvalidInputError
-from rearview.limits import MAX_METADATA_VALUE_CHARS
+from rearview.limits import MAX_CONTENT_CHARS, MAX_METADATA_VALUE_CHARS
 from rearview.models import (
     ExtractionMode,
     IngestMessage,
@@ -178,12 +178,19 @@ class Ingester:
     def _plan_one(self, index: int, message: IngestMessage, req: IngestRequest, now: datetime) -> _Message:
         field = f"messages[{index}]"
         speaker, text, message_id = message.said_by, message.content, message.message_id
+        prefix = f"{speaker}: "
+        if len(prefix) + len(text) > MAX_CONTENT_CHARS:  # the stored memory is prefix + text
+            raise InvalidInputError(
+                f"{field}.content",
+                f"is {len(text)} characters; the limit is {MAX_CONTENT_CHARS - len(prefix)} for speaker"
+                f" {speaker!r}: the memory stores {prefix!r} + the text, {MAX_CONTENT_CHARS} in all",
+            )
         metadata: dict[str, MetadataValue] = {"speaker": speaker, "source": "ingest"}
         if message_id:
             metadata["message_id"] = message_id
         try:
             episode = WriteRequest(
-                content=f"{speaker}: {text}",
+                content=prefix + text,
                 type=MemoryType.EPISODIC,
                 agent_id=req.agent_id,
                 session_id=req.session_id,

