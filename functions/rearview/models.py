@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -25,7 +26,7 @@ from pydantic import (
     WrapValidator,
 )
 
-from rearview.text import disallowed_control_chars, query_tokens
+from rearview.text import disallowed_control_chars, query_tokens, strip_format_chars
 
 # ---------------------------------------------------------------------------------------------------
 # The limits: the one table every caller is held to. The MCP tools advertise them in their input
@@ -95,6 +96,15 @@ class MemoryStatus(StrEnum):
     DELETED = "deleted"
 
 
+class MemorySource(StrEnum):
+    """Through what a memory came in: its provenance, set by the service, never by a caller."""
+
+    TOOL = "tool"  # memory_write (or memory_update) by an agent
+    INGEST = "ingest"  # memory_ingest: a message, or a fact extracted from one (`speaker` says whose)
+    IMPORT = "import"  # `rearview import` of an export file
+    SUMMARY = "summary"  # memory_summarize's consolidation of other memories
+
+
 class HistoryAction(StrEnum):
     """Why a history event was appended."""
 
@@ -113,6 +123,7 @@ class WriteAction(StrEnum):
     CREATED = "created"
     MERGED = "merged"
     SUPERSEDED = "superseded"
+    RETIRED = "retired"  # the content is a superseded memory's: nothing written, `superseded_by` says why
 
 
 MetadataValue = str | int | float | bool
@@ -156,11 +167,15 @@ def _refusing(problem: Any) -> AfterValidator:
 
 
 _PlainText = _refusing(control_chars_problem)
+_Visible = BeforeValidator(lambda v: strip_format_chars(v) if isinstance(v, str) else v)
+"""Invisible format characters dropped before any limit is checked (`text.strip_format_chars`)."""
+StoredText = Annotated[str, _Visible]
+"""Text a memory stores (content, speaker): never holding invisible format characters."""
 
 # The limits as pydantic types, for the edge (the MCP tool parameters): their JSON schemas advertise
 # each limit, and a value beyond one fails validation naming the field and the limit. The service
 # does not rely on them: it checks the same limits itself (`service/validation.py`).
-ContentText = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), _PlainText]
+ContentText = Annotated[str, _Visible, Field(min_length=1, max_length=MAX_CONTENT_CHARS), _PlainText]
 QueryText = Annotated[
     str, Field(min_length=1, max_length=MAX_QUERY_CHARS), _PlainText, _refusing(query_terms_problem)
 ]
@@ -227,6 +242,12 @@ class MemoryView(BaseModel):
     derived_from: list[str] = Field(default_factory=list)
     version: int = 1
     embedding_model: str | None = None
+    source: MemorySource = MemorySource.TOOL
+    """Through what it came in (records stored before provenance was kept read as `tool`)."""
+    speaker: str | None = None
+    """Who said it, for an ingested message or fact: the message's speaker, not the writing agent."""
+    consolidated_into: str | None = None
+    """The summary (`memory_summarize`) that consolidated this memory: it ranks below the summary."""
 
 
 class Memory(MemoryView):
@@ -304,7 +325,7 @@ class MemoryFilter(BaseModel):
 class WriteRequest(BaseModel):
     """Input of `MemoryService.write`."""
 
-    content: str
+    content: StoredText
     type: MemoryType = MemoryType.SEMANTIC
     agent_id: str = DEFAULT_AGENT
     session_id: str | None = None
@@ -319,6 +340,9 @@ class WriteRequest(BaseModel):
     supersedes: str | None = None
     idempotency_key: str | None = None
     derived_from: list[str] = Field(default_factory=list)
+    source: MemorySource = MemorySource.TOOL
+    """Provenance: set by the service for what it writes itself (ingest, summary); a tool call is `tool`."""
+    speaker: StoredText | None = None
 
 
 class WriteResult(BaseModel):
@@ -335,6 +359,9 @@ class WriteResult(BaseModel):
     """A near duplicate this write was not merged into, because a merge would have lost a fact."""
     not_merged_because: str | None = None
     """Which fact differs from `related_id`, e.g. `version differs: 3.11 -> 3.12`."""
+    superseded_by: str | None = None
+    """For `retired`: the memory that replaced the one this content repeats. To bring the old fact
+    back on purpose, write it again with `supersedes` naming that memory."""
 
 
 class IngestMessage(BaseModel):
@@ -347,8 +374,8 @@ class IngestMessage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str
-    speaker: str | None = None
+    content: StoredText
+    speaker: StoredText | None = None
     role: str | None = None
     timestamp: datetime | None = None
     message_id: str | None = None
@@ -412,7 +439,7 @@ class UpdateRequest(BaseModel):
     """Input of `MemoryService.update`; None leaves a field unchanged."""
 
     memory_id: str
-    content: str | None = None
+    content: StoredText | None = None
     tags: list[str] | None = None
     entities: list[str] | None = None
     metadata: dict[str, MetadataValue] | None = None
@@ -442,19 +469,22 @@ class SearchRequest(BaseModel):
 class HitExplanation(BaseModel):
     """Why a memory was found: the terms of its score (`service/search/ranking.py` has the formula).
 
-    `score = relevance * importance * recency * strength * subject`, where `relevance` (on the hit)
-    is `w * keyword_score + (1 - w) * vector_score`. The channel ranks are on the hit.
+    `score = relevance * importance * recency * strength * subject * consolidated`, where `relevance`
+    (on the hit) is `w * keyword_score + (1 - w) * vector_score`. The channel ranks are on the hit.
     """
 
     keyword_score: float
-    """BM25 over the best keyword candidate's, in [0, 1]; 0 when the keyword channel did not return it."""
+    """The share of the query's BM25 scale the memory matches, saturated to [0, 1); 0 when the keyword
+    channel did not return it."""
     vector_score: float
-    """Cosine above the embedder's floor over the best vector candidate's, in [0, 1]; 0 when not returned."""
+    """Cosine above the query's baseline for unrelated text, saturated to [0, 1); 0 when not returned."""
     importance: float
     recency: float
     strength: float
     subject: float
     """Below 1 when the query names one known subject and this memory's speaker is another."""
+    consolidated: float = 1.0
+    """Below 1 when a summary consolidated this memory (`consolidated_into`)."""
 
 
 class SearchHit(BaseModel):
@@ -478,6 +508,8 @@ class SearchHit(BaseModel):
     last_accessed_at: datetime
     keyword_rank: int | None = None
     vector_rank: int | None = None
+    source: MemorySource = MemorySource.TOOL
+    speaker: str | None = None
     why: HitExplanation
     """The terms of `score`: normalized channel scores and re-rank factors."""
     related: list[str] = Field(default_factory=list)

@@ -53,7 +53,7 @@ async def test_tools_round_trip(url: str, mode: str) -> None:
             client, "memory_write", {"content": "User prefers tabs over spaces", "tags": ["style"]}
         )
         assert written["action"] == "created"
-        memory_id = written["memory"]["id"]
+        memory_id = written["id"]
         assert (await call(client, "memory_write", {"content": "user prefers tabs over spaces."}))[
             "action"
         ] == "merged"
@@ -176,7 +176,7 @@ async def test_tenants_never_see_each_other(keyed: str, mode: str) -> None:
         secret = await call(
             alice, "memory_write", {"content": "Alice's API token rotates Fridays", "tags": ["ops"]}
         )
-        memory_id = secret["memory"]["id"]
+        memory_id = secret["id"]
         assert (await call(bob, "memory_search", {"query": "API token rotates Fridays"}))["results"] == []
         assert "not found" in await call_error(bob, "memory_get", {"memory_id": memory_id})
         assert "not found" in await call_error(bob, "memory_history", {"memory_id": memory_id})

@@ -21,7 +21,7 @@ async def test_archived_memory_is_found_with_include_archived_and_restored(tmp_p
                 "tags": ["office"],
             }  # expires within the 36 h lookahead
             written = await call(client, "memory_write", args)
-            memory_id = written["memory"]["id"]
+            memory_id = written["id"]
 
             settings = Settings.load(data_dir=data, embedder="hashing")
             jobs = build_lifecycle(settings, build_service(settings))

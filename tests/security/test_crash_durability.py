@@ -88,7 +88,8 @@ async def writer(url: str, acked: Acked, stop: asyncio.Event) -> None:
             while not stop.is_set():
                 n += 1
                 words = random_words()
-                written = (await call(client, "memory_write", {"content": f"Crash probe {words}"}))["memory"]
+                receipt = await call(client, "memory_write", {"content": f"Crash probe {words}"})
+                written = await call(client, "memory_get", {"memory_id": receipt["id"]})
                 acked[written["id"]] = (written["version"], written["content"])
                 if n % 3 == 0:
                     args = {"memory_id": written["id"], "content": f"Crash probe updated {words}"}

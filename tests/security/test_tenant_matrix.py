@@ -74,7 +74,8 @@ def plant(a: BlockingClient, kind: str = "episodic", **extra: Any) -> Victims:
             "idempotency_key": f"{token}-{visibility}",
             **extra,
         }
-        views[visibility] = (a.call("memory_write", args))["memory"]
+        receipt = a.call("memory_write", args)
+        views[visibility] = a.call("memory_get", {"memory_id": receipt["id"], "agent_id": X})
     return Victims(token, session, tag, views["shared"], views["private"])
 
 
@@ -211,7 +212,8 @@ def test_summarize_respects_tenant_and_private(p: Principals) -> None:
     victims = plant(p.a)
     args = {"session_id": victims.session, "agent_id": X}
     assert "nothing to summarize" in p.b.error("memory_summarize", args)
-    summary = (p.a.call("memory_summarize", {**args, "agent_id": Y}))["memory"]
+    receipt = p.a.call("memory_summarize", {**args, "agent_id": Y})
+    summary = p.a.call("memory_get", {"memory_id": receipt["id"], "agent_id": Y})
     assert summary["derived_from"] == [victims.shared["id"]]
     assert "vault path" not in summary["content"] and "standup" in summary["content"]
 
@@ -251,7 +253,8 @@ def test_other_tenant_replaying_an_idempotency_key_gets_its_own_write(p: Princip
         "agent_id": X,
     }
     written = p.b.call("memory_write", args)
-    assert written["memory"]["id"] not in victims.ids and written["memory"]["content"] == args["content"]
+    content = p.b.call("memory_get", {"memory_id": written["id"], "agent_id": X})["content"]
+    assert written["id"] not in victims.ids and content == args["content"]
 
 
 def test_other_agent_replaying_a_private_idempotency_key_learns_nothing(p: Principals) -> None:

@@ -108,14 +108,14 @@ async def test_schemas_advertise_the_limits(mcp: MCPServer[Any]) -> None:
     schemas = {t.name: t.input_schema for t in await mcp.list_tools()}
     write = schemas["memory_write"]["properties"]
     assert write["content"]["maxLength"] == MAX_CONTENT_CHARS
-    assert write["tags"]["anyOf"][0]["maxItems"] == MAX_TAGS
-    assert write["tags"]["anyOf"][0]["items"]["maxLength"] == MAX_LABEL_CHARS
-    assert write["metadata"]["anyOf"][0]["maxProperties"] == MAX_METADATA_KEYS
-    assert write["agent_id"]["anyOf"][0]["maxLength"] == MAX_AGENT_ID_CHARS
+    assert write["tags"]["maxItems"] == MAX_TAGS
+    assert write["tags"]["items"]["maxLength"] == MAX_LABEL_CHARS
+    assert write["metadata"]["maxProperties"] == MAX_METADATA_KEYS
+    assert write["agent_id"]["maxLength"] == MAX_AGENT_ID_CHARS
     search = schemas["memory_search"]["properties"]
     assert search["query"]["maxLength"] == MAX_QUERY_CHARS
     assert search["top_k"]["maximum"] == MAX_TOP_K
-    assert schemas["memory_forget"]["properties"]["ids"]["anyOf"][0]["maxItems"] == MAX_FILTER_IDS
+    assert schemas["memory_forget"]["properties"]["ids"]["maxItems"] == MAX_FILTER_IDS
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,7 @@ from rearview.models import (
     IngestMessage,
     IngestRequest,
     IngestResult,
+    MemorySource,
     MemoryType,
     MessageOutcome,
     MetadataValue,
@@ -183,7 +184,9 @@ class Ingester:
             raise InvalidInputError(
                 "messages", f"has {total} characters of content; the limit is {MAX_INGEST_CHARS} per call"
             )
-        base = WriteRequest(content="-", agent_id=agent_id, visibility=req.visibility)
+        base = WriteRequest(
+            content="-", agent_id=agent_id, visibility=req.visibility, source=MemorySource.INGEST
+        )
         now = self.writer.clock.now()
         return [self._plan_one(i, m, session_id, base, now) for i, m in enumerate(req.messages)]
 
@@ -209,6 +212,7 @@ class Ingester:
                 "metadata": metadata,
                 "event_time": _utc(message.timestamp, f"{field}.timestamp"),
                 "idempotency_key": idempotency_key(session_id, message, speaker),
+                "speaker": speaker,
             }
         )
         turn = Turn(index, speaker, text, episode.event_time or now)
@@ -262,6 +266,7 @@ class Ingester:
                     "metadata": metadata | own | ({"message_id": ids[0]} if len(ids) == 1 and ids[0] else {}),
                     "event_time": fact.event_time or last.episode.event_time,
                     "idempotency_key": _key(f"{refs}\x00fact\x00{content_hash(fact.content)}"),
+                    "speaker": next(iter(speakers)) if len(speakers) == 1 else None,
                 }
             )
             last.facts.append((write, fact))

