@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import fmean
 
-from benchmarks.small_tenants import Kind, Tenant, tenants
+from small_tenants import Kind, Tenant, tenants
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
@@ -148,11 +148,11 @@ def render(tally: Tally, title: str) -> str:
 
 SWEEP: dict[str, Sequence[float]] = {
     "keyword_weight": (0.4, 0.55),
-    "keyword_scale": (0.8, 1.2),
-    "vector_offset": (0.02, 0.03, 0.04),
-    "vector_span": (0.05, 0.08),
-    "min_relevance": (0.05, 0.1, 0.15, 0.2),
-    "relative_relevance": (0.0, 0.25, 0.4, 0.55),
+    "keyword_scale": (0.5, 1.0),
+    "vector_offset": (0.0, 0.02, 0.04),
+    "vector_span": (0.03, 0.06, 0.1),
+    "min_relevance": (0.1, 0.2, 0.3),
+    "relative_relevance": (0.0, 0.3, 0.5),
 }
 """The grid `--sweep` re-ranks over (RankingPolicy fields); extended as ranking gains constants."""
 

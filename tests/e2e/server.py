@@ -30,11 +30,12 @@ def running_server(
     authorization_server: str | None = None,
     **overrides: object,
 ) -> Iterator[str]:
-    """Serve Rearview (SQLite store + index, hashing embedder) and yield its MCP URL.
+    """Serve Rearview (SQLite store + index, hashing embedder unless `embedder=`) and yield its MCP URL.
 
     `authorization_server` turns on OAuth discovery (protected-resource metadata naming it).
     """
-    settings = Settings.load(data_dir=data_dir, config_file=config_file, embedder="hashing", **overrides)
+    overrides = {"embedder": "hashing", **overrides}
+    settings = Settings.load(data_dir=data_dir, config_file=config_file, **overrides)
     keys = settings.api_keys()
     service = build_service(settings)
     resolver = ApiKeyResolver(keys, None if keys else settings.default_tenant)
