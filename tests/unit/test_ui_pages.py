@@ -15,6 +15,7 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp
 
+from rearview.text import strip_format_chars
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
@@ -80,7 +81,7 @@ def test_hostile_content_is_escaped_and_intact_everywhere(
 ) -> None:
     memory = service.write("alice", WriteRequest(content=content, tags=[content[:20]])).memory
     client = session(app, "key-alice")
-    expected = str(escape(content))
+    expected = str(escape(strip_format_chars(content)))  # stored without invisible format characters
     page = client.get(f"/ui/memories/{memory.id}").text
     assert f'<div id="content" class="content" dir="auto">{expected}</div>' in page
     assert (
@@ -278,7 +279,7 @@ def test_due_for_archival_lists_what_the_next_run_archives(
 ) -> None:
     fading = service.write("alice", WriteRequest(content="User tried a trial plan", importance=1)).memory
     kept = service.write("alice", WriteRequest(content="User's name is Alice", importance=5)).memory
-    clock.advance(days=6)  # importance 1 lives 7 days: it expires within the lookahead
+    clock.advance(days=6.97)  # importance 1 lives 7 days: it expires within the 1.5 h lookahead
     section = session(app, "key-alice").get("/ui/memories").text.split('id="due-archival"')[1]
     assert fading.id in section and "retention" in section and kept.id not in section
 
