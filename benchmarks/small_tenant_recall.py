@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import fmean
 
-from small_tenants import Kind, Tenant, tenants
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
@@ -44,8 +43,9 @@ from rearview.ports import Embedder
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.search import ranking
-from rearview.service.search.ranking import DEFAULT_RANKING, Candidates, RankingPolicy
+from rearview.service.search.ranking import DEFAULT_RANKING, Candidates
 from rearview.service.search.searcher import Searcher
+from small_tenants import Kind, Tenant, tenants
 
 TOP_K = 10
 KINDS: tuple[Kind, ...] = ("keyword", "natural", "cross", "superseded", "nothing")
@@ -90,8 +90,10 @@ class Tally:
         row = self.row(answerable)
         nothing = self.row(["nothing"])
         return (
-            float(row["hit@1"] or 0) + float(row["hit@3"] or 0)
-            - 0.5 * float(self.row(KINDS)["irrelevant%"] or 0) + 0.25 * float(nothing["empty"] or 0)
+            float(row["hit@1"] or 0)
+            + float(row["hit@3"] or 0)
+            - 0.5 * float(self.row(KINDS)["irrelevant%"] or 0)
+            + 0.25 * float(nothing["empty"] or 0)
         )
 
 
@@ -126,7 +128,9 @@ def evaluate(service: MemoryService, tenants_: Sequence[Tenant]) -> Tally:
     for tenant in tenants_:
         ids = write_tenant(service, tenant)
         for q in tenant.questions:
-            result = service.search(tenant.user.name, SearchRequest(query=q.text, top_k=TOP_K, reinforce=False))
+            result = service.search(
+                tenant.user.name, SearchRequest(query=q.text, top_k=TOP_K, reinforce=False)
+            )
             stale = ids[q.stale] if q.stale else set()
             tally.add(q.kind, expected_id(ids, q.expected), stale, [h.id for h in result.results])
     return tally
@@ -137,7 +141,9 @@ def render(tally: Tally, title: str) -> str:
     lines = [title, f"{'kind':<12}" + "".join(f"{c:>14}" for c in cols)]
     for label, kinds in [*((k, [k]) for k in KINDS), ("all", list(KINDS))]:
         row = tally.row(kinds)
-        cells = "".join(f"{'-' if row[c] is None else format(row[c], '.3f' if c != 'n' else 'd'):>14}" for c in cols)
+        cells = "".join(
+            f"{'-' if row[c] is None else format(row[c], '.3f' if c != 'n' else 'd'):>14}" for c in cols
+        )
         lines.append(f"{label:<12}{cells}")
     stale = fmean(tally.stale) if tally.stale else 0.0
     lines.append(f"superseded questions with the retired fact in context: {stale:.3f}")
@@ -160,7 +166,9 @@ SWEEP: dict[str, Sequence[float]] = {
 Asked = list[tuple[str, str | None, set[str], Candidates]]
 
 
-def collect(service: MemoryService, embedder: Embedder, config: ServiceConfig, tenants_: Sequence[Tenant]) -> Asked:
+def collect(
+    service: MemoryService, embedder: Embedder, config: ServiceConfig, tenants_: Sequence[Tenant]
+) -> Asked:
     """Each question's candidates (`Searcher.candidates`): what every sweep point re-ranks."""
     searcher = Searcher(service.store, service.index, embedder, service.clock, config)
     asked: Asked = []
@@ -169,7 +177,9 @@ def collect(service: MemoryService, embedder: Embedder, config: ServiceConfig, t
         for q in tenant.questions:
             req = SearchRequest(query=q.text, top_k=TOP_K, reinforce=False)
             stale = ids[q.stale] if q.stale else set()
-            asked.append((q.kind, expected_id(ids, q.expected), stale, searcher.candidates(tenant.user.name, req)))
+            asked.append(
+                (q.kind, expected_id(ids, q.expected), stale, searcher.candidates(tenant.user.name, req))
+            )
     return asked
 
 
@@ -187,11 +197,13 @@ def sweep(asked: Asked, config: ServiceConfig) -> None:
     results.sort(key=lambda r: -r[0])
     for objective, point, tally in results[:8]:
         row, nothing = tally.row([k for k in KINDS if k != "nothing"]), tally.row(["nothing"])
-        kinds = " ".join(f"{k} {tally.row([k])['hit@1']:.2f}/{tally.row([k])['hit@3']:.2f}" for k in KINDS[:-1])
-        print(
-            f"{objective:.3f}  {dict(zip(names, point, strict=True))}  hit@1 {row['hit@1']:.3f} hit@3 {row['hit@3']:.3f}"
-            f"  irrelevant% {tally.row(KINDS)['irrelevant%']:.3f}  nothing-empty {nothing['empty']:.3f}  [{kinds}]"
+        kinds = " ".join(
+            f"{k} {tally.row([k])['hit@1']:.2f}/{tally.row([k])['hit@3']:.2f}" for k in KINDS[:-1]
         )
+        constants = dict(zip(names, point, strict=True))
+        print(f"{objective:.3f}  {constants}  hit@1 {row['hit@1']:.3f} hit@3 {row['hit@3']:.3f}", end="")
+        irrelevant = tally.row(KINDS)["irrelevant%"]
+        print(f"  irrelevant% {irrelevant:.3f}  nothing-empty {nothing['empty']:.3f}  [{kinds}]")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

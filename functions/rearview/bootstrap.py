@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import timedelta
 
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConfigurationError
@@ -228,7 +227,5 @@ def build_lifecycle(
     checkpoints = build_checkpoints(settings)
     if ensure_schema:
         checkpoints.ensure_schema()
-    config = LifecycleConfig(
-        page_size=settings.lifecycle_page_size, lookahead=settings.lifecycle_lookahead
-    )
+    config = LifecycleConfig(page_size=settings.lifecycle_page_size, lookahead=settings.lifecycle_lookahead)
     return LifecycleService(service, checkpoints, config)

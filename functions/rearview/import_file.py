@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rearview.errors import BackendError, RearviewError
-from rearview.models import WriteRequest
+from rearview.models import MemorySource, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import ExportRecord, Restorer, is_export_line
 
@@ -42,8 +42,11 @@ def parse_line(text: str) -> Line:
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     if is_export_line(data):
+        memory = data.get("memory")
+        if isinstance(memory, dict):  # an export from before provenance was kept: it came in by import
+            memory.setdefault("source", MemorySource.IMPORT.value)
         return ExportRecord.model_validate(data)
-    return WriteRequest.model_validate(data)
+    return WriteRequest.model_validate({**data, "source": MemorySource.IMPORT.value})  # not the file's claim
 
 
 def _reason(exc: ValueError) -> str:

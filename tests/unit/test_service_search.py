@@ -37,7 +37,7 @@ def test_hybrid_search_returns_context_block_and_tokens(service: MemoryService) 
     assert result.results[0].keyword_rank == 1 and result.results[0].vector_rank == 1
     assert len(result.results) <= 2
     assert result.context.startswith("<memories>") and CONFLICT_RULE in result.context
-    assert "| semantic | confidence 1.00 | 2026-01-01 | tool write by agent \"default\": " in result.context
+    assert '| semantic | confidence 1.00 | 2026-01-01 | tool write by agent "default": ' in result.context
     assert result.token_estimate > 10 and not result.degraded
 
 

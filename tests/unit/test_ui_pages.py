@@ -15,7 +15,6 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp
 
-from rearview.text import strip_format_chars
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
@@ -28,6 +27,7 @@ from rearview.principal import Principal
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
+from rearview.text import strip_format_chars
 from rearview.ui.views import linked_ids
 
 SECRET = "a-test-secret-of-enough-length-0123"

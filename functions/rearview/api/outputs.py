@@ -84,8 +84,10 @@ class SearchOutput(BaseModel):
 
 
 def write_receipt(result: WriteResult) -> WriteReceipt:
+    """The receipt of a write: its id, action and the memories it touched (not the memory itself)."""
+    memory = result.memory
     return WriteReceipt(
-        action=result.action, id=result.memory.id, agent_id=result.memory.agent_id, status=result.memory.status,
+        action=result.action, id=memory.id, agent_id=memory.agent_id, status=memory.status,
         merged_into=result.merged_into, similarity=result.similarity,
         superseded_ids=result.superseded_ids, superseded_by=result.superseded_by,
         related_id=result.related_id, not_merged_because=result.not_merged_because,
@@ -120,7 +122,9 @@ def search_result(result: SearchResult, explain: bool) -> CallToolResult:
 def structured(model: BaseModel) -> CallToolResult:
     """`model` as both contents: compact JSON text and `structuredContent` (nulls left out)."""
     data = dump_output(model)
-    return CallToolResult(content=[TextContent(type="text", text=_compact_json(data))], structured_content=data)
+    return CallToolResult(
+        content=[TextContent(type="text", text=_compact_json(data))], structured_content=data
+    )
 
 
 def _compact_json(data: Any) -> str:

@@ -44,13 +44,10 @@ from rearview.models import (
     ContentText,
     FlatMetadata,
     ForgetRequest,
-    ForgetResult,
-    HistoryResult,
     IdempotencyKeyText,
     Importance,
     IngestMessage,
     IngestRequest,
-    IngestResult,
     Label,
     Labels,
     MemoryFilter,
@@ -59,21 +56,16 @@ from rearview.models import (
     MemoryStatus,
     MemoryType,
     MemoryTypes,
-    MemoryView,
     QueryText,
     SearchRequest,
-    SearchResult,
     SessionIdText,
-    Stats,
     TimestampText,
     TopK,
     TtlDays,
     UpdateRequest,
     Visibility,
     WriteRequest,
-    WriteResult,
 )
-from rearview.service.lifecycle.archival import RestoreResult
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.rendering import render_profile
 
@@ -83,9 +75,7 @@ P = ParamSpec("P")
 # Argument types: the limits of `models.py` (advertised in the input schemas) plus what the model reads.
 AgentId = Annotated[
     AgentIdText | None,
-    Field(
-        description=f"Your agent id (default: your credential's, else '{DEFAULT_AGENT}')."
-    ),
+    Field(description=f"Your agent id (default: your credential's, else '{DEFAULT_AGENT}')."),
 ]
 SessionId = Annotated[SessionIdText | None, Field(description="The current conversation/session id, if any.")]
 Tags = Annotated[
@@ -373,7 +363,9 @@ class MemoryTools:
         )
         return search_result(await _call(partial(self.service.search, tenant_of(ctx), req)), explain)
 
-    async def memory_get(self, ctx: Context, memory_id: MemoryIdArg, agent_id: AgentId = None) -> CallToolResult:
+    async def memory_get(
+        self, ctx: Context, memory_id: MemoryIdArg, agent_id: AgentId = None
+    ) -> CallToolResult:
         """Fetch one memory by id, with all its fields (any status)."""
         return structured(
             await _call(partial(self.service.get, tenant_of(ctx), memory_id, agent_of(ctx, agent_id)))

@@ -34,9 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from rearview.backends.memory import check_vector
-from rearview.bm25 import CorpusStats, query_phrases
 from rearview.backends.sqlite_common import SQLiteDatabase, filter_sql
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
+from rearview.bm25 import CorpusStats, query_phrases
 from rearview.errors import IndexUnavailableError, StoreError
 from rearview.models import Memory, MemoryFilter, Visibility
 from rearview.ports import CONTEXT_WEIGHT, ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
@@ -309,7 +309,11 @@ class SQLiteMemoryIndex:
 
     def search(self, query: IndexQuery) -> ChannelHits:
         keyword, ceiling = self._keyword(query) if query.text is not None else ([], 0.0)
-        vector = self._vector(query, check_vector(query.vector, self._dimension)) if query.vector is not None else []
+        vector = (
+            self._vector(query, check_vector(query.vector, self._dimension))
+            if query.vector is not None
+            else []
+        )
         return ChannelHits(keyword, vector, ceiling)
 
     def _keyword(self, query: IndexQuery) -> tuple[list[tuple[str, float]], float]:
@@ -414,7 +418,9 @@ def _keyword_ceiling(conn: sqlite3.Connection, text: str) -> float:
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.docs_vocab USING fts5vocab(main, docs_fts, 'row')")
     terms = sorted({t for p in phrases for t in p})
     marks = ",".join("?" * len(terms))
-    docs = dict(conn.execute(f"SELECT term, doc FROM temp.docs_vocab WHERE term IN ({marks})", terms).fetchall())
+    docs = dict(
+        conn.execute(f"SELECT term, doc FROM temp.docs_vocab WHERE term IN ({marks})", terms).fetchall()
+    )
     rows = int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
     hits = tuple(min(int(docs.get(t, 0)) for t in p) for p in phrases)
     return CorpusStats(rows=rows, terms=0, hits=hits).ceiling()

@@ -473,7 +473,8 @@ class MemoryService:
         sources = [m for m in found if m.source is not MemorySource.SUMMARY]  # a summary is not re-summarized
         if not sources:
             raise InvalidInputError(
-                "session_id", "no episodic memories match (working memory is not summarized): nothing to summarize"
+                "session_id",
+                "no episodic memories match (working memory is not summarized): nothing to summarize",
             )
         try:
             vectors = self.embedder.embed_documents([m.content for m in sources])
@@ -510,9 +511,11 @@ class MemoryService:
         """
         now = self.clock.now()
         for memory in sources:
-            if memory.consolidated_into == summary_id or memory.id == summary_id:
+            if summary_id in (memory.consolidated_into, memory.id):
                 continue
-            linked = memory.model_copy(update={"consolidated_into": summary_id, "version": memory.version + 1})
+            linked = memory.model_copy(
+                update={"consolidated_into": summary_id, "version": memory.version + 1}
+            )
             note = f"consolidated into summary {summary_id}"
             event = change_event(linked, HistoryAction.UPDATED, memory, now, actor="summarize", note=note)
             try:

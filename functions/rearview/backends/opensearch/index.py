@@ -224,15 +224,15 @@ class OpenSearchMemoryIndex:
                 f"OpenSearch msearch returned a malformed response: {response!r:.300}"
             )
         keyword: list[tuple[str, float]] = []
-        vector: list[tuple[str, float]] = []
+        nearest: list[tuple[str, float]] = []
         ceiling = 0.0
         for (channel, _), result in zip(channels, responses, strict=True):
             if channel == "keyword":
                 keyword = keyword_ranked(as_mapping(result), phrases, query.limit)
                 ceiling = keyword_ceiling(as_mapping(result), phrases)
             else:
-                vector = [(mid, cosine(score)) for mid, score in ranked(as_mapping(result), query.limit)]
-        return ChannelHits(keyword, vector, ceiling)
+                nearest = [(mid, cosine(score)) for mid, score in ranked(as_mapping(result), query.limit)]
+        return ChannelHits(keyword, nearest, ceiling)
 
     def count(self, tenant_id: str) -> int:
         """Number of documents of the tenant (in engine-assigned-id mode, stale copies count too)."""

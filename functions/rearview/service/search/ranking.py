@@ -105,7 +105,7 @@ class RankingPolicy:
     # half keeps R@10 >= 0.80, reported on the held-out test users.
     keyword_scale: float = 0.35
     """The least BM25 (as a share of the query's scale) that keyword scores are relative to."""
-    vector_offset: float = 0.03
+    vector_offset: float = 0.02
     """Cosine above the query's baseline that still carries no relevance (e5's noise around it)."""
     vector_span: float = 0.01
     """The least cosine above baseline + offset that vector scores are relative to. Depends on the
@@ -113,7 +113,7 @@ class RankingPolicy:
     relative_vector_order: bool = True
     """Order by the vector channel's relative scale (cosine above `cosine_floor` over the best's) and
     judge admission on the absolute one."""
-    min_relevance: float = 0.2
+    min_relevance: float = 0.25
     """Relevance under which a memory is no answer to the query: never returned, never padded in."""
     relative_relevance: float = 0.0
     """Share of the best candidate's relevance a memory must reach to be returned beside it: the tail
@@ -228,8 +228,10 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
 
 
 def admitted(ranked: Sequence[Ranked], policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
-    """The ranked memories that are answers at all, in order: relevance at least `min_relevance` and
-    at least `relative_relevance` x the best relevance among them."""
+    """The ranked memories that are answers at all, in order.
+
+    Their relevance (`Fused.admission`) reaches `min_relevance` and `relative_relevance` x the best's.
+    """
     best = max((r.fused.admission for r in ranked), default=0.0)
     floor = max(policy.min_relevance, policy.relative_relevance * best)
     return [r for r in ranked if r.fused.admission >= floor]
@@ -253,7 +255,8 @@ def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused
         return _mixed(kw, calibrated, w)
     judged = {f.memory_id: f.relevance for f in _mixed(kw, calibrated, w)}
     return [
-        replace(f, evidence=judged[f.memory_id]) for f in _mixed(kw, _normalized(vector, policy.cosine_floor), w)
+        replace(f, evidence=judged[f.memory_id])
+        for f in _mixed(kw, _normalized(vector, policy.cosine_floor), w)
     ]
 
 
@@ -306,7 +309,9 @@ def _vector_zeros(hits: ChannelScores, candidates: Candidates, policy: RankingPo
     zeros = []
     for memory_id, _ in hits:
         memory = candidates.memories.get(memory_id)
-        zeros.append(baselines[is_cjk_text(memory.content) if memory is not None else 0] + policy.vector_offset)
+        zeros.append(
+            baselines[is_cjk_text(memory.content) if memory is not None else 0] + policy.vector_offset
+        )
     return zeros
 
 

@@ -25,8 +25,8 @@ from rearview.models import (
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service import validation
 from rearview.service.config import ServiceConfig
-from rearview.service.search.collapse import collapse_extracted
 from rearview.service.search.baseline import Baselines
+from rearview.service.search.collapse import collapse_extracted
 from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, admitted, rank
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
@@ -119,7 +119,9 @@ class Searcher:
             flt = req.filter.model_copy(update={"statuses": (MemoryStatus.ARCHIVED,)})
             limit = self.config.fallback_scan_limit
             archived, archived_ceiling = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
-        ids = dict.fromkeys(i for hits in (channels.keyword, channels.vector, archived) for i, _ in hits or ())
+        ids = dict.fromkeys(
+            i for hits in (channels.keyword, channels.vector, archived) for i, _ in hits or ()
+        )
         now = self.clock.now()
         return Candidates(
             query=query,
@@ -170,7 +172,7 @@ class Searcher:
         )
 
     def _baselines(self, vector: Vector, reasons: list[str]) -> tuple[float, float] | None:
-        """The query's baselines (`baseline.Baselines`); None (relative vector scale) if the embedder fails."""
+        """The query's baselines (`baseline.Baselines`); None (relative scale) if the embedder fails."""
         try:
             return self.baselines.of(vector)
         except EmbedderError as exc:

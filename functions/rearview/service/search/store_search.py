@@ -11,8 +11,9 @@ from rearview.text import tokens
 def store_keyword_search(
     store: MemoryStore, tenant_id: str, filter: MemoryFilter, query: str, limit: int, scan_limit: int
 ) -> tuple[list[tuple[str, float]], float]:
-    """(id, BM25) of the newest `scan_limit` matching memories that match `query`, best first, and the
-    query's BM25 scale over that page (`ChannelHits.keyword_ceiling`).
+    """(id, BM25) of the newest `scan_limit` matching memories that match `query`, and the BM25 scale.
+
+    Hits best first; the scale is the query's over that page (`ChannelHits.keyword_ceiling`).
 
     Used when the index is unavailable, and for archived memories (the index no longer holds
     them): bounded work, filtered inside the store query.

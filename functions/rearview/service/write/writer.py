@@ -214,10 +214,16 @@ class Writer:
             return None
         flt = MemoryFilter(scope_key=draft.scope_key, statuses=(MemoryStatus.SUPERSEDED,))
         try:
-            hits = self.index.search(IndexQuery(tenant_id=tenant_id, filter=flt, limit=3, vector=draft.vector))
+            hits = self.index.search(
+                IndexQuery(tenant_id=tenant_id, filter=flt, limit=3, vector=draft.vector)
+            )
         except IndexUnavailableError:
             return None
-        near = [memory_id for memory_id, similarity in hits.vector if similarity >= self.config.near_duplicate_threshold]
+        near = [
+            memory_id
+            for memory_id, similarity in hits.vector
+            if similarity >= self.config.near_duplicate_threshold
+        ]
         for memory in self.store.get_many(tenant_id, near):
             if memory.status is MemoryStatus.SUPERSEDED and memory.content_hash == draft.digest:
                 return memory
