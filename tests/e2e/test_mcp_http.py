@@ -58,10 +58,13 @@ async def test_tools_round_trip(url: str, mode: str) -> None:
             "action"
         ] == "merged"
 
-        found = await call(client, "memory_search", {"query": "tabs or spaces?"})
-        assert found["results"][0]["id"] == memory_id
-        assert found["results"][0]["created_at"].endswith("Z")
-        assert "current situation wins" in found["context"] and found["token_estimate"] > 0
+        raw = await client.call_tool("memory_search", {"query": "tabs or spaces?"})
+        found = raw.structured_content
+        assert found is not None and found["results"][0]["id"] == memory_id
+        assert found["results"][0]["event_time"].endswith("Z")
+        context = raw.content[0].text  # type: ignore[union-attr]
+        assert "current situation wins" in context and f"id {memory_id} " in context
+        assert found["token_estimate"] > 0
 
         updated = await call(
             client, "memory_update", {"memory_id": memory_id, "content": "User prefers spaces now"}
@@ -153,8 +156,8 @@ async def test_memory_survives_a_restart(tmp_path: Path) -> None:
     with running_server(data) as url:
         async with connect(url, "legacy") as client:
             memory_id = (await call(client, "memory_write", {"content": "The staging DB is on port 5433"}))[
-                "memory"
-            ]["id"]
+                "id"
+            ]
     with running_server(data) as url:
         async with connect(url, "2026-07-28") as client:
             assert (await call(client, "memory_get", {"memory_id": memory_id}))["content"].endswith("5433")
