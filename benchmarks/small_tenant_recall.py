@@ -34,6 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import fmean
 
+from benchmarks.small_tenants import Kind, Question, Tenant, tenants
+
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
@@ -45,7 +47,6 @@ from rearview.service.memory_service import MemoryService
 from rearview.service.search import ranking
 from rearview.service.search.ranking import DEFAULT_RANKING, Candidates
 from rearview.service.search.searcher import Searcher
-from small_tenants import Kind, Tenant, tenants
 
 TOP_K = 10
 KINDS: tuple[Kind, ...] = ("keyword", "natural", "cross", "superseded", "nothing")
@@ -123,6 +124,12 @@ def expected_id(ids: dict[str, set[str]], key: str | None) -> str | None:
     return only
 
 
+def stale_ids(ids: dict[str, set[str]], q: Question) -> set[str]:
+    """The memories holding a superseded question's retired text: its `stale` writes' ids, less the
+    answer's (a replay merged into the correction returns the correction's id: no stale text)."""
+    return ids[q.stale] - ids[q.expected] if q.stale and q.expected else set()
+
+
 def evaluate(service: MemoryService, tenants_: Sequence[Tenant]) -> Tally:
     tally = Tally()
     for tenant in tenants_:
@@ -131,7 +138,7 @@ def evaluate(service: MemoryService, tenants_: Sequence[Tenant]) -> Tally:
             result = service.search(
                 tenant.user.name, SearchRequest(query=q.text, top_k=TOP_K, reinforce=False)
             )
-            stale = ids[q.stale] if q.stale else set()
+            stale = stale_ids(ids, q)
             tally.add(q.kind, expected_id(ids, q.expected), stale, [h.id for h in result.results])
     return tally
 
@@ -176,7 +183,7 @@ def collect(
         ids = write_tenant(service, tenant)
         for q in tenant.questions:
             req = SearchRequest(query=q.text, top_k=TOP_K, reinforce=False)
-            stale = ids[q.stale] if q.stale else set()
+            stale = stale_ids(ids, q)
             asked.append(
                 (q.kind, expected_id(ids, q.expected), stale, searcher.candidates(tenant.user.name, req))
             )
