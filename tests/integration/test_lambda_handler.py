@@ -571,11 +571,10 @@ def test_handler_on_the_real_opensearch_engine(
         found: list[str] = []
         deadline = time.monotonic() + 10  # the index refreshes about once a second
         while written["id"] not in found and time.monotonic() < deadline:
-            result = tool_result(
-                runtime.handle(load_event("mcp-2025-11-25/tools-call-memory_search"), FakeLambdaContext())
-            )
+            event = with_arguments(load_event("mcp-2025-11-25/tools-call-memory_search"), explain=True)
+            result = tool_result(runtime.handle(event, FakeLambdaContext()))
             assert result["degraded"] is False
-            found = [hit["id"] for hit in result["results"] if hit["vector_rank"] is not None]
+            found = [hit["id"] for hit in result["results"] if hit["why"]["vector_score"] > 0]
             time.sleep(0.2)
         assert written["id"] in found
     finally:
