@@ -201,9 +201,7 @@ async def tool_calls(client: Client) -> None:
             "session_id": "session-42",
         },
     )
-    await client.call_tool(
-        "memory_search", {"query": "does the user prefer pnpm or npm?", "top_k": 5}
-    )
+    await client.call_tool("memory_search", {"query": "does the user prefer pnpm or npm?", "top_k": 5})
     await client.call_tool("memory_get", {"memory_id": memory_id})
     await client.call_tool("memory_update", {"memory_id": memory_id, "importance": 5, "tags": ["tooling"]})
     await client.call_tool("memory_history", {"memory_id": memory_id})
