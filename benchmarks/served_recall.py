@@ -59,7 +59,7 @@ async def _run(url: str, conv: Conversation, event_time: bool) -> dict[int, list
             if event_time:
                 arguments["event_time"] = turn.event_time.isoformat()
             written = await _call(client, "memory_write", arguments)
-            memory_of[turn.dia_id] = str(written["memory"]["id"])
+            memory_of[turn.dia_id] = str(written["id"])
         turns_of: dict[str, set[str]] = {}
         for dia_id, memory_id in memory_of.items():
             turns_of.setdefault(memory_id, set()).add(dia_id)

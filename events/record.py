@@ -201,9 +201,7 @@ async def tool_calls(client: Client) -> None:
             "session_id": "session-42",
         },
     )
-    await client.call_tool(
-        "memory_search", {"query": "which package manager does the user like?", "top_k": 5}
-    )
+    await client.call_tool("memory_search", {"query": "does the user prefer pnpm or npm?", "top_k": 5})
     await client.call_tool("memory_get", {"memory_id": memory_id})
     await client.call_tool("memory_update", {"memory_id": memory_id, "importance": 5, "tags": ["tooling"]})
     await client.call_tool("memory_history", {"memory_id": memory_id})
@@ -278,7 +276,7 @@ async def record(url: str) -> None:
     write("mcp-2026-07-28/server-discover", http_api_event(probe.last("server/discover"), next_n()))
 
     async def search_only(client: Client) -> None:
-        await client.call_tool("memory_search", {"query": "which package manager does the user like?"})
+        await client.call_tool("memory_search", {"query": "does the user prefer pnpm or npm?"})
 
     # Tenant B searching (isolation), a JWT-authorized call, and the Function URL shape.
     other = await run_client(url, "2026-07-28", TENANT_B_KEY, search_only)

@@ -44,6 +44,15 @@ class CorpusStats:
         n = self.rows
         return [max(_MIN_IDF, math.log((n - d + 0.5) / (d + 0.5))) for d in self.hits]
 
+    def ceiling(self) -> float:
+        """The query's BM25 scale: the score of an average-length document holding each phrase once.
+
+        With tf = 1 and length = average, BM25's term weight is `idf * (k1 + 1) / (1 + k1) = idf`,
+        so this is the sum of the phrases' IDF. A keyword score divided by it is the share of the
+        query's information a document matches, whatever the corpus size or the query's length.
+        """
+        return sum(self.idf())
+
     @property
     def avg_len(self) -> float:
         """Average document length in terms (1.0 for an empty corpus)."""
@@ -60,7 +69,14 @@ def query_phrases(text: str) -> list[Phrase]:
 
 def bm25_rank(docs: Sequence[tuple[str, list[str]]], text: str, limit: int) -> list[tuple[str, float]]:
     """Okapi BM25 of `text` over tokenized `docs`; only docs sharing a term score."""
-    return bm25_rank_fields([(doc_id, fts_terms(toks), []) for doc_id, toks in docs], text, limit, 0.0)
+    return bm25_search(docs, text, limit)[0]
+
+
+def bm25_search(
+    docs: Sequence[tuple[str, list[str]]], text: str, limit: int
+) -> tuple[list[tuple[str, float]], float]:
+    """`bm25_rank` and the query's `CorpusStats.ceiling` over the same documents."""
+    return bm25_search_fields([(doc_id, fts_terms(toks), []) for doc_id, toks in docs], text, limit, 0.0)
 
 
 def bm25_rank_fields(
@@ -70,15 +86,22 @@ def bm25_rank_fields(
 
     The terms are FTS5's (`fts_terms.text_terms`), computed once when a document is indexed.
     """
+    return bm25_search_fields(docs, text, limit, context_weight)[0]
+
+
+def bm25_search_fields(
+    docs: Sequence[FieldDoc], text: str, limit: int, context_weight: float
+) -> tuple[list[tuple[str, float]], float]:
+    """`bm25_rank_fields` and the query's `CorpusStats.ceiling` over the same documents (0 if none)."""
     phrases = query_phrases(text)
     if not docs or not phrases:
-        return []
+        return [], 0.0
     stats = CorpusStats(
         rows=len(docs),
         terms=sum(len(body) + len(ctx) for _, body, ctx in docs),
         hits=tuple(sum(1 for _, b, c in docs if _count(b, p) or _count(c, p)) for p in phrases),
     )
-    return bm25_score(docs, phrases, stats, context_weight, limit)
+    return bm25_score(docs, phrases, stats, context_weight, limit), stats.ceiling()
 
 
 def bm25_score(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
-from datetime import timedelta
 
 from rearview.clock import Clock, SystemClock
 from rearview.embedders.batching import QueryBatchEmbedder
@@ -262,7 +261,5 @@ def build_lifecycle(
     checkpoints = build_checkpoints(settings)
     if ensure_schema:
         checkpoints.ensure_schema()
-    config = LifecycleConfig(
-        page_size=settings.lifecycle_page_size, lookahead=timedelta(hours=settings.lifecycle_lookahead_hours)
-    )
+    config = LifecycleConfig(page_size=settings.lifecycle_page_size, lookahead=settings.lifecycle_lookahead)
     return LifecycleService(service, checkpoints, config)

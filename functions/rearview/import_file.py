@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rearview.errors import BackendError, InvalidInputError, RearviewError
-from rearview.models import WriteRequest
+from rearview.models import MemorySource, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import ExportRecord, Restorer, check_restorable, is_export_line
 
@@ -99,13 +99,16 @@ def parse_line(data: Any) -> Line:
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     if is_export_line(data):
+        memory = data.get("memory")
+        if isinstance(memory, dict):  # an export from before provenance was kept: it came in by import
+            memory.setdefault("source", MemorySource.IMPORT.value)
         record = ExportRecord.model_validate(data)
         check_restorable(record)  # what `Restorer.restore` checks first: one validation
         return record
     unknown = sorted(data.keys() - WRITE_FIELDS)
     if unknown:
         raise ValueError(f"unknown key `{unknown[0]}` (a memory has {', '.join(sorted(WRITE_FIELDS))})")
-    return WriteRequest.model_validate(data)
+    return WriteRequest.model_validate({**data, "source": MemorySource.IMPORT.value})  # not the file's claim
 
 
 def _reason(exc: ValueError | InvalidInputError) -> str:

@@ -21,6 +21,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     Field,
     TypeAdapter,
     ValidationError,
@@ -32,7 +33,7 @@ from pydantic.types import JsonValue
 from pydantic_core import ErrorDetails
 
 from rearview.errors import InvalidInputError
-from rearview.text import disallowed_control_chars, format_chars, query_tokens
+from rearview.text import disallowed_control_chars, format_chars, query_tokens, strip_format_chars
 
 MAX_CONTENT_CHARS = 4000
 """`content` of a memory (one distilled statement)."""
@@ -161,16 +162,23 @@ def _plain_text(
 
 def _advertised(max_chars: int, min_chars: int = 1) -> Any:
     """The bounds in the input schema (`minLength`/`maxLength`); `_plain_text` enforces them."""
-    schema: dict[str, JsonValue] = {"minLength": min_chars, "maxLength": max_chars}
+    schema: dict[str, JsonValue] = {"maxLength": max_chars}
+    if min_chars:  # 0 is JSON Schema's default: saying it costs every session's tools/list
+        schema["minLength"] = min_chars
     return Field(json_schema_extra=schema)
 
 
+Visible = BeforeValidator(lambda v: strip_format_chars(v) if isinstance(v, str) else v)
+"""Invisible format characters dropped before any limit is checked (`text.strip_format_chars`).
+
+For text a memory stores (content, a speaker's name): it reads to a model as it shows to a person."""
 ContentText = Annotated[
     str,
+    Visible,
     _plain_text(MAX_CONTENT_CHARS, strip=True, hint=" (store one distilled statement)"),
     _advertised(MAX_CONTENT_CHARS),
 ]
-"""A memory's content: stripped, 1..`MAX_CONTENT_CHARS` characters of plain text."""
+"""A memory's content: stripped, 1..`MAX_CONTENT_CHARS` characters of visible plain text."""
 SessionIdText = Annotated[
     str, _plain_text(MAX_SESSION_ID_CHARS, identifier=True), _advertised(MAX_SESSION_ID_CHARS)
 ]
@@ -195,6 +203,8 @@ NameText = Annotated[
 
 Not an identifier: a disguised name (`assistant\u200b`) is read for who it stands for by the
 ingest rules, not refused."""
+SpeakerText = Annotated[str, Visible, _plain_text(MAX_LABEL_CHARS, strip=True), _advertised(MAX_LABEL_CHARS)]
+"""Who said an ingested message or fact (set by the service): a visible name of 1..`MAX_LABEL_CHARS`."""
 QueryText = Annotated[
     str,
     _plain_text(MAX_QUERY_CHARS, strip=True),

@@ -37,9 +37,11 @@ from rearview.limits import (
     MemoryIds,
     QueryText,
     SessionIdText,
+    SpeakerText,
     TopK,
     TtlDays,
     ValidRequest,
+    Visible,
     text_problem,
 )
 
@@ -71,6 +73,15 @@ class MemoryStatus(StrEnum):
     DELETED = "deleted"
 
 
+class MemorySource(StrEnum):
+    """Through what a memory came in: its provenance, set by the service, never by a caller."""
+
+    TOOL = "tool"  # memory_write (or memory_update) by an agent
+    INGEST = "ingest"  # memory_ingest: a message, or a fact extracted from one (`speaker` says whose)
+    IMPORT = "import"  # `rearview import` of an export file
+    SUMMARY = "summary"  # memory_summarize's consolidation of other memories
+
+
 class HistoryAction(StrEnum):
     """Why a history event was appended."""
 
@@ -89,6 +100,7 @@ class WriteAction(StrEnum):
     CREATED = "created"
     MERGED = "merged"
     SUPERSEDED = "superseded"
+    RETIRED = "retired"  # the content is a superseded memory's: nothing written, `superseded_by` says why
 
 
 MetadataValue = str | int | float | bool
@@ -123,6 +135,12 @@ class MemoryView(BaseModel):
     derived_from: list[str] = Field(default_factory=list)
     version: int = 1
     embedding_model: str | None = None
+    source: MemorySource = MemorySource.TOOL
+    """Through what it came in (records stored before provenance was kept read as `tool`)."""
+    speaker: str | None = None
+    """Who said it, for an ingested message or fact: the message's speaker, not the writing agent."""
+    consolidated_into: str | None = None
+    """The summary (`memory_summarize`) that consolidated this memory: it ranks below the summary."""
 
 
 class Memory(MemoryView):
@@ -226,6 +244,9 @@ class WriteRequest(ValidRequest):
     supersedes: MemoryId | None = None
     idempotency_key: IdempotencyKeyText | None = None
     derived_from: list[MemoryId] = Field(default_factory=list)
+    source: MemorySource = MemorySource.TOOL
+    """Provenance: set by the service for what it writes itself (ingest, summary); a tool call is `tool`."""
+    speaker: SpeakerText | None = None
 
 
 class WriteResult(BaseModel):
@@ -242,6 +263,9 @@ class WriteResult(BaseModel):
     """A near duplicate this write was not merged into, because a merge would have lost a fact."""
     not_merged_because: str | None = None
     """Which fact differs from `related_id`, e.g. `version differs: 3.11 -> 3.12`."""
+    superseded_by: str | None = None
+    """For `retired`: the memory that replaced the one this content repeats. To bring the old fact
+    back on purpose, write it again with `supersedes` naming that memory."""
 
 
 class IngestMessage(BaseModel):
@@ -255,8 +279,8 @@ class IngestMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: ContentText
-    role: str | None = None
-    speaker: Annotated[str | None, Field(validate_default=True)] = None
+    role: Annotated[str | None, Visible] = None
+    speaker: Annotated[str | None, Visible, Field(validate_default=True)] = None
     timestamp: datetime | None = None
     message_id: LabelText | None = None
 
@@ -379,14 +403,16 @@ class SearchRequest(ValidRequest):
 class HitExplanation(BaseModel):
     """Why a memory was found: the terms of its score (`service/search/ranking.py` has the formula).
 
-    `score = relevance * importance * recency * strength * subject * temporal`, where `relevance` (on the hit)
-    is `w * keyword_score + (1 - w) * vector_score`. The channel ranks are on the hit.
+    `score = relevance * importance * recency * strength * subject * temporal * consolidated`, where
+    `relevance` (on the hit) is `w * keyword_score + (1 - w) * vector_score`. The channel ranks are on
+    the hit.
     """
 
     keyword_score: float
-    """BM25 over the best keyword candidate's, in [0, 1]; 0 when the keyword channel did not return it."""
+    """The share of the query's BM25 scale the memory matches, saturated to [0, 1); 0 when the keyword
+    channel did not return it."""
     vector_score: float
-    """Cosine above the embedder's floor over the best vector candidate's, in [0, 1]; 0 when not returned."""
+    """Cosine above the query's baseline for unrelated text, saturated to [0, 1); 0 when not returned."""
     importance: float
     recency: float
     strength: float
@@ -394,6 +420,8 @@ class HitExplanation(BaseModel):
     """Below 1 when the query names one known subject and this memory's speaker is another."""
     temporal: float = 1.0
     """Below 1 when the query names a time this memory is not about, or asks when and it states no time."""
+    consolidated: float = 1.0
+    """Below 1 when a summary consolidated this memory (`consolidated_into`)."""
 
 
 class SearchHit(BaseModel):
@@ -417,6 +445,8 @@ class SearchHit(BaseModel):
     last_accessed_at: datetime
     keyword_rank: int | None = None
     vector_rank: int | None = None
+    source: MemorySource = MemorySource.TOOL
+    speaker: str | None = None
     why: HitExplanation
     """The terms of `score`: normalized channel scores and re-rank factors."""
     related: list[str] = Field(default_factory=list)

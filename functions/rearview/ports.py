@@ -182,6 +182,11 @@ class ChannelHits:
 
     keyword: list[tuple[str, float]] = field(default_factory=list)
     vector: list[tuple[str, float]] = field(default_factory=list)
+    keyword_ceiling: float = 0.0
+    """The query's BM25 scale: the sum of its phrases' IDF under the statistics the keyword scores
+    were computed with, i.e. what an average-length document holding every query phrase once scores
+    (`rearview.bm25.CorpusStats.ceiling`). Ranking divides by it, so a keyword score means the same
+    on 5 candidates as on 500; 0 when unknown (ranking then falls back to the best candidate)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -126,8 +127,21 @@ class Settings(BaseSettings):
     """How often `rearview serve` runs the decay and archive jobs in the background; 0 = never."""
     lifecycle_budget_s: float = Field(default=300.0, gt=0)
     """Time one round of jobs may take before it hands over to the next round."""
-    lifecycle_lookahead_hours: float = Field(default=36.0, gt=0)
-    """Memories expiring within this are archived now: the interval between runs plus slack for a late run."""
+    lifecycle_lookahead_hours: float | None = Field(default=None, gt=0)
+    """Memories expiring within this are archived now: the interval between runs plus slack for a late run.
+    Unset: 1.5 x `lifecycle_interval_s` (1.5 h for the hourly timer), else 36 h (jobs run by a daily
+    schedule). Never longer than needed: a memory is archived at most this long before its time, so a
+    day-long lookahead archived every 24-hour working memory on the first hourly run."""
+
+    @property
+    def lifecycle_lookahead(self) -> timedelta:
+        """`lifecycle_lookahead_hours`, or its default from the timer's interval."""
+        if self.lifecycle_lookahead_hours is not None:
+            return timedelta(hours=self.lifecycle_lookahead_hours)
+        if self.lifecycle_interval_s > 0:
+            return timedelta(seconds=1.5 * self.lifecycle_interval_s)
+        return timedelta(hours=36)
+
     lifecycle_page_size: int = Field(default=100, ge=1, le=1000)
     archive_prefix: str = "archive/"
     archive_kms_key_id: str | None = None

@@ -17,6 +17,22 @@ _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """Unicode's category Cc (U+0000-001F, U+007F-009F) less tab, newline and carriage return."""
 
+_KEPT_FORMAT = frozenset("\u200c\u200d")
+"""Format characters text needs: zero-width non-joiner and joiner (Persian, Indic scripts, emoji)."""
+
+
+def strip_format_chars(text: str) -> str:
+    """`text` without invisible format characters (Unicode category Cf) other than ZWNJ and ZWJ.
+
+    Zero-width spaces, byte-order marks, bidi embeddings and overrides and the TAG characters
+    U+E0000-E007F ("ASCII smuggling") show nothing, yet a model reads them: text could say one
+    thing to a person and another to a model, or defeat exact dedup. Stored text never holds them.
+    """
+    if text.isascii():  # the common case, at C speed
+        return text
+    return "".join(ch for ch in text if ch in _KEPT_FORMAT or unicodedata.category(ch) != "Cf")
+
+
 STOPWORDS = frozenset(
     """
     a an and are as at be but by did do does for from had has have he her his how i if in into is it
@@ -38,11 +54,10 @@ def format_chars(text: str) -> list[str]:
 def normalize(content: str) -> str:
     """Canonical form for exact dedup: NFKC, casefolded, whitespace collapsed, final punctuation dropped.
 
-    Invisible format characters (`format_chars`) are dropped first: two texts that read the same on
-    screen are the same memory, whatever was hidden between their letters (issue 24).
+    Invisible format characters are dropped first (`strip_format_chars`): two texts that read the
+    same on screen are the same memory, whatever was hidden between their letters (issue 24).
     """
-    visible = "".join(c for c in content if unicodedata.category(c) != "Cf")
-    text = unicodedata.normalize("NFKC", visible).casefold()
+    text = unicodedata.normalize("NFKC", strip_format_chars(content)).casefold()
     text = _WS.sub(" ", text).strip()
     return _TRAILING_PUNCT.sub("", text)
 
@@ -75,6 +90,19 @@ def query_tokens(text: str) -> list[str]:
     toks = list(dict.fromkeys(tokens(text)))
     kept = [t for t in toks if t not in STOPWORDS]
     return kept or toks
+
+
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(rf"[^\W_{_CJK}]+", re.UNICODE)
+
+
+def is_cjk_text(text: str) -> bool:
+    """Whether `text` is written mostly in CJK script: at least as many CJK characters as other words.
+
+    "用户的 JavaScript 项目用 pnpm 作为包管理器" is (12 characters, 2 words); "Caroline: 我下个月去北京" too.
+    """
+    cjk = len(_CJK_CHAR.findall(text))
+    return cjk > 0 and cjk >= len(_WORD.findall(text))
 
 
 def estimate_tokens(text: str) -> int:

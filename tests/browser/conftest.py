@@ -65,7 +65,7 @@ class UiServer:
     def write(self, tenant: str, content: str, **args: Any) -> str:
         """Write a memory as `tenant` through `memory_write`; its id."""
         written = self.mcp(tenant).call("memory_write", {"content": content, **args})
-        memory_id: str = written["memory"]["id"]
+        memory_id: str = written["id"]
         return memory_id
 
 

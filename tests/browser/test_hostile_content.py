@@ -13,6 +13,7 @@ from urllib.parse import quote_plus
 
 import pytest
 
+from rearview.text import strip_format_chars
 from tests.browser.conftest import UiServer, Visitor
 
 pytestmark = pytest.mark.browser
@@ -42,12 +43,16 @@ def assert_inert(person: Visitor) -> None:
 
 @pytest.fixture(scope="module")
 def hostile(ui: UiServer) -> dict[str, str]:
-    """Memory id -> the exact content written, for each payload (tenant alice)."""
+    """Memory id -> the content stored, for each payload (tenant alice).
+
+    Stored content never holds invisible format characters (`strip_format_chars`); metadata keeps
+    the payload exactly as written.
+    """
     written = {}
     for payload in PAYLOADS:
         content = f"{MARK} {payload}"
         memory_id = ui.write("alice", content, tags=["hostile"], metadata={"note": payload})
-        written[memory_id] = content
+        written[memory_id] = strip_format_chars(content)
     return written
 
 
@@ -56,13 +61,13 @@ def test_hostile_content_is_shown_literally_on_the_memory_page(
 ) -> None:
     person = visitor()
     person.login("alice")
-    for memory_id, content in hostile.items():
+    for index, (memory_id, content) in enumerate(hostile.items()):
         response = person.goto(f"/ui/memories/{memory_id}")
         csp = response.headers["content-security-policy"]
         assert "script-src 'self'" in csp and "default-src 'none'" in csp
         assert response.headers["x-content-type-options"] == "nosniff"
         assert person.page.locator("#content").inner_text().strip() == content
-        assert content.removeprefix(f"{MARK} ") in person.page.locator("#metadata").inner_text()
+        assert PAYLOADS[index] in person.page.locator("#metadata").inner_text()
         assert_inert(person)
 
 

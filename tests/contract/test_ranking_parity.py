@@ -21,6 +21,7 @@ index keeps BM25's statistics per tenant, so they must change nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,7 +33,9 @@ from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import MemoryIndex
+from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
+from rearview.service.search.ranking import DEFAULT_RANKING
 from tests.contract.conftest import DIMENSION, INDEXES
 from tests.factories import T0
 
@@ -127,7 +130,9 @@ IndexFactory = Callable[[Path, pytest.FixtureRequest], MemoryIndex]
 def _service(index: MemoryIndex) -> MemoryService:
     index.ensure_schema()
     clock = ManualClock(T0)
-    return MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(DIMENSION), clock)
+    # Every candidate admitted: this compares the order the backends give, on a full page of ten.
+    config = ServiceConfig(ranking=replace(DEFAULT_RANKING, min_relevance=0.0))
+    return MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(DIMENSION), clock, config=config)
 
 
 def _fill(service: MemoryService) -> None:

@@ -48,8 +48,8 @@ async def test_a_private_memory_is_out_of_reach_of_the_tenants_other_agents(agen
     ):
         write = {"content": "Staging password hint: the blue notebook", "visibility": "private"}
         secret = await call(claude, "memory_write", {**write, "idempotency_key": "k1", "tags": ["ops"]})
-        memory_id = secret["memory"]["id"]
-        assert secret["memory"]["agent_id"] == "claude-code"  # from the key, not an argument
+        memory_id = secret["id"]
+        assert secret["agent_id"] == "claude-code"  # from the key, not an argument
 
         for other in (cursor, unbound):
             for tool, args in (
@@ -68,7 +68,10 @@ async def test_a_private_memory_is_out_of_reach_of_the_tenants_other_agents(agen
         replayed = await call(
             cursor, "memory_write", {"content": "Cursor's own note", "idempotency_key": "k1"}
         )
-        assert not replayed["idempotent_replay"] and replayed["memory"]["content"] == "Cursor's own note"
+        assert not replayed["idempotent_replay"] and replayed["action"] == "created"
+        assert (await call(cursor, "memory_get", {"memory_id": replayed["id"]}))[
+            "content"
+        ] == "Cursor's own note"
 
         claimed = await refusal(cursor, "memory_get", {"memory_id": memory_id, "agent_id": "claude-code"})
         assert claimed.startswith(
@@ -80,4 +83,4 @@ async def test_a_private_memory_is_out_of_reach_of_the_tenants_other_agents(agen
         mine = await call(claude, "memory_get", {"memory_id": memory_id, "agent_id": "claude-code"})
         assert mine["content"] == write["content"]
         again = await call(claude, "memory_write", {"content": "anything", "idempotency_key": "k1"})
-        assert again["idempotent_replay"] and again["memory"]["id"] == memory_id
+        assert again["idempotent_replay"] and again["id"] == memory_id

@@ -53,15 +53,18 @@ async def test_tools_round_trip(url: str, mode: str) -> None:
             client, "memory_write", {"content": "User prefers tabs over spaces", "tags": ["style"]}
         )
         assert written["action"] == "created"
-        memory_id = written["memory"]["id"]
+        memory_id = written["id"]
         assert (await call(client, "memory_write", {"content": "user prefers tabs over spaces."}))[
             "action"
         ] == "merged"
 
-        found = await call(client, "memory_search", {"query": "tabs or spaces?"})
-        assert found["results"][0]["id"] == memory_id
-        assert found["results"][0]["created_at"].endswith("Z")
-        assert "current situation wins" in found["context"] and found["token_estimate"] > 0
+        raw = await client.call_tool("memory_search", {"query": "tabs or spaces?"})
+        found = raw.structured_content
+        assert found is not None and found["results"][0]["id"] == memory_id
+        assert found["results"][0]["event_time"].endswith("Z")
+        context = raw.content[0].text  # type: ignore[union-attr]
+        assert "current situation wins" in context and f"id {memory_id} " in context
+        assert found["token_estimate"] > 0
 
         updated = await call(
             client, "memory_update", {"memory_id": memory_id, "content": "User prefers spaces now"}
@@ -162,8 +165,8 @@ async def test_memory_survives_a_restart(tmp_path: Path) -> None:
     with running_server(data) as url:
         async with connect(url, "legacy") as client:
             memory_id = (await call(client, "memory_write", {"content": "The staging DB is on port 5433"}))[
-                "memory"
-            ]["id"]
+                "id"
+            ]
     with running_server(data) as url:
         async with connect(url, "2026-07-28") as client:
             assert (await call(client, "memory_get", {"memory_id": memory_id}))["content"].endswith("5433")
@@ -185,7 +188,7 @@ async def test_tenants_never_see_each_other(keyed: str, mode: str) -> None:
         secret = await call(
             alice, "memory_write", {"content": "Alice's API token rotates Fridays", "tags": ["ops"]}
         )
-        memory_id = secret["memory"]["id"]
+        memory_id = secret["id"]
         assert (await call(bob, "memory_search", {"query": "API token rotates Fridays"}))["results"] == []
         assert "not found" in await call_error(bob, "memory_get", {"memory_id": memory_id})
         assert "not found" in await call_error(bob, "memory_history", {"memory_id": memory_id})

@@ -17,11 +17,11 @@ async def test_archived_memory_is_found_with_include_archived_and_restored(tmp_p
         async with connect(url, "2026-07-28") as client:
             args = {
                 "content": content,
-                "ttl_days": 1,
+                "ttl_days": 0.05,
                 "tags": ["office"],
-            }  # expires within the 36 h lookahead
+            }  # expires within the 1.5 h lookahead of the hourly timer
             written = await call(client, "memory_write", args)
-            memory_id = written["memory"]["id"]
+            memory_id = written["id"]
 
             settings = Settings.load(data_dir=data, embedder="hashing")
             jobs = build_lifecycle(settings, build_service(settings))

@@ -377,7 +377,9 @@ def test_search_escapes_control_characters_it_prints(
     service.write("local", WriteRequest(content="deploy notes\u202egnp.exe\u202c\nline two\ttabbed"))
     assert main(["--data-dir", str(tmp_path), "search", "deploy notes"]) == 0
     out = capsys.readouterr().out
-    assert "deploy notes\\u202egnp.exe\\u202c\\nline two\\ttabbed" in out
+    # the bidi override never reached storage (stripped at write); the breaks print escaped, one line
+    # per hit (`console.printable` escapes format characters too, for data stored before: test_console)
+    assert "deploy notesgnp.exe\\nline two\\ttabbed" in out
     assert "\u202e" not in out and out.count("\n") == 1
 
 

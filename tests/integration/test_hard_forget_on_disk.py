@@ -43,8 +43,8 @@ def test_hard_forget_leaves_no_copy_in_store_index_logs_or_archive(tmp_path: Pat
     archived, first, rewritten, kept = (_secret(n) for n in range(4))
 
     # One secret reaches the archive (in an object shared with a memory that stays)...
-    doomed = service.write(TENANT, WriteRequest(content=f"The vault code is {archived}", ttl_days=1))
-    service.write(TENANT, WriteRequest(content=f"The locker code is {kept}", ttl_days=1))
+    doomed = service.write(TENANT, WriteRequest(content=f"The vault code is {archived}", ttl_days=0.05))
+    service.write(TENANT, WriteRequest(content=f"The locker code is {kept}", ttl_days=0.05))
     assert build_lifecycle(settings, service).apply_retention(TENANT).archived == 2
     # ... another is updated, so older versions of it sit in history and in freed pages.
     live = service.write(TENANT, WriteRequest(content=f"The door code is {first}"))

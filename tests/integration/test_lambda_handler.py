@@ -170,7 +170,7 @@ def test_every_tool_twice_in_one_process(invoke: Invoke, era: str) -> None:
     for _ in range(2):
         written = tool_result(invoke(load_event(f"{era}/tools-call-memory_write")))
         actions.append(written["action"])
-        memory_id = written["memory"]["id"]
+        memory_id = written["id"]
         episode = with_arguments(
             load_event(f"{era}/tools-call-memory_write"),
             content="Deployed v2 to staging; the rollback needed a manual schema migration.",
@@ -253,7 +253,7 @@ def test_api_key_mode_serves_no_protected_resource_metadata(invoke: Invoke) -> N
 
 def test_a_tenant_never_reads_another_tenants_memories(invoke: Invoke) -> None:
     written = tool_result(invoke(load_event("mcp-2026-07-28/tools-call-memory_write")))
-    memory_id = written["memory"]["id"]
+    memory_id = written["id"]
 
     other = tool_result(invoke(load_event("mcp-2026-07-28/tools-call-memory_search-tenant-b")))
     assert other["results"] == []
@@ -300,7 +300,7 @@ def test_jwt_mode_takes_the_tenant_from_the_authorizer_claims(jwt_runtime: McpRu
     event = load_event("jwt/tools-call-memory_write")
     written = tool_result(jwt_runtime.handle(event, FakeLambdaContext()))
     claimed = event["requestContext"]["authorizer"]["jwt"]["claims"]["org_id"]
-    stored = jwt_runtime.service.store.get(claimed, written["memory"]["id"])
+    stored = jwt_runtime.service.store.get(claimed, written["id"])
     assert stored is not None
     assert stored.tenant_id == "tenant-jwt"
     assert reply(jwt_runtime.handle(load_event("jwt/tools-list"), FakeLambdaContext()))
@@ -350,7 +350,7 @@ def jwt_agent_runtime(monkeypatch: pytest.MonkeyPatch, lambda_env: None) -> Iter
 def test_jwt_agent_claim_binds_the_token_to_its_agent(jwt_agent_runtime: McpRuntime) -> None:
     event = load_event("jwt/tools-call-memory_write")
     handle = partial(jwt_agent_runtime.handle, context=FakeLambdaContext())
-    assert tool_result(handle(event))["memory"]["agent_id"] == "user-7f3a"
+    assert tool_result(handle(event))["agent_id"] == "user-7f3a"
     claimed = tool_error(handle(with_arguments(event, agent_id="someone-else")))
     assert "invalid_input: invalid `agent_id`: this credential is bound to agent `user-7f3a`" in claimed
     del event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"]
@@ -370,8 +370,8 @@ def test_an_api_key_bound_to_an_agent_acts_as_that_agent(
             f"Bearer {TENANT_B_KEY}",
         )
         written = tool_result(built.handle(event, FakeLambdaContext()))
-        assert written["memory"]["agent_id"] == "claude-code"
-        stored = built.service.store.get("tenant-b", written["memory"]["id"])
+        assert written["agent_id"] == "claude-code"
+        stored = built.service.store.get("tenant-b", written["id"])
         assert stored is not None and stored.visibility.value == "private"
         claimed = tool_error(built.handle(with_arguments(event, agent_id="cursor"), FakeLambdaContext()))
         assert "bound to agent `claude-code`" in claimed
@@ -570,14 +570,13 @@ def test_handler_on_the_real_opensearch_engine(
         assert written["indexed"] is True
         found: list[str] = []
         deadline = time.monotonic() + 10  # the index refreshes about once a second
-        while written["memory"]["id"] not in found and time.monotonic() < deadline:
-            result = tool_result(
-                runtime.handle(load_event("mcp-2025-11-25/tools-call-memory_search"), FakeLambdaContext())
-            )
+        while written["id"] not in found and time.monotonic() < deadline:
+            event = with_arguments(load_event("mcp-2025-11-25/tools-call-memory_search"), explain=True)
+            result = tool_result(runtime.handle(event, FakeLambdaContext()))
             assert result["degraded"] is False
-            found = [hit["id"] for hit in result["results"] if hit["vector_rank"] is not None]
+            found = [hit["id"] for hit in result["results"] if hit["why"]["vector_score"] > 0]
             time.sleep(0.2)
-        assert written["memory"]["id"] in found
+        assert written["id"] in found
     finally:
         runtime.close()
         raw.indices.delete(index=f"{alias}*", ignore_unavailable=True)

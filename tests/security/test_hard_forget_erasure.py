@@ -30,9 +30,7 @@ def files_holding(data_dir: Path, secret: str) -> list[str]:
 def test_hard_forget_leaves_no_copy_on_disk(local: tuple[BlockingClient, Path]) -> None:
     client, data_dir = local
     secret = f"vaultkey{uuid.uuid4().hex}"
-    memory = client.call("memory_write", {"content": f"The deploy token is {secret}", "tags": ["ops"]})[
-        "memory"
-    ]
+    memory = client.call("memory_write", {"content": f"The deploy token is {secret}", "tags": ["ops"]})
     client.call(
         "memory_update", {"memory_id": memory["id"], "content": f"The deploy token is still {secret}"}
     )

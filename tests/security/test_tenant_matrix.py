@@ -18,6 +18,7 @@ import pytest
 
 from rearview.bootstrap import build_lifecycle, build_service
 from rearview.ports import MemoryStore
+from rearview.service.search.rendering import markdown_text
 from rearview.settings import Settings
 from tests.mcp_client import BlockingClient, blocking_client
 
@@ -74,7 +75,8 @@ def plant(a: BlockingClient, kind: str = "episodic", **extra: Any) -> Victims:
             "idempotency_key": f"{token}-{visibility}",
             **extra,
         }
-        views[visibility] = (a.call("memory_write", args))["memory"]
+        receipt = a.call("memory_write", args)
+        views[visibility] = a.call("memory_get", {"memory_id": receipt["id"], "agent_id": X})
     return Victims(token, session, tag, views["shared"], views["private"])
 
 
@@ -97,6 +99,13 @@ def assert_denied(text: str, victim: dict[str, Any]) -> None:
     """Refused as if the memory did not exist, without echoing its content."""
     assert "not found" in text, text
     assert victim["content"] not in text
+
+
+def searched(client: BlockingClient, args: dict[str, Any]) -> dict[str, Any]:
+    """A search's structured result with the context block (its text content) as `context`."""
+    raw = client.raw("memory_search", args)
+    assert not raw.is_error and raw.structured_content is not None
+    return {**raw.structured_content, "context": raw.content[0].text}  # type: ignore[union-attr]
 
 
 def assert_unseen(found: dict[str, Any], victims: Victims) -> None:
@@ -198,12 +207,12 @@ def test_search_respects_tenant_and_private(p: Principals, flt: str) -> None:
     victims = plant(p.a)
     # The token alone: only this test's victims match it, whatever earlier recalls reinforced.
     args = {"query": victims.token, "top_k": 50, **SEARCH_FILTERS[flt](victims)}
-    assert_unseen(p.b.call("memory_search", {**args, "agent_id": X}), victims)
-    found = p.a.call("memory_search", {**args, "agent_id": Y})
+    assert_unseen(searched(p.b, {**args, "agent_id": X}), victims)
+    found = searched(p.a, {**args, "agent_id": Y})
     ids = {hit["id"] for hit in found["results"]}
     assert victims.shared["id"] in ids and victims.private["id"] not in ids
     assert victims.private["content"] not in found["context"]
-    mine = p.a.call("memory_search", {**args, "agent_id": X})
+    mine = searched(p.a, {**args, "agent_id": X})
     assert set(victims.ids) <= {hit["id"] for hit in mine["results"]}
 
 
@@ -211,7 +220,8 @@ def test_summarize_respects_tenant_and_private(p: Principals) -> None:
     victims = plant(p.a)
     args = {"session_id": victims.session, "agent_id": X}
     assert "nothing to summarize" in p.b.error("memory_summarize", args)
-    summary = (p.a.call("memory_summarize", {**args, "agent_id": Y}))["memory"]
+    receipt = p.a.call("memory_summarize", {**args, "agent_id": Y})
+    summary = p.a.call("memory_get", {"memory_id": receipt["id"], "agent_id": Y})
     assert summary["derived_from"] == [victims.shared["id"]]
     assert "vault path" not in summary["content"] and "standup" in summary["content"]
 
@@ -235,9 +245,9 @@ def profile(client: BlockingClient, agent_id: str) -> str:
 def test_profile_respects_tenant_and_private(p: Principals, agent: str) -> None:
     victims = plant(p.a, kind="semantic")
     assert victims.token not in profile(p.b, agent)
-    seen = profile(p.a, agent)
-    assert victims.shared["content"] in seen
-    assert (victims.private["content"] in seen) is (agent == X)
+    seen = profile(p.a, agent)  # contents as inert markdown (`markdown_text`)
+    assert markdown_text(victims.shared["content"]) in seen
+    assert (markdown_text(victims.private["content"]) in seen) is (agent == X)
 
 
 # ----------------------------------------------------------------------- idempotency keys
@@ -251,7 +261,8 @@ def test_other_tenant_replaying_an_idempotency_key_gets_its_own_write(p: Princip
         "agent_id": X,
     }
     written = p.b.call("memory_write", args)
-    assert written["memory"]["id"] not in victims.ids and written["memory"]["content"] == args["content"]
+    content = p.b.call("memory_get", {"memory_id": written["id"], "agent_id": X})["content"]
+    assert written["id"] not in victims.ids and content == args["content"]
 
 
 def test_other_agent_replaying_a_private_idempotency_key_learns_nothing(p: Principals) -> None:
@@ -274,7 +285,7 @@ def archive_expiring(data_dir: Path, tenant: str) -> int:
 @pytest.fixture
 def archived(p: Principals, data_dir: Path) -> Victims:
     """Victims whose retention ends within the lookahead, archived."""
-    victims = plant(p.a, ttl_days=1)
+    victims = plant(p.a, ttl_days=0.05)
     assert archive_expiring(data_dir, "tenant-a") >= 2
     return victims
 
@@ -285,14 +296,14 @@ def test_other_tenant_cannot_restore_or_find_archived(
     for memory in (archived.shared, archived.private):
         assert_denied(p.b.error("memory_restore", {"memory_id": memory["id"], "agent_id": X}), memory)
     query = {"query": archived.token, "include_archived": True, "agent_id": X}
-    assert_unseen(p.b.call("memory_search", query), archived)
+    assert_unseen(searched(p.b, query), archived)
 
 
 def test_other_agent_finds_archived_shared_but_not_private(
     p: Principals, store: MemoryStore, archived: Victims
 ) -> None:
     query = {"query": archived.token, "include_archived": True, "top_k": 50, "agent_id": Y}
-    ids = {hit["id"] for hit in (p.a.call("memory_search", query))["results"]}
+    ids = {hit["id"] for hit in (searched(p.a, query))["results"]}
     assert archived.shared["id"] in ids and archived.private["id"] not in ids
     restored = p.a.call("memory_restore", {"memory_id": archived.shared["id"], "agent_id": Y})
     assert restored["memory"]["content"] == archived.shared["content"]

@@ -71,7 +71,7 @@ async def test_a_bound_credential_acts_as_its_agent(mcp: MCPServer[Any], service
             mcp, "memory_write", {"content": f"Note {len(args)}", "visibility": "private", **args}, BOUND
         )
         assert result.structured_content is not None
-        memory_id = result.structured_content["memory"]["id"]
+        memory_id = result.structured_content["id"]
         assert service.get("t1", memory_id, BOUND).agent_id == BOUND
 
 
@@ -118,7 +118,7 @@ async def test_an_unbound_credential_takes_the_agent_from_the_argument_or_the_de
     for args, agent in (({"agent_id": OTHER}, OTHER), ({}, "default")):
         result = await _call(mcp, "memory_write", {"content": f"Fact for {agent}", **args}, None)
         assert result.structured_content is not None
-        assert result.structured_content["memory"]["agent_id"] == agent
+        assert result.structured_content["agent_id"] == agent
 
 
 async def test_the_profile_resource_of_a_bound_credential_is_its_agents_only(

@@ -58,7 +58,7 @@ def test_due_for_archival_applies_the_lifecycle_rules_without_writing(
     short = service.write("t1", WriteRequest(content="a passing remark", importance=1)).memory
     important = service.write("t1", WriteRequest(content="the user's name is Ada", importance=5)).memory
     assert service.due_for_archival("t1").items == []
-    clock.advance(days=6)
+    clock.advance(days=6.97)  # within the 1.5 h lookahead of its 7-day retention
     due = service.due_for_archival("t1")
     assert [d.memory.id for d in due.items] == [short.id] and due.complete
     assert due.items[0].reason.startswith("retention")
@@ -73,7 +73,7 @@ def test_a_bounded_due_scan_reads_the_least_recently_updated_first(
     clock.advance(days=5)
     for i in range(30):  # a busy week: newer memories, none of them due
         service.write("t1", WriteRequest(content=f"decision {i}: use plan {i}", importance=5))
-    clock.advance(days=1)
+    clock.advance(days=1.97)  # the first one is within the 1.5 h lookahead
     due, scanned, complete = due_scan(
         service.store, "t1", DEFAULT_AGENT, service.config.policy("t1"), clock.now(), DUE_LOOKAHEAD,
         limit=5, scan_limit=10,

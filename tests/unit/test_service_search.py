@@ -14,6 +14,7 @@ from rearview.errors import InvalidInputError
 from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
 from rearview.ports import MemoryIndex, Vector
 from rearview.service.memory_service import MemoryService
+from rearview.service.search.ranking import DEFAULT_RANKING
 from rearview.service.search.rendering import CONFLICT_RULE
 from rearview.testing import BrokenEmbedder, UnavailableIndex
 
@@ -36,7 +37,7 @@ def test_hybrid_search_returns_context_block_and_tokens(service: MemoryService) 
     assert result.results[0].keyword_rank == 1 and result.results[0].vector_rank == 1
     assert len(result.results) <= 2
     assert result.context.startswith("<memories>") and CONFLICT_RULE in result.context
-    assert "[semantic | confidence 1.00 | 2026-01-01]" in result.context
+    assert '| semantic | confidence 1.00 | 2026-01-01 | tool write by agent "default": ' in result.context
     assert result.token_estimate > 10 and not result.degraded
 
 
@@ -152,8 +153,8 @@ def test_unrelated_queries_do_not_strengthen_a_memory_they_bring_back(clock: Man
     dark = service.write("t1", WriteRequest(content="The user prefers dark mode in every editor")).memory.id
     for query in ("when do we deploy", "where is staging DB", "CI timeout"):
         result = service.search("t1", SearchRequest(query=query))
-        assert [h.id for h in result.results] == [dark]  # the only memory: it comes back
-        assert result.results[0].relevance < 0.5
+        assert result.results == []  # the only memory is no answer: not padded in
+        assert "(no relevant memories)" in result.context
     stored = service.get("t1", dark)
     assert (stored.strength, stored.access_count) == (1.0, 0)
     service.search("t1", SearchRequest(query="which editor mode does the user prefer"))
@@ -178,8 +179,10 @@ def test_each_hit_says_why_it_was_found(clock: ManualClock) -> None:
     ids = _seed(service)
     hit = service.search("t1", SearchRequest(query="green tea", reinforce=False)).results[0]
     why = hit.why
-    assert hit.id == ids["tea"] and (why.keyword_score, why.vector_score) == (1.0, 1.0)
-    assert hit.relevance == pytest.approx(1.0) and why.subject == 1.0
+    assert hit.id == ids["tea"] and why.keyword_score > 0.8 and why.vector_score > 0.3
+    w = DEFAULT_RANKING.keyword_weight
+    assert hit.relevance == pytest.approx(w * why.keyword_score + (1 - w) * why.vector_score, abs=1e-5)
+    assert why.subject == 1.0
     assert why.importance == pytest.approx(0.85) and why.recency == 1.0 and why.strength == pytest.approx(0.9)
     assert hit.score == pytest.approx(
         hit.relevance * why.importance * why.recency * why.strength * why.subject

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from rearview.service.search.ranking import Candidates, RankingPolicy, fuse, named_subjects, rank, subject_of
+from rearview.service.search.ranking import (
+    Candidates,
+    RankingPolicy,
+    named_subjects,
+    rank,
+    relative_fuse,
+    subject_of,
+)
 from rearview.text import content_hash, estimate_tokens, normalize, query_tokens, tokens
 from tests.factories import T0, make_memory
 
@@ -35,7 +42,8 @@ def test_token_estimate() -> None:
 def test_convex_fusion_normalizes_each_channel_by_its_best_candidate() -> None:
     policy = RankingPolicy(keyword_weight=0.6, cosine_floor=0.8)
     fused = {
-        f.memory_id: f for f in fuse([("a", 8.0), ("b", 2.0)], [("b", 0.9), ("c", 0.85), ("d", 0.7)], policy)
+        f.memory_id: f
+        for f in relative_fuse([("a", 8.0), ("b", 2.0)], [("b", 0.9), ("c", 0.85), ("d", 0.7)], policy)
     }
     assert fused["a"].relevance == pytest.approx(0.6)  # best keyword match, no vector hit
     assert fused["b"].relevance == pytest.approx(0.6 * 0.25 + 0.4 * 1.0)
@@ -46,10 +54,10 @@ def test_convex_fusion_normalizes_each_channel_by_its_best_candidate() -> None:
 
 def test_a_channel_alone_carries_all_the_relevance_and_noise_carries_none() -> None:
     policy = RankingPolicy(keyword_weight=0.6, cosine_floor=0.8)
-    assert fuse([("a", 3.0)], None, policy)[0].relevance == pytest.approx(1.0)
-    assert fuse(None, [("a", 0.9)], policy)[0].relevance == pytest.approx(1.0)
-    assert [f.relevance for f in fuse([], [("a", 0.79), ("b", 0.75)], policy)] == [0.0, 0.0]
-    assert fuse([], [], policy) == []
+    assert relative_fuse([("a", 3.0)], None, policy)[0].relevance == pytest.approx(1.0)
+    assert relative_fuse(None, [("a", 0.9)], policy)[0].relevance == pytest.approx(1.0)
+    assert [f.relevance for f in relative_fuse([], [("a", 0.79), ("b", 0.75)], policy)] == [0.0, 0.0]
+    assert relative_fuse([], [], policy) == []
 
 
 def _ranked(query: str, contents: dict[str, str]) -> dict[str, float]:

@@ -107,14 +107,14 @@ async def test_schemas_advertise_the_limits(mcp: MCPServer[Any]) -> None:
     schemas = {t.name: t.input_schema for t in await mcp.list_tools()}
     write = schemas["memory_write"]["properties"]
     assert write["content"]["maxLength"] == MAX_CONTENT_CHARS
-    assert write["tags"]["anyOf"][0]["maxItems"] == MAX_TAGS
-    assert write["tags"]["anyOf"][0]["items"]["maxLength"] == MAX_LABEL_CHARS
-    assert write["metadata"]["anyOf"][0]["maxProperties"] == MAX_METADATA_KEYS
-    assert write["agent_id"]["anyOf"][0]["maxLength"] == MAX_AGENT_ID_CHARS
+    assert write["tags"]["maxItems"] == MAX_TAGS
+    assert write["tags"]["items"]["maxLength"] == MAX_LABEL_CHARS
+    assert write["metadata"]["maxProperties"] == MAX_METADATA_KEYS
+    assert write["agent_id"]["maxLength"] == MAX_AGENT_ID_CHARS
     search = schemas["memory_search"]["properties"]
     assert search["query"]["maxLength"] == MAX_QUERY_CHARS
     assert search["top_k"]["maximum"] == MAX_TOP_K
-    assert schemas["memory_forget"]["properties"]["ids"]["anyOf"][0]["maxItems"] == MAX_FILTER_IDS
+    assert schemas["memory_forget"]["properties"]["ids"]["maxItems"] == MAX_FILTER_IDS
 
 
 @pytest.mark.parametrize(
@@ -276,7 +276,9 @@ async def test_search_reads_last_week_against_the_reference_time(
         )
     for now, place in (("2025-06-18T09:00:00Z", "ramen"), ("2025-08-19T09:00:00Z", "taco")):
         result = await mcp.call_tool(
-            "memory_search", {"query": "which place did we try last week", "reference_time": now}, _ctx()
+            "memory_search",
+            {"query": "which place did we try last week", "reference_time": now, "explain": True},
+            _ctx(),
         )
         hits = result.structured_content["results"]  # type: ignore[union-attr]
         assert place in hits[0]["content"] and hits[0]["why"]["temporal"] == 1.0

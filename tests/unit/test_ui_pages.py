@@ -27,7 +27,7 @@ from rearview.principal import Principal
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
-from rearview.text import format_chars
+from rearview.text import format_chars, strip_format_chars
 from rearview.ui.views import linked_ids
 
 SECRET = "a-test-secret-of-enough-length-0123"
@@ -82,7 +82,7 @@ def test_hostile_content_is_escaped_and_intact_everywhere(
     visible = "".join(c for c in content[:20] if c not in format_chars(content))  # ids refuse them
     memory = service.write("alice", WriteRequest(content=content, tags=[visible])).memory
     client = session(app, "key-alice")
-    expected = str(escape(content))
+    expected = str(escape(strip_format_chars(content)))  # stored without invisible format characters
     page = client.get(f"/ui/memories/{memory.id}").text
     assert f'<div id="content" class="content" dir="auto">{expected}</div>' in page
     assert (
@@ -280,7 +280,7 @@ def test_due_for_archival_lists_what_the_next_run_archives(
 ) -> None:
     fading = service.write("alice", WriteRequest(content="User tried a trial plan", importance=1)).memory
     kept = service.write("alice", WriteRequest(content="User's name is Alice", importance=5)).memory
-    clock.advance(days=6)  # importance 1 lives 7 days: it expires within the lookahead
+    clock.advance(days=6.97)  # importance 1 lives 7 days: it expires within the 1.5 h lookahead
     section = session(app, "key-alice").get("/ui/memories").text.split('id="due-archival"')[1]
     assert fading.id in section and "retention" in section and kept.id not in section
 

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ToolAnnotations
-from pydantic import ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
 from rearview.errors import InvalidInputError
@@ -82,6 +82,64 @@ def forbid_extra(model: type[ArgModelBase]) -> type[ArgModelBase]:
     return cast(type[ArgModelBase], type(model.__name__, (model,), attrs))
 
 
+def compact_schema(schema: Any, keep_descriptions: bool) -> Any:
+    """`schema` without what no client or model reads twice: titles, nullable unions, output prose.
+
+    Every agent pays for `tools/list` on every session. Measured (2026-12, the clients' issue
+    trackers: anthropics/claude-code#54197, #79944, microsoft/vscode#290063): Claude Code shows the
+    model each tool's name, description and input schema only, and hands it `structuredContent` as
+    JSON whether or not an output schema is declared (which it uses to validate the result); VS
+    Code does the same. So an input keeps its parameter descriptions (the model chooses arguments
+    by them) and loses the titles pydantic derives from names; an output schema keeps its shape
+    (clients validate and type with it) and loses its prose and defaults (every result carries each
+    field it has; validation ignores a default). `anyOf [T, null]` becomes `T`: an
+    optional field is one that may be left out (the server still accepts an explicit null).
+    """
+    if isinstance(schema, list):
+        return [compact_schema(v, keep_descriptions) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    options = schema.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        (kept,) = (o for o in options if o != {"type": "null"})
+        rest = {k: v for k, v in schema.items() if k != "anyOf"}
+        if rest.get("default", 0) is None:
+            del rest["default"]
+        return compact_schema({**kept, **rest}, keep_descriptions)
+    dropped = {"title"} if keep_descriptions else {"title", "description", "default"}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in dropped:
+            continue
+        if key == "properties" and isinstance(value, dict):  # its keys are names (one may be `title`)
+            out[key] = {name: compact_schema(v, keep_descriptions) for name, v in value.items()}
+        elif key == "$defs" and isinstance(value, dict):  # a type's docstring: the field using it says more
+            out[key] = {
+                name: _without_description(compact_schema(v, keep_descriptions)) for name, v in value.items()
+            }
+        else:
+            out[key] = compact_schema(value, keep_descriptions)
+    nullable = {name for name, v in dict(schema.get("properties") or {}).items() if _nullable(v)}
+    if nullable and isinstance(out.get("required"), list):  # a null is left out (`dump_output`)
+        out["required"] = [name for name in out["required"] if name not in nullable]
+    return out
+
+
+def _without_description(schema: Any) -> Any:
+    """`schema` without its own description (its properties keep theirs: the model fills them in)."""
+    return {k: v for k, v in schema.items() if k != "description"} if isinstance(schema, dict) else schema
+
+
+def _nullable(schema: Any) -> bool:
+    options = schema.get("anyOf") if isinstance(schema, dict) else None
+    return isinstance(options, list) and {"type": "null"} in options
+
+
+def dump_output(result: BaseModel) -> dict[str, Any]:
+    """A tool's result as its `structuredContent`: JSON, aliases, nulls left out (`compact_schema`)."""
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 class StrictTool(Tool):
     """A tool whose arguments must all be declared and within limits; any other call is `invalid_input`."""
 
@@ -91,7 +149,11 @@ class StrictTool(Tool):
         tool = cls.from_function(fn, annotations=annotations, structured_output=True)
         model = forbid_extra(tool.fn_metadata.arg_model)
         tool.fn_metadata.arg_model = model  # read live by the SDK on every call
-        tool.parameters = model.model_json_schema(by_alias=True)
+        tool.parameters = compact_schema(model.model_json_schema(by_alias=True), keep_descriptions=True)
+        output = tool.fn_metadata.output_schema  # not `tool.output_schema`: a cached property
+        if output is not None:
+            tool.fn_metadata.output_schema = compact_schema(output, keep_descriptions=False)
+        tool.description = " ".join((tool.description or "").split())
         return cast(StrictTool, tool)
 
     @property

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
-from rearview.bm25 import bm25_rank_fields
+from rearview.bm25 import bm25_search_fields
 from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
 from rearview.fts_terms import text_terms
@@ -224,16 +224,18 @@ class InMemoryMemoryIndex:
             for (tenant, _), d in list(self._docs.items())
             if tenant == query.tenant_id and query.filter.matches(d.memory)
         ]
-        hits = ChannelHits()
+        keyword: list[tuple[str, float]] = []
+        ceiling = 0.0
+        vector: list[tuple[str, float]] = []
         if query.text is not None:
             fields = [(d.memory.id, d.body, d.context) for d in candidates]
-            hits.keyword.extend(bm25_rank_fields(fields, query.text, query.limit, CONTEXT_WEIGHT))
+            keyword, ceiling = bm25_search_fields(fields, query.text, query.limit, CONTEXT_WEIGHT)
         if query.vector is not None and candidates:
             q = check_vector(query.vector, self._dimension)
             sims = np.stack([d.vector for d in candidates]) @ q
             ranked = sorted((-float(sims[i]), d.memory.id) for i, d in enumerate(candidates))
-            hits.vector.extend((memory_id, -neg) for neg, memory_id in ranked[: query.limit])
-        return hits
+            vector = [(memory_id, -neg) for neg, memory_id in ranked[: query.limit]]
+        return ChannelHits(keyword, vector, ceiling)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ import numpy.typing as npt
 from rearview.backends.memory import check_vector
 from rearview.backends.sqlite_common import Migration, SQLiteDatabase, filter_sql
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
+from rearview.bm25 import CorpusStats, query_phrases
 from rearview.errors import IndexUnavailableError, StoreError
 from rearview.models import Memory, MemoryFilter, MemoryType, Visibility
 from rearview.ports import CONTEXT_WEIGHT, ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
@@ -381,23 +382,25 @@ class SQLiteMemoryIndex:
         return IndexedVersions(items, cursor_after(items[-1][0]) if len(rows) > limit else None)
 
     def search(self, query: IndexQuery) -> ChannelHits:
-        hits = ChannelHits()
-        if query.text is not None:
-            hits.keyword.extend(self._keyword(query))
-        if query.vector is not None:
-            hits.vector.extend(self._vector(query, check_vector(query.vector, self._dimension)))
-        return hits
+        keyword, ceiling = self._keyword(query) if query.text is not None else ([], 0.0)
+        vector = (
+            self._vector(query, check_vector(query.vector, self._dimension))
+            if query.vector is not None
+            else []
+        )
+        return ChannelHits(keyword, vector, ceiling)
 
-    def _keyword(self, query: IndexQuery) -> list[tuple[str, float]]:
+    def _keyword(self, query: IndexQuery) -> tuple[list[tuple[str, float]], float]:
+        """The keyword hits, best first, and the query's BM25 scale (`ChannelHits.keyword_ceiling`)."""
         terms = query_tokens(query.text or "")
         if not terms:
-            return []
+            return [], 0.0
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         where, params = filter_sql(query.filter, "d")
         with self._db.reading() as conn:  # not the write lock: a long query must not stall writers
             table = self._fts_table(conn, query.tenant_id)
             if table is None:
-                return []
+                return [], 0.0
             bm25 = _bm25(table)
             sql = (
                 f"SELECT d.memory_id, -{bm25} FROM {table} JOIN docs d ON d.rowid = {table}.rowid"
@@ -405,7 +408,8 @@ class SQLiteMemoryIndex:
                 f" ORDER BY {bm25}, d.memory_id LIMIT ?"
             )
             rows = conn.execute(sql, (match, query.tenant_id, *params, query.limit)).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+            ceiling = _keyword_ceiling(conn, table, query.tenant_id, query.text or "") if rows else 0.0
+        return [(r[0], float(r[1])) for r in rows], ceiling
 
     def _vector(self, query: IndexQuery, vector: Vector) -> list[tuple[str, float]]:
         with self._lock:
@@ -479,6 +483,27 @@ def _write(
         (cur.lastrowid, _fts_text(m.content), _fts_text(doc.context or "")),
     )
     return True
+
+
+def _keyword_ceiling(conn: sqlite3.Connection, table: str, tenant_id: str, text: str) -> float:
+    """`CorpusStats.ceiling` of `text` under the statistics FTS5's `bm25()` ranks with.
+
+    FTS5 counts rows and each phrase's rows over the whole table (the tenant's own, `table`);
+    `fts5vocab` reads a term's row count from the index (no scan). A phrase of several terms
+    ("don't": `don t`) is given its rarest term's count, an upper bound of the phrase's (so a
+    lower bound of its IDF).
+    """
+    phrases = query_phrases(text)
+    if not phrases:
+        return 0.0
+    vocab = f"temp.{table}_vocab"
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, 'row')")
+    terms = sorted({t for p in phrases for t in p})
+    marks = ",".join("?" * len(terms))
+    docs = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", terms).fetchall())
+    rows = int(conn.execute("SELECT COUNT(*) FROM docs WHERE tenant_id = ?", (tenant_id,)).fetchone()[0])
+    hits = tuple(min(int(docs.get(t, 0)) for t in p) for p in phrases)
+    return CorpusStats(rows=rows, terms=0, hits=hits).ceiling()
 
 
 def _fts_text(text: str) -> str:

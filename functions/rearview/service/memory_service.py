@@ -25,6 +25,7 @@ have their own packages (`write/`, `search/`, `ingest/`, `lifecycle/`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -48,6 +49,7 @@ from rearview.models import (
     IngestResult,
     Memory,
     MemoryFilter,
+    MemorySource,
     MemoryStatus,
     MemoryType,
     MemoryView,
@@ -449,24 +451,28 @@ class MemoryService:
         summary_type: MemoryType = MemoryType.EPISODIC,
         agent_id: str = DEFAULT_AGENT,
     ) -> WriteResult:
-        """Consolidate a session's (or time range's) working and episodic memories into one memory.
+        """Consolidate a session's (or time range's) episodic memories into one memory that is found first.
 
-        Only sources `agent_id` may see are read. Abstractive when the consolidator has a language
-        model, else extractive (the sources' own statements); `metadata.summary_method` says which.
-        The new memory's `derived_from` links the sources, which stay as they are; it is `private`
-        (to `agent_id`) when any source is, since it repeats them.
+        Only sources `agent_id` may see are read; working memory is scratch and left out. Abstractive
+        when the consolidator has a language model, else extractive (the sources' own statements);
+        `metadata.summary_method` says which. The summary keeps the session, its `derived_from`
+        links the sources, and it is `private` (to `agent_id`) when any source is, since it repeats
+        them. The sources stay active and are linked back (`consolidated_into`, a history event):
+        ranking puts them below the summary (`RankingPolicy.consolidated_factor`), so a search
+        finds the consolidation first and the details after it.
         """
         checked(AgentIdText, agent_id, "agent_id")
         if session_id is None and time_from is None and time_to is None:
             raise InvalidInputError("session_id", "give a session_id or a time range (time_from/time_to)")
         flt = MemoryFilter(
-            session_id=session_id, time_from=time_from, time_to=time_to,
-            types=(MemoryType.WORKING, MemoryType.EPISODIC),
+            session_id=session_id, time_from=time_from, time_to=time_to, types=(MemoryType.EPISODIC,),
         )  # fmt: skip
-        sources = self.store.list_memories(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
+        found = self.store.list_memories(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
+        sources = [m for m in found if m.source is not MemorySource.SUMMARY]  # a summary is not re-summarized
         if not sources:
             raise InvalidInputError(
-                "session_id", "no working or episodic memories match: nothing to summarize"
+                "session_id",
+                "no episodic memories match (working memory is not summarized): nothing to summarize",
             )
         try:
             vectors = self.embedder.embed_documents([m.content for m in sources])
@@ -485,22 +491,46 @@ class MemoryService:
             visibility=Visibility.PRIVATE
             if any(m.visibility is Visibility.PRIVATE for m in sources)
             else Visibility.SHARED,
-            session_id=session_id if summary_type is MemoryType.WORKING else None,
+            session_id=session_id,
             tags=list(dict.fromkeys(t for m in sources for t in m.tags))[:MAX_TAGS],
             importance=max(m.importance for m in sources),
             event_time=max(m.event_time for m in sources),
             derived_from=[m.id for m in sources],
+            source=MemorySource.SUMMARY,
         )
-        return self.write(tenant_id, req)
+        result = self.write(tenant_id, req)
+        self._link_sources(tenant_id, sources, result.memory.id)
+        return result
+
+    def _link_sources(self, tenant_id: str, sources: Sequence[Memory], summary_id: str) -> None:
+        """Mark each source `consolidated_into` the summary (a new version and a history event).
+
+        Best-effort per source: one changed meanwhile (a conflict) keeps its newer version unlinked.
+        """
+        now = self.clock.now()
+        for memory in sources:
+            if summary_id in (memory.consolidated_into, memory.id):
+                continue
+            linked = memory.model_copy(
+                update={"consolidated_into": summary_id, "version": memory.version + 1}
+            )
+            note = f"consolidated into summary {summary_id}"
+            event = change_event(linked, HistoryAction.UPDATED, memory, now, actor="summarize", note=note)
+            try:
+                self.store.commit([StoreWrite(linked, event, memory.version)])
+            except ConflictError:
+                log.info("summary source %s changed meanwhile: left unlinked", memory.id)
 
     def profile(self, tenant_id: str, agent_id: str = DEFAULT_AGENT) -> list[MemoryView]:
-        """What `agent_id` knows about its user: its visible active semantic memories, most important first.
+        """What `agent_id` knows about its user: its visible active semantic memories, newest first.
 
-        The `PROFILE_MAX_MEMORIES` most recently updated ones, ordered by importance then content,
-        with strength decayed to now.
+        The user's current state: the `PROFILE_MAX_MEMORIES` most recently updated active ones, newest
+        first (a superseded memory is not active, so a corrected fact shows once), with strength
+        decayed to now.
         """
         flt = MemoryFilter(types=(MemoryType.SEMANTIC,))
         page = self.store.list_memories(
             tenant_id, scoped(flt, checked(AgentIdText, agent_id, "agent_id")), limit=PROFILE_MAX_MEMORIES
         )
-        return [self._present(m) for m in sorted(page.items, key=lambda m: (-m.importance, m.content))]
+        newest = sorted(page.items, key=lambda m: (m.updated_at, m.id), reverse=True)
+        return [self._present(m) for m in newest]

@@ -43,6 +43,7 @@ from rearview.backends.opensearch.queries import (
     as_mapping,
     cosine,
     keyword_body,
+    keyword_ceiling,
     keyword_ranked,
     ranked,
     vector_body,
@@ -210,9 +211,8 @@ class OpenSearchMemoryIndex:
             vector = self._check_vector(query.vector)
             if query.limit > 0 and vector.any():  # a zero vector has no direction: no neighbours
                 channels.append(("vector", vector_body(query, vector, self._config.ef_search)))
-        hits = ChannelHits()
         if not channels:
-            return hits
+            return ChannelHits()
         body: list[Json] = []
         for _, search_body in channels:
             body.extend(({"index": self._config.alias}, search_body))
@@ -223,14 +223,16 @@ class OpenSearchMemoryIndex:
             raise IndexUnavailableError(
                 f"OpenSearch msearch returned a malformed response: {response!r:.300}"
             )
+        keyword: list[tuple[str, float]] = []
+        nearest: list[tuple[str, float]] = []
+        ceiling = 0.0
         for (channel, _), result in zip(channels, responses, strict=True):
             if channel == "keyword":
-                hits.keyword.extend(keyword_ranked(as_mapping(result), phrases, query.limit))
+                keyword = keyword_ranked(as_mapping(result), phrases, query.limit)
+                ceiling = keyword_ceiling(as_mapping(result), phrases)
             else:
-                hits.vector.extend(
-                    (mid, cosine(score)) for mid, score in ranked(as_mapping(result), query.limit)
-                )
-        return hits
+                nearest = [(mid, cosine(score)) for mid, score in ranked(as_mapping(result), query.limit)]
+        return ChannelHits(keyword, nearest, ceiling)
 
     def count(self, tenant_id: str) -> int:
         """Number of documents of the tenant (in engine-assigned-id mode, stale copies count too)."""

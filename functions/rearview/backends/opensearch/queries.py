@@ -39,6 +39,7 @@ __all__ = [
     "filter_clauses",
     "hit_list",
     "keyword_body",
+    "keyword_ceiling",
     "keyword_ranked",
     "lookup_body",
     "ranked",
@@ -158,12 +159,7 @@ def keyword_ranked(
     A candidate without term fields (indexed before them) is tokenized here from its text.
     """
     _raise_error(result)
-    corpus = as_mapping(as_mapping(as_mapping(result.get("aggregations")).get("corpus")).get("tenant"))
-    stats = CorpusStats(
-        rows=_int(corpus.get("doc_count")),
-        terms=_int(as_mapping(corpus.get("length")).get("value")),
-        hits=tuple(_int(as_mapping(corpus.get(f"p{i}")).get("doc_count")) for i in range(len(phrases))),
-    )
+    stats = _corpus_stats(result, phrases)
     docs: dict[str, FieldDoc] = {}
     for hit in hit_list(result):
         src = as_mapping(hit.get("_source"))
@@ -175,6 +171,22 @@ def keyword_ranked(
                 _terms(src, TERM_FIELDS["context"], CONTEXT_FIELD),
             )
     return bm25_score(docs.values(), phrases, stats, CONTEXT_WEIGHT, limit)
+
+
+def keyword_ceiling(result: Mapping[str, Any], phrases: Sequence[Phrase]) -> float:
+    """The query's BM25 scale (`CorpusStats.ceiling`) under the statistics `keyword_ranked` scored with."""
+    _raise_error(result)
+    return _corpus_stats(result, phrases).ceiling()
+
+
+def _corpus_stats(result: Mapping[str, Any], phrases: Sequence[Phrase]) -> CorpusStats:
+    """The tenant's corpus statistics in a `keyword_body` answer (its `corpus.tenant` aggregation)."""
+    corpus = as_mapping(as_mapping(as_mapping(result.get("aggregations")).get("corpus")).get("tenant"))
+    return CorpusStats(
+        rows=_int(corpus.get("doc_count")),
+        terms=_int(as_mapping(corpus.get("length")).get("value")),
+        hits=tuple(_int(as_mapping(corpus.get(f"p{i}")).get("doc_count")) for i in range(len(phrases))),
+    )
 
 
 def _phrase(field: str, phrase: Phrase, boost: float | None = None) -> Json:

@@ -58,6 +58,7 @@ from rearview.models import (
     IngestMessage,
     IngestRequest,
     IngestResult,
+    MemorySource,
     MemoryType,
     MessageOutcome,
     MetadataValue,
@@ -198,6 +199,8 @@ class Ingester:
                 metadata=metadata,
                 event_time=_utc(message.timestamp, f"{field}.timestamp"),
                 idempotency_key=idempotency_key(req.session_id, message, speaker),
+                source=MemorySource.INGEST,
+                speaker=speaker,
             )
         except InvalidInputError as exc:
             raise InvalidInputError(f"{field}.{exc.field}", exc.problem) from None
@@ -259,6 +262,7 @@ class Ingester:
                     "metadata": metadata | own | ({"message_id": ids[0]} if len(ids) == 1 and ids[0] else {}),
                     "event_time": fact.event_time or last.episode.event_time,
                     "idempotency_key": _key(f"{refs}\x00fact\x00{content_hash(fact.content)}"),
+                    "speaker": next(iter(speakers)) if len(speakers) == 1 else None,
                 }
             )  # validated: a rule's or a model's fact is held to the limits of a write
             last.facts.append((write, fact))

@@ -38,8 +38,9 @@ class LifecycleConfig:
 
     page_size: int = 100
     """Memories read per store page (and at most archived per archive object)."""
-    lookahead: timedelta = timedelta(hours=36)
-    """Archive what expires within this much time: at least the interval between runs."""
+    lookahead: timedelta = timedelta(hours=1.5)
+    """Archive what expires within this much time: the interval between runs (hourly) plus slack, and no
+    more: a memory is archived up to this long before its time (`Settings.lifecycle_lookahead`)."""
     reindex_batch: int = 64
     versions_page: int = 1000
     """(memory id, version) pairs read per index page when reconcile lists what the index holds."""

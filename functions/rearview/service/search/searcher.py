@@ -27,9 +27,18 @@ from rearview.models import (
 )
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service.config import ServiceConfig
+from rearview.service.search.baseline import Baselines
 from rearview.service.search.collapse import collapse_extracted
 from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
-from rearview.service.search.ranking import Candidates, ChannelScores, Ranked, hop_seeds, rank, subject_of
+from rearview.service.search.ranking import (
+    Candidates,
+    ChannelScores,
+    Ranked,
+    admitted,
+    hop_seeds,
+    rank,
+    subject_of,
+)
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
@@ -43,6 +52,8 @@ class _Channels(NamedTuple):
 
     keyword: ChannelScores | None
     vector: ChannelScores | None
+    keyword_ceiling: float = 0.0
+    vector_baselines: tuple[float, float] | None = None
 
 
 class Searcher:
@@ -56,6 +67,7 @@ class Searcher:
         self.embedder = embedder
         self.clock = clock
         self.config = config
+        self.baselines = Baselines(embedder)
 
     def search(self, tenant_id: str, req: SearchRequest) -> SearchResult:
         """Hybrid recall: BM25 + k-NN inside the filter, fused and re-ranked by `ranking.rank`.
@@ -77,8 +89,10 @@ class Searcher:
         top_k = req.top_k
         reasons: list[str] = []
         candidates = self._candidates(tenant_id, req, top_k, reasons)
-        ranked = rank(candidates, self.config.ranking)
-        kept = collapse_extracted((r for r in ranked if round(r.score, 6) >= req.min_score), top_k)
+        policy = self.config.ranking
+        ranked = rank(candidates, policy)
+        relevant = (r for r in admitted(ranked, policy) if round(r.score, 6) >= req.min_score)
+        kept = collapse_extracted(relevant, top_k)
         results = [_hit(c.ranked, c.related) for c in kept]  # hits built for these only
         if req.reinforce and results:
             results = self._reinforce(tenant_id, results, candidates.memories)
@@ -105,6 +119,7 @@ class Searcher:
         req = req.model_copy(update={"filter": scoped(req.filter, req.agent_id)})
         depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
         channels = _Channels(None, None)
+        archived_ceiling = 0.0
         live = tuple(s for s in req.filter.statuses if s is not MemoryStatus.ARCHIVED)
         if live:
             flt = req.filter.model_copy(update={"statuses": live})
@@ -113,8 +128,10 @@ class Searcher:
         if MemoryStatus.ARCHIVED in req.filter.statuses:
             flt = req.filter.model_copy(update={"statuses": (MemoryStatus.ARCHIVED,)})
             limit = self.config.fallback_scan_limit
-            archived = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
-        ids = dict.fromkeys(i for hits in (*channels, archived) for i, _ in hits or ())
+            archived, archived_ceiling = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
+        ids = dict.fromkeys(
+            i for hits in (channels.keyword, channels.vector, archived) for i, _ in hits or ()
+        )
         now = self.clock.now()
         first = Candidates(
             query=query,
@@ -124,6 +141,9 @@ class Searcher:
             vector=channels.vector,
             archived=archived,
             reference=req.reference_time,
+            keyword_ceiling=channels.keyword_ceiling,
+            archived_ceiling=archived_ceiling,
+            vector_baselines=channels.vector_baselines,
         )
         if channels.keyword is None or not live:
             return first
@@ -181,10 +201,22 @@ class Searcher:
         except IndexUnavailableError as exc:
             reasons.append(f"index unavailable ({exc}); answered from the store's recent memories")
             limit = self.config.fallback_scan_limit
-            return _Channels(store_keyword_search(self.store, tenant_id, flt, query, depth, limit), None)
+            keyword, ceiling = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
+            return _Channels(keyword, None, ceiling)
         return _Channels(
-            hits.keyword if text is not None else None, hits.vector if vector is not None else None
+            hits.keyword if text is not None else None,
+            hits.vector if vector is not None else None,
+            hits.keyword_ceiling,
+            self._baselines(vector, reasons) if vector is not None else None,
         )
+
+    def _baselines(self, vector: Vector, reasons: list[str]) -> tuple[float, float] | None:
+        """The query's baselines (`baseline.Baselines`); None (relative scale) if the embedder fails."""
+        try:
+            return self.baselines.of(vector)
+        except EmbedderError as exc:
+            reasons.append(f"embedder unavailable ({exc}); vector scores relative to the candidates")
+            return None
 
     def _embed_query(self, query: str, reasons: list[str]) -> Vector | None:
         try:
@@ -250,6 +282,8 @@ def _hit(ranked: Ranked, related: list[str]) -> SearchHit:
         last_accessed_at=memory.last_accessed_at,
         keyword_rank=fused.keyword_rank,
         vector_rank=fused.vector_rank,
+        source=memory.source,
+        speaker=memory.speaker,
         why=HitExplanation(
             keyword_score=round(fused.keyword_score, 6),
             vector_score=round(fused.vector_score, 6),
@@ -258,5 +292,6 @@ def _hit(ranked: Ranked, related: list[str]) -> SearchHit:
             strength=round(factors.strength, 6),
             subject=factors.subject,
             temporal=round(factors.temporal, 6),
+            consolidated=factors.consolidated,
         ),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rearview.bm25 import bm25_rank
+from rearview.bm25 import bm25_search
 from rearview.models import MemoryFilter
 from rearview.ports import MemoryStore
 from rearview.text import tokens
@@ -10,11 +10,13 @@ from rearview.text import tokens
 
 def store_keyword_search(
     store: MemoryStore, tenant_id: str, filter: MemoryFilter, query: str, limit: int, scan_limit: int
-) -> list[tuple[str, float]]:
-    """(id, BM25) of the newest `scan_limit` matching memories that match `query`, best first.
+) -> tuple[list[tuple[str, float]], float]:
+    """(id, BM25) of the newest `scan_limit` matching memories that match `query`, and the BM25 scale.
+
+    Hits best first; the scale is the query's over that page (`ChannelHits.keyword_ceiling`).
 
     Used when the index is unavailable, and for archived memories (the index no longer holds
     them): bounded work, filtered inside the store query.
     """
     page = store.list_memories(tenant_id, filter, limit=scan_limit)
-    return bm25_rank([(m.id, tokens(m.content)) for m in page.items], query, limit)
+    return bm25_search([(m.id, tokens(m.content)) for m in page.items], query, limit)

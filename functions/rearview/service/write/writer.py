@@ -184,7 +184,42 @@ class Writer:
             return replay
         target = self.supersede_target(tenant_id, req)
         draft = self.draft(req, embedded)
-        return self.apply(tenant_id, draft, self.decide(tenant_id, draft, target, judge=judge))
+        decision = self.decide(tenant_id, draft, target, judge=judge)
+        if isinstance(decision, Create) and target is None and not req.derived_from:
+            retired = self.retired_copy(tenant_id, draft)
+            if retired is not None:
+                return WriteResult(
+                    action=WriteAction.RETIRED, memory=retired.view(), superseded_by=retired.superseded_by
+                )
+        return self.apply(tenant_id, draft, decision)
+
+    def retired_copy(self, tenant_id: str, draft: Draft) -> Memory | None:
+        """A superseded memory of the draft's scope with exactly its content, if the index knows one.
+
+        A write that repeats a corrected fact is an agent replaying stale notes, not news: it stays
+        retired (`WriteAction.RETIRED`) unless the write names the correction in `supersedes`.
+        Found through the index's vector channel (its nearest superseded neighbours, confirmed by
+        content hash in the store): stores keep a hash lookup for active memories only. Best-effort:
+        without a vector or an index, the write is created as before.
+        """
+        if draft.vector is None:
+            return None
+        flt = MemoryFilter(scope_key=draft.scope_key, statuses=(MemoryStatus.SUPERSEDED,))
+        try:
+            hits = self.index.search(
+                IndexQuery(tenant_id=tenant_id, filter=flt, limit=3, vector=draft.vector)
+            )
+        except IndexUnavailableError:
+            return None
+        near = [
+            memory_id
+            for memory_id, similarity in hits.vector
+            if similarity >= self.config.near_duplicate_threshold
+        ]
+        for memory in self.store.get_many(tenant_id, near):
+            if memory.status is MemoryStatus.SUPERSEDED and memory.content_hash == draft.digest:
+                return memory
+        return None
 
     def draft(self, req: WriteRequest, embedded: Embedded | None = None) -> Draft:
         """The draft of an already validated request, stamped now and embedded (best-effort).
@@ -458,6 +493,8 @@ class Writer:
             idempotency_key=req.idempotency_key,
             derived_from=req.derived_from,
             embedding_model=self.embedder.model_id,
+            source=req.source,
+            speaker=req.speaker,
         )
 
     def replay(self, tenant_id: str, idempotency_key: str | None) -> WriteResult | None:

@@ -1,0 +1,131 @@
+"""What the tools hand back: as small as the model needs, the same data as text and as `structuredContent`.
+
+A tool result costs the agent its context. Measured (2026-12, the clients' trackers): Claude Code
+and VS Code give the model `structuredContent` (as JSON) when a result has it, other clients give
+it the text content; so both are kept small, and carry the same facts.
+
+- `memory_search`: the text is the context block (one escaped record per memory, ids included);
+  `structuredContent` holds the hits without the ranking internals (`why` only with `explain`).
+  `token_estimate` is what the larger of the two costs, so an agent's budget holds whichever its
+  client reads.
+- `memory_write` / `memory_summarize`: a receipt, the id, the action and what else it touched; the
+  memory itself is not echoed back (the writer has it; `memory_get` reads it).
+- Everything else: the service's model, nulls left out.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from rearview.api.arguments import dump_output
+from rearview.models import (
+    HitExplanation,
+    MemorySource,
+    MemoryStatus,
+    MemoryType,
+    SearchHit,
+    SearchResult,
+    WriteAction,
+    WriteResult,
+)
+from rearview.text import estimate_tokens
+
+
+class WriteReceipt(BaseModel):
+    """What a write did: `id` is the memory that now holds the content (the merged-into one on a merge)."""
+
+    action: WriteAction
+    id: str
+    agent_id: str
+    """The agent it was written as (a credential bound to an agent writes as that agent)."""
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    merged_into: str | None = None
+    similarity: float | None = None
+    superseded_ids: list[str] = Field(default_factory=list)
+    superseded_by: str | None = None
+    related_id: str | None = None
+    not_merged_because: str | None = None
+    idempotent_replay: bool = False
+    indexed: bool = True
+
+
+class HitOutput(BaseModel):
+    """One recalled memory as a tool result: what an agent acts on, and its provenance."""
+
+    id: str
+    content: str
+    type: MemoryType
+    score: float
+    relevance: float
+    confidence: float
+    importance: int
+    event_time: datetime
+    source: MemorySource = MemorySource.TOOL
+    agent_id: str
+    speaker: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    related: list[str] = Field(default_factory=list)
+    why: HitExplanation | None = None
+
+
+class SearchOutput(BaseModel):
+    """`memory_search`'s structured result; the context block is the text content beside it."""
+
+    results: list[HitOutput]
+    token_estimate: int
+    degraded: bool = False
+    degraded_reason: str | None = None
+
+
+def write_receipt(result: WriteResult) -> WriteReceipt:
+    """The receipt of a write: its id, action and the memories it touched (not the memory itself)."""
+    memory = result.memory
+    return WriteReceipt(
+        action=result.action, id=memory.id, agent_id=memory.agent_id, status=memory.status,
+        merged_into=result.merged_into, similarity=result.similarity,
+        superseded_ids=result.superseded_ids, superseded_by=result.superseded_by,
+        related_id=result.related_id, not_merged_because=result.not_merged_because,
+        idempotent_replay=result.idempotent_replay, indexed=result.indexed,
+    )  # fmt: skip
+
+
+def _hit(hit: SearchHit, explain: bool) -> HitOutput:
+    return HitOutput(
+        id=hit.id, content=hit.content, type=hit.type, score=hit.score, relevance=hit.relevance,
+        confidence=hit.confidence, importance=hit.importance, event_time=hit.event_time,
+        source=hit.source, agent_id=hit.agent_id, speaker=hit.speaker, tags=hit.tags,
+        status=hit.status, related=hit.related, why=hit.why if explain else None,
+    )  # fmt: skip
+
+
+def search_result(result: SearchResult, explain: bool) -> CallToolResult:
+    """The search as the tools return it: the context block as text, the hits as structured content.
+
+    `token_estimate` is computed last, over both renderings, and is the larger.
+    """
+    output = SearchOutput(
+        results=[_hit(h, explain) for h in result.results], token_estimate=0,
+        degraded=result.degraded, degraded_reason=result.degraded_reason,
+    )  # fmt: skip
+    data = dump_output(output)
+    structured_cost = estimate_tokens(_compact_json(data)) + 3  # the estimate's own digits
+    data["token_estimate"] = max(estimate_tokens(result.context), structured_cost)
+    return CallToolResult(content=[TextContent(type="text", text=result.context)], structured_content=data)
+
+
+def structured(model: BaseModel) -> CallToolResult:
+    """`model` as both contents: compact JSON text and `structuredContent` (nulls left out)."""
+    data = dump_output(model)
+    return CallToolResult(
+        content=[TextContent(type="text", text=_compact_json(data))], structured_content=data
+    )
+
+
+def _compact_json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
