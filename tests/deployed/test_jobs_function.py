@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.deployed, pytest.mark.opensearch, pytest.mark.slow]
 def _write(deployment: Deployment, content: str, **arguments: Any) -> str:
     with blocking_client(deployment.mcp_url, "2026-07-28", TENANT_A_KEY) as client:
         written = client.call("memory_write", {"content": content, **arguments})
-    memory_id: str = written["memory"]["id"]
+    memory_id: str = written["id"]
     return memory_id
 
 
@@ -76,7 +76,9 @@ def test_decay_archives_a_memory_unused_for_years(deployment: Deployment) -> Non
 
 def test_archive_moves_a_memory_whose_ttl_is_due(deployment: Deployment) -> None:
     memory_id = _write(
-        deployment, f"Temporary VPN {uuid.uuid4().hex[:8]} credentials expire soon.", ttl_days=1
+        deployment,
+        f"Temporary VPN {uuid.uuid4().hex[:8]} credentials expire soon.",
+        ttl_days=0.04,  # due within the 1.5 h lookahead
     )
     assert "expires_at" in _item(deployment, memory_id)
     outcome = deployment.scheduler.fire("archive")

@@ -43,7 +43,7 @@ def test_a_memory_written_through_the_function_is_found_through_it(deployment: D
         assert {t.name for t in client.tools()} >= {"memory_write", "memory_search", "memory_get"}
         written = client.call("memory_write", {"content": content, "tags": ["deployed-tier"]})
         assert written["action"] == "created"
-        memory_id = written["memory"]["id"]
+        memory_id = written["id"]
         assert client.call("memory_get", {"memory_id": memory_id})["content"] == content
         deadline = time.monotonic() + 15  # the index refreshes within about a second
         found: list[str] = []

@@ -38,7 +38,7 @@ def test_a_ttl_removal_ends_archived_and_out_of_the_index(deployment: Deployment
         written = client.call(
             "memory_write", {"content": f"Hotfix branch {marker} is frozen.", "ttl_days": 1}
         )
-    memory_id = written["memory"]["id"]
+    memory_id = written["id"]
     assert wait_for(lambda: memory_id in _search_ids(deployment, f"hotfix branch {marker}"), timeout_s=15)
     swept = deployment.ttl.sweep(at=time.time() + 2 * DAY_S)  # two days later, DynamoDB's TTL deletes it
     key = (f"T#tenant-a#M#{memory_id}", "MEMORY")

