@@ -501,9 +501,31 @@ def _keyword_ceiling(conn: sqlite3.Connection, table: str, tenant_id: str, text:
     terms = sorted({t for p in phrases for t in p})
     marks = ",".join("?" * len(terms))
     docs = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", terms).fetchall())
-    rows = int(conn.execute("SELECT COUNT(*) FROM docs WHERE tenant_id = ?", (tenant_id,)).fetchone()[0])
+    rows = _fts_rows(conn, table)
+    if rows is None:
+        rows = int(conn.execute("SELECT COUNT(*) FROM docs WHERE tenant_id = ?", (tenant_id,)).fetchone()[0])
     hits = tuple(min(int(docs.get(t, 0)) for t in p) for p in phrases)
     return CorpusStats(rows=rows, terms=0, hits=hits).ceiling()
+
+
+def _fts_rows(conn: sqlite3.Connection, table: str) -> int | None:
+    """The row count FTS5's `bm25()` uses: the first varint of the table's averages record, or None.
+
+    FTS5 keeps it in `<table>_data` at id 1 (`FTS5_AVERAGES_ROWID`, a stable part of its file
+    format), so it costs one b-tree lookup where `COUNT(*)` over the tenant's rows costs a scan
+    (0.004 ms against 0.54 ms at 10k rows).
+    """
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return None
+    value = 0
+    for i, byte in enumerate(bytes(row[0])[:9]):  # SQLite's varint: 7 bits a byte, the 9th all 8
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return None
 
 
 def _fts_text(text: str) -> str:

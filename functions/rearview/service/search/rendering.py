@@ -33,6 +33,7 @@ SOURCE_LABELS = {
 }
 
 _ESCAPED = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_ASCII_ESCAPED = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\x7f": "\\u007f"})
 
 
 def quoted(text: str) -> str:
@@ -43,6 +44,8 @@ def quoted(text: str) -> str:
     characters) become `\uXXXX` escapes, visible and inert.
     """
     body = json.dumps(text, ensure_ascii=False)
+    if body.isascii():  # the common case at C speed: JSON escaped every control character but DEL
+        return body.translate(_ASCII_ESCAPED)
     return "".join(_ESCAPED.get(ch) or (_u_escape(ch) if _invisible(ch) else ch) for ch in body)
 
 
