@@ -103,8 +103,9 @@ class SQLiteDatabase:
                 yield conn
             return
         with self.translate_errors():
-            with self.lock:
-                _ = self.conn  # the writer opens the file first: it creates the folders and sets WAL mode
+            if self._conn is None:  # the writer opens the file first: it creates the folders, sets WAL
+                with self.lock:
+                    _ = self.conn
             with self._readers_lock:
                 reader = self._readers.pop() if self._readers else None
             if reader is None:

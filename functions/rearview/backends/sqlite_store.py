@@ -131,7 +131,7 @@ class SQLiteMemoryStore:
         sql = (
             f"SELECT body FROM {source} WHERE m.tenant_id = ? AND (m.expires_at IS NULL OR m.expires_at > ?)"
         )
-        with self._db.locked() as conn:
+        with self._db.reading() as conn:  # a reader of its own: searches do not queue behind writes
             rows = conn.execute(f"{sql} AND {where} {suffix}", params).fetchall()
         return [Memory.model_validate_json(r[0]) for r in rows]
 
