@@ -4,7 +4,8 @@
 One index (the test harness's OpenSearch 2.19 node, or `$REARVIEW_OPENSEARCH_URL`) holds tenant A
 (`--a-memories` synthetic memories, the corpus of `search_latency.py`) and tenant B
 (`--b-memories` of the same vocabulary: the other tenants whose statistics must not reach A).
-A's `--queries` query texts are searched three ways, each timed `--rounds` times (best p50 kept):
+A's `--queries` query texts are searched three ways, interleaved query by query, `--rounds` times
+(each way's best p50 kept):
 
 - `before`: what the adapter sent until now, one `_msearch`: the shortlist ordered by the engine's
   BM25 (corpus-wide, every tenant: here on `content`/`context`, whose terms are FTS5's) and the
@@ -21,8 +22,10 @@ documents computed here (what SQLite's per-tenant FTS5 table returns), for both 
         [--a-memories 5000] [--b-memories 20000] [--queries 200] [--rounds 3] [--limit 10] [--json PATH]
 
 Latencies on a shared host are noisy; compare the columns of one run (same process, same node).
-Measured on a busy 2-core host (defaults): keyword p50 10.54 -> 11.27 ms (x1.07), hybrid p50
-10.73 -> 15.20 ms (x1.42), the statistics request alone 2.4 ms; exact top 10: 0.760 -> 1.000.
+Measured on a busy 2-core host (defaults, `--rounds 5`): keyword p50 6.88 -> 10.52 ms (+3.6 ms),
+hybrid p50 5.93 -> 9.77 ms (+3.8 ms), the statistics request alone 2.4-3.4 ms; exact top 10:
+0.78 -> 1.00 (the engine's corpus-wide BM25 shortlist missed a tenant's true top 10 in a fifth of
+the queries).
 """
 
 from __future__ import annotations
@@ -120,19 +123,24 @@ def _corpus(index: OpenSearchMemoryIndex, query: IndexQuery) -> list[tuple[str, 
     return []
 
 
-def _timed(search: Callable[[IndexQuery], object], queries: Sequence[IndexQuery], rounds: int) -> Latency:
-    """The best round's latency of `search` over `queries` (each round runs every query once)."""
-    best: Latency | None = None
+def _timed(
+    searches: Sequence[Callable[[IndexQuery], object]], queries: Sequence[IndexQuery], rounds: int
+) -> list[Latency]:
+    """Each search's latency over `queries`, best round by p50, the searches interleaved query by query
+    (so a burst of load on a shared host falls on all of them alike)."""
+    best: list[Latency | None] = [None] * len(searches)
     for _ in range(rounds):
-        samples = []
+        samples: list[list[float]] = [[] for _ in searches]
         for q in queries:
-            t0 = time.perf_counter()
-            search(q)
-            samples.append(time.perf_counter() - t0)
-        lat = Latency.of(samples)
-        best = lat if best is None or lat.p50 < best.p50 else best
-    assert best is not None
-    return best
+            for i, search in enumerate(searches):
+                t0 = time.perf_counter()
+                search(q)
+                samples[i].append(time.perf_counter() - t0)
+        for i, series in enumerate(samples):
+            lat = Latency.of(series)
+            current = best[i]
+            best[i] = lat if current is None or lat.p50 < current.p50 else current
+    return [b for b in best if b is not None]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -202,13 +210,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "now": lambda q: index.search(q).keyword,
             "corpus": lambda q: _corpus(index, q),
         }
-        modes: list[Mode] = []
-        for name, search in searches.items():
+        shares = []
+        for search in searches.values():
             hits = [search(q) for q in keyword_q]
-            share = sum(_ids(h) == _ids(e) for h, e in zip(hits, exact, strict=True)) / len(exact)
-            kw = _timed(search, keyword_q, args.rounds)
-            hy = _timed(search, hybrid_q, args.rounds)
-            modes.append(Mode(name, kw, hy, share if name != "corpus" else float("nan")))
+            shares.append(sum(_ids(h) == _ids(e) for h, e in zip(hits, exact, strict=True)) / len(exact))
+        kw = _timed(list(searches.values()), keyword_q, args.rounds)
+        hy = _timed(list(searches.values()), hybrid_q, args.rounds)
+        modes = [
+            Mode(name, k, h, share if name != "corpus" else float("nan"))
+            for name, k, h, share in zip(searches, kw, hy, shares, strict=True)
+        ]
     finally:
         index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404])
         if node is not None:

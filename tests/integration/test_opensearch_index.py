@@ -713,8 +713,8 @@ def test_the_shortlist_counts_a_repeated_phrase(make_index: IndexFactory) -> Non
 def test_search_asks_for_a_shortlist_only_when_a_document_of_the_tenant_can_match(
     make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The statistics ride with the vector channel; the shortlist is a second round trip, skipped when
-    no document of the tenant holds a query phrase (another tenant's documents do not count)."""
+    """The statistics come first; the shortlist rides with the vector channel, and is left out when no
+    document of the tenant holds a query phrase (another tenant's documents do not count)."""
     index = make_index()
     rng = np.random.default_rng(6)
     index.upsert(
@@ -734,13 +734,14 @@ def test_search_asks_for_a_shortlist_only_when_a_document_of_the_tenant_can_matc
     vector = unit(rng)
     hits = index.search(IndexQuery("t1", MemoryFilter(), 5, text="quillwort", vector=vector))
     assert hits.keyword == [] and ids(hits.vector) == ["mine"]
-    assert [len(bodies) for bodies in sent] == [2]
-    assert sent[0][0]["size"] == 0 and "knn" in sent[0][1]["query"]
+    assert [len(bodies) for bodies in sent] == [1, 1]
+    assert sent[0][0]["size"] == 0 and "knn" in sent[1][0]["query"]
 
     sent.clear()
     hits = index.search(IndexQuery("t1", MemoryFilter(), 5, text="lighthouse", vector=vector))
     assert ids(hits.keyword) == ["mine"]
-    assert [len(bodies) for bodies in sent] == [2, 1]
+    assert [len(bodies) for bodies in sent] == [1, 2]
+    assert "script_score" in sent[1][0]["query"] and "knn" in sent[1][1]["query"]
 
 
 @needs_engine

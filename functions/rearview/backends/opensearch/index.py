@@ -1,12 +1,12 @@
 """`MemoryIndex` on OpenSearch k-NN: a managed domain, a Serverless vector collection, or a local node.
 
-Two round trips per search: an `_msearch` carrying the tenant's keyword statistics
-(`queries.corpus_body`) and the vector channel (a `knn` query with the same filter *inside* the
-clause, so the engine's efficient filtering returns `limit` hits whenever that many match; nothing
-is post-filtered), then the BM25 channel's shortlist (`queries.keyword_body`: candidates matched
-under a bool filter, ordered by the tenant's statistics only, ranked here by BM25 as SQLite FTS5
-scores it), skipped when no document of the tenant can match. Fusion is not done here: the service
-fuses the two ranked channels.
+Two round trips per search: a keyword query first reads the tenant's statistics
+(`queries.corpus_body`); then one `_msearch` carries the BM25 channel's shortlist
+(`queries.keyword_body`: candidates matched under a bool filter, ordered by the tenant's statistics
+only, ranked here by BM25 as SQLite FTS5 scores it; left out when no document of the tenant can
+match) and the vector channel (a `knn` query with the same filter *inside* the clause, so the
+engine's efficient filtering returns `limit` hits whenever that many match; nothing is
+post-filtered). Fusion is not done here: the service fuses the two ranked channels.
 
 Index lifecycle: documents live in versioned indexes `<alias>-v<N>`; every read and write goes
 through the alias. `ensure_schema()` creates `<alias>-v<index_version>` and the alias when the
@@ -224,42 +224,38 @@ class OpenSearchMemoryIndex:
     def search(self, query: IndexQuery) -> ChannelHits:
         """Both requested channels, each filtered inside the query, in two round trips at most.
 
-        The first `_msearch` carries the vector channel and the tenant's keyword statistics
-        (`corpus_body`); the keyword shortlist (`keyword_body`), ordered by those statistics only,
-        follows when a document of the tenant can match. Returns at most `query.limit` hits per
-        channel, best first, one per memory id. A zero query vector (cosine undefined) yields no
-        vector hits. Raises IndexUnavailableError if the engine fails or does not answer within
-        `timeout_s` (both round trips together).
+        A keyword query first reads the tenant's statistics (`corpus_body`, small and cached by the
+        engine); one `_msearch` then carries the keyword shortlist (`keyword_body`, ordered by those
+        statistics only, left out when no document of the tenant can match) and the vector channel,
+        which the engine runs side by side. Returns at most `query.limit` hits per channel, best
+        first, one per memory id. A zero query vector (cosine undefined) yields no vector hits.
+        Raises IndexUnavailableError if the engine fails or does not answer within `timeout_s`
+        (both round trips together).
         """
         if query.limit > MAX_WINDOW:
             raise InvalidInputError("limit", f"must be at most {MAX_WINDOW}")
         deadline = time.monotonic() + self._config.timeout_s
-        channels: list[tuple[Literal["corpus", "vector"], Json]] = []
+        searches: list[tuple[Literal["keyword", "vector"], Json]] = []
         phrases = query_phrases(query.text or "")
+        corpus: TenantCorpus | None = None
         if query.text is not None and phrases and query.limit > 0:
-            channels.append(("corpus", corpus_body(query.tenant_id, phrases)))
+            (result,) = self._msearch([corpus_body(query.tenant_id, phrases)], deadline)
+            corpus = tenant_corpus(result, phrases)
+            if corpus.matches():
+                searches.append(("keyword", keyword_body(query, query.text, phrases, corpus)))
         if query.vector is not None:
             vector = self._check_vector(query.vector)
             if query.limit > 0 and vector.any():  # a zero vector has no direction: no neighbours
-                channels.append(("vector", vector_body(query, vector, self._config.ef_search)))
-        if not channels:
-            return ChannelHits()
-        corpus: TenantCorpus | None = None
+                searches.append(("vector", vector_body(query, vector, self._config.ef_search)))
+        keyword: list[tuple[str, float]] = []
         nearest: list[tuple[str, float]] = []
-        for (channel, _), result in zip(
-            channels, self._msearch([b for _, b in channels], deadline), strict=True
-        ):
-            if channel == "corpus":
-                corpus = tenant_corpus(result, phrases)
+        results = self._msearch([b for _, b in searches], deadline) if searches else []
+        for (channel, _), result in zip(searches, results, strict=True):
+            if channel == "keyword" and corpus is not None:
+                keyword = keyword_ranked(result, phrases, corpus.stats, query.limit)
             else:
                 nearest = [(mid, cosine(score)) for mid, score in ranked(result, query.limit)]
-        if corpus is None:
-            return ChannelHits([], nearest)
-        keyword: list[tuple[str, float]] = []
-        if query.text is not None and corpus.matches():
-            (result,) = self._msearch([keyword_body(query, query.text, phrases, corpus)], deadline)
-            keyword = keyword_ranked(result, phrases, corpus.stats, query.limit)
-        return ChannelHits(keyword, nearest, corpus.stats.ceiling())
+        return ChannelHits(keyword, nearest, corpus.stats.ceiling() if corpus is not None else 0.0)
 
     def _msearch(self, bodies: Sequence[Json], deadline: float) -> list[Mapping[str, Any]]:
         """One `_msearch` of `bodies` through the alias, within what is left until `deadline`."""
