@@ -203,7 +203,7 @@ def to_memory(s: Synthetic, now: datetime, model_id: str, tenant: str = TENANT) 
     at = now - timedelta(days=s.age_days)
     return Memory(
         id=new_id(at),
-        tenant_id=TENANT,
+        tenant_id=tenant,
         type=s.type,
         content=s.content,
         agent_id=s.agent_id,

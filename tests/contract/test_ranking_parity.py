@@ -11,11 +11,12 @@ index keeps BM25's statistics per tenant, so they must change nothing.
   does: the same Porter-stemmed terms (asked of SQLite's own tokenizer), each query token a phrase,
   one document of two columns (context counted at `CONTEXT_WEIGHT`, lengths and document
   frequencies over both), FTS5's IDF floored at 1e-6.
-- OpenSearch: the same top 10 in the same order. The engine only picks candidates (three per
-  hit, by its own BM25 over the same FTS5 terms); the adapter ranks them by `rearview.bm25` with
-  the statistics FTS5 uses, read from an aggregation over the tenant's documents (document count,
-  total length, each phrase's document count), so Lucene's per-field IDF and lossy length norms never
-  reach the ranking. Both id strategies (own ids, engine-assigned ids) are checked.
+- OpenSearch: the same top 10 in the same order. The engine only shortlists candidates (three per
+  hit, ordered by the tenant's IDF, phrase repetitions and length normalization: never by Lucene's
+  corpus-wide statistics); the adapter ranks them by `rearview.bm25` with the statistics FTS5 uses,
+  read from an aggregation over the tenant's documents (document count, total length, each
+  phrase's document count), so Lucene's per-field IDF and lossy length norms never reach the
+  ranking. Both id strategies (own ids, engine-assigned ids) are checked.
 """
 
 from __future__ import annotations

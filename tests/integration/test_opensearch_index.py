@@ -692,6 +692,89 @@ def test_keyword_scores_are_fts5_bm25_over_every_document_of_the_tenant(make_ind
 
 
 @needs_engine
+def test_the_shortlist_counts_a_repeated_phrase(make_index: IndexFactory) -> None:
+    """`limit=1` shortlists 3: the long note saying "terraform" three times is BM25's best, above
+    four short notes saying it once; a shortlist that only knew which phrases match would drop it."""
+    index = make_index()
+    texts = {"rep": "terraform build then terraform push then terraform tag"}
+    texts.update({f"short-{i}": f"terraform lesson {i}" for i in range(4)})
+    texts.update({f"other-{i}": f"lunch with the team {i}" for i in range(6)})
+    rng = np.random.default_rng(5)
+    index.upsert([IndexDocument(memory(mid, text), unit(rng)) for mid, text in texts.items()])
+    corpus = [(mid, text_terms(text), []) for mid, text in texts.items()]
+    for limit in (1, 3):
+        expected = bm25_rank_fields(corpus, "terraform", limit, CONTEXT_WEIGHT)
+        hits = index.search(IndexQuery("t1", MemoryFilter(), limit, text="terraform")).keyword
+        assert ids(hits) == ids(expected)
+        assert ids(hits)[0] == "rep"
+
+
+@needs_engine
+def test_search_asks_for_a_shortlist_only_when_a_document_of_the_tenant_can_match(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The statistics come first; the shortlist rides with the vector channel, and is left out when no
+    document of the tenant holds a query phrase (another tenant's documents do not count)."""
+    index = make_index()
+    rng = np.random.default_rng(6)
+    index.upsert(
+        [
+            IndexDocument(memory("mine", "the lighthouse at dusk"), unit(rng)),
+            IndexDocument(memory("theirs", "a quillwort by the pond", tenant_id="t2"), unit(rng)),
+        ]
+    )
+    sent: list[list[dict[str, Any]]] = []
+    msearch = index.client.msearch
+
+    def recording(body: list[dict[str, Any]], **kwargs: Any) -> Any:
+        sent.append(body[1::2])
+        return msearch(body=body, **kwargs)
+
+    monkeypatch.setattr(index.client, "msearch", recording)
+    vector = unit(rng)
+    hits = index.search(IndexQuery("t1", MemoryFilter(), 5, text="quillwort", vector=vector))
+    assert hits.keyword == [] and ids(hits.vector) == ["mine"]
+    assert [len(bodies) for bodies in sent] == [1, 1]
+    assert sent[0][0]["size"] == 0 and "knn" in sent[1][0]["query"]
+
+    sent.clear()
+    hits = index.search(IndexQuery("t1", MemoryFilter(), 5, text="lighthouse", vector=vector))
+    assert ids(hits.keyword) == ["mine"]
+    assert [len(bodies) for bodies in sent] == [1, 2]
+    assert "script_score" in sent[1][0]["query"] and "knn" in sent[1][1]["query"]
+
+
+@needs_engine
+def test_an_index_whose_term_fields_predate_the_boolean_similarity_keeps_working(
+    make_index: IndexFactory,
+) -> None:
+    """Such an index (term fields scored by BM25) cannot change a field's similarity: `ensure_schema`
+    leaves them as they are, and search still ranks by FTS5's BM25 (its shortlist ordered partly by the
+    engine's statistics until `rearview reindex`)."""
+    index = make_index(index_version=2)
+    alias = index.config.alias
+    index.client.indices.delete(index=f"{alias}-v2")
+    body = index_body(index.config)
+    for field in (TERM_FIELDS["body"], TERM_FIELDS["context"]):
+        body["mappings"]["properties"][field] = {"type": "text", "analyzer": "whitespace"}
+    index.client.indices.create(index=f"{alias}-v2", body=body)
+    index.client.indices.put_alias(index=f"{alias}-v2", name=alias)
+
+    index.ensure_schema()
+    props = index.client.indices.get_mapping(index=alias)[f"{alias}-v2"]["mappings"]["properties"]
+    assert "similarity" not in props[TERM_FIELDS["body"]]
+    rng = np.random.default_rng(7)
+    texts = {"a": "the lighthouse keeper", "b": "a lighthouse", "c": "harbour cranes at night"}
+    index.upsert([IndexDocument(memory(mid, text), unit(rng)) for mid, text in texts.items()])
+    expected = bm25_rank_fields(
+        [(mid, text_terms(text), []) for mid, text in texts.items()], "lighthouse keeper", 10, CONTEXT_WEIGHT
+    )
+    hits = index.search(IndexQuery("t1", MemoryFilter(), 10, text="lighthouse keeper")).keyword
+    assert ids(hits) == ids(expected)
+    assert [s for _, s in hits] == pytest.approx([s for _, s in expected], rel=1e-12)
+
+
+@needs_engine
 def test_a_document_indexed_before_the_term_fields_is_found_and_scored_from_its_text(
     make_index: IndexFactory,
 ) -> None:

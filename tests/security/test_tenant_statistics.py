@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from rearview.bm25 import bm25_rank_fields
+from rearview.fts_terms import text_terms
 from rearview.models import MemoryFilter
-from rearview.ports import IndexDocument, IndexQuery, MemoryIndex
+from rearview.ports import CONTEXT_WEIGHT, IndexDocument, IndexQuery, MemoryIndex
 from tests.contract.conftest import DIMENSION, INDEXES
 from tests.factories import make_memory, unit_vector
 
@@ -82,3 +84,58 @@ def test_another_tenants_volume_is_not_my_candidate_set(index: MemoryIndex) -> N
     ]
     index.upsert(docs)
     assert _probe(index) == pytest.approx(before)
+
+
+SHORT = ["alpha {i}", "alpha note {i}", "alpha on the list {i}"]
+LONG = ["beta written down in the long weekly planning notes {i}", "beta again, somewhere in a long note {i}"]
+
+
+def _plant_a_shortlist(index: MemoryIndex) -> list[IndexDocument]:
+    """Tenant A: 20 matches of "alpha beta", more than a `limit=2` shortlist (6) holds.
+
+    Within the tenant both words are equally rare, so the short "alpha" notes rank first; an
+    index that picks its shortlist by corpus-wide statistics drops them once "alpha" is common
+    elsewhere.
+    """
+    docs = [
+        IndexDocument(
+            make_memory(
+                (SHORT if i % 2 else LONG)[i % (3 if i % 2 else 2)].format(i=i),
+                tenant_id="tenant-a",
+                memory_id=f"a-{i:02d}",
+            ),
+            unit_vector(200 + i, DIMENSION),
+        )
+        for i in range(20)
+    ]
+    index.upsert(docs)
+    return docs
+
+
+def test_another_tenants_words_do_not_move_my_keyword_shortlist(index: MemoryIndex) -> None:
+    """The probe at the shortlist: tenant B writing one of A's words never changes A's hits.
+
+    A's 20 matching documents outnumber the window an engine shortlists for `limit=2` (3 per hit);
+    B then writes 200 documents holding "alpha". A's keyword hits, ids, order and scores, are what
+    BM25 over A's documents alone gives, before and after.
+    """
+    docs = _plant_a_shortlist(index)
+    query = IndexQuery(tenant_id="tenant-a", filter=MemoryFilter(), limit=2, text="alpha beta")
+    corpus = [(d.memory.id, text_terms(d.memory.content), []) for d in docs]
+    expected = bm25_rank_fields(corpus, "alpha beta", 2, CONTEXT_WEIGHT)
+    before = index.search(query).keyword
+    assert [i for i, _ in before] == [i for i, _ in expected]
+    assert all(i in {d.memory.id for d in docs if "alpha" in d.memory.content} for i, _ in before)
+
+    index.upsert(
+        [
+            IndexDocument(
+                make_memory(f"alpha status {i}", tenant_id="tenant-b", memory_id=f"b-{i:03d}"),
+                unit_vector(500 + i, DIMENSION),
+            )
+            for i in range(200)
+        ]
+    )
+    after = index.search(query).keyword
+    assert [i for i, _ in after] == [i for i, _ in before]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before])

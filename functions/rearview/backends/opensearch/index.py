@@ -1,8 +1,10 @@
 """`MemoryIndex` on OpenSearch k-NN: a managed domain, a Serverless vector collection, or a local node.
 
-One request per search: a `_msearch` carrying the BM25 channel (candidates matched under a bool
-filter, ranked here by BM25 as SQLite FTS5 scores it, from the tenant's own term statistics:
-`queries.keyword_body`) and the vector channel (a `knn` query with the same filter *inside* the clause, so the
+Two round trips per search: a keyword query first reads the tenant's statistics
+(`queries.corpus_body`); then one `_msearch` carries the BM25 channel's shortlist
+(`queries.keyword_body`: candidates matched under a bool filter, ordered by the tenant's statistics
+only, ranked here by BM25 as SQLite FTS5 scores it; left out when no document of the tenant can
+match) and the vector channel (a `knn` query with the same filter *inside* the clause, so the
 engine's efficient filtering returns `limit` hits whenever that many match; nothing is
 post-filtered). Fusion is not done here: the service fuses the two ranked channels.
 
@@ -24,6 +26,7 @@ Errors: every engine, transport, connection or timeout failure is raised as
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -40,12 +43,14 @@ from rearview.backends.opensearch.queries import (
     KEPT_FIELDS,
     LOOKUP_FIELDS,
     MAX_WINDOW,
+    TenantCorpus,
     as_mapping,
+    corpus_body,
     cosine,
     keyword_body,
-    keyword_ceiling,
     keyword_ranked,
     ranked,
+    tenant_corpus,
     vector_body,
     versions_body,
     versions_page,
@@ -57,6 +62,9 @@ from rearview.lazy import Lazy
 from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
 
 __all__ = ["OpenSearchMemoryIndex"]
+
+_MIN_TIMEOUT_S = 0.05
+"""The least a search's second round trip is given when the first took (nearly) all of `timeout_s`."""
 
 
 class OpenSearchMemoryIndex:
@@ -92,22 +100,41 @@ class OpenSearchMemoryIndex:
 
         Idempotent and safe to race: an index created concurrently is reused. An alias that
         already points elsewhere (e.g. after a reindex) is left alone, but gains the fields added
-        since (`ADDED_FIELDS`: versions, keyword context) if it was created before them. Its
-        documents still carry the engine's own versions and no context: rebuild it (`rearview
-        reindex`) so writes compare memory versions and the keyword channel sees the context.
+        since (`ADDED_FIELDS`: versions, keyword context, term fields) it lacks; fields it has keep
+        their mapping (term fields created with BM25 stay BM25). Its documents still carry the
+        engine's own versions and no context: rebuild it (`rearview reindex`) so writes compare
+        memory versions, the keyword channel sees the context, and its shortlist is the tenant's.
         """
         with _engine_errors("ensure_schema"):
             if self._alias_targets():
-                self.client.indices.put_mapping(
-                    index=self._config.alias,
-                    body={"properties": ADDED_FIELDS},
-                    request_timeout=self._config.bulk_timeout_s,
-                )
+                missing = self._missing_fields()
+                if missing:
+                    self.client.indices.put_mapping(
+                        index=self._config.alias,
+                        body={"properties": missing},
+                        request_timeout=self._config.bulk_timeout_s,
+                    )
                 return
             name = self.create_version(self._config.index_version)
             self.client.indices.put_alias(
                 index=name, name=self._config.alias, request_timeout=self._config.bulk_timeout_s
             )
+
+    def _missing_fields(self) -> Json:
+        """`ADDED_FIELDS` that some index behind the alias lacks.
+
+        A field it has stays as it was mapped: its similarity, for one, cannot change on an existing index.
+        """
+        response = as_mapping(
+            self.client.indices.get_mapping(
+                index=self._config.alias, request_timeout=self._config.bulk_timeout_s
+            )
+        )
+        missing: Json = {}
+        for entry in response.values():
+            props = as_mapping(as_mapping(as_mapping(entry).get("mappings")).get("properties"))
+            missing.update({name: field for name, field in ADDED_FIELDS.items() if name not in props})
+        return missing
 
     def create_version(self, version: int) -> str:
         """Create the index for `version` (if missing) with the current mapping; returns its name."""
@@ -195,44 +222,55 @@ class OpenSearchMemoryIndex:
         self.delete(tenant_id, memory_ids)
 
     def search(self, query: IndexQuery) -> ChannelHits:
-        """Both requested channels in one `_msearch`, each filtered inside the query.
+        """Both requested channels, each filtered inside the query, in two round trips at most.
 
-        Returns at most `query.limit` hits per channel, best first, one per memory id. A zero
-        query vector (cosine undefined) yields no vector hits.
-        Raises IndexUnavailableError if the engine fails or does not answer in time.
+        A keyword query first reads the tenant's statistics (`corpus_body`, small and cached by the
+        engine); one `_msearch` then carries the keyword shortlist (`keyword_body`, ordered by those
+        statistics only, left out when no document of the tenant can match) and the vector channel,
+        which the engine runs side by side. Returns at most `query.limit` hits per channel, best
+        first, one per memory id. A zero query vector (cosine undefined) yields no vector hits.
+        Raises IndexUnavailableError if the engine fails or does not answer within `timeout_s`
+        (both round trips together).
         """
         if query.limit > MAX_WINDOW:
             raise InvalidInputError("limit", f"must be at most {MAX_WINDOW}")
-        channels: list[tuple[Literal["keyword", "vector"], Json]] = []
+        deadline = time.monotonic() + self._config.timeout_s
+        searches: list[tuple[Literal["keyword", "vector"], Json]] = []
         phrases = query_phrases(query.text or "")
+        corpus: TenantCorpus | None = None
         if query.text is not None and phrases and query.limit > 0:
-            channels.append(("keyword", keyword_body(query, query.text, phrases)))
+            (result,) = self._msearch([corpus_body(query.tenant_id, phrases)], deadline)
+            corpus = tenant_corpus(result, phrases)
+            if corpus.matches():
+                searches.append(("keyword", keyword_body(query, query.text, phrases, corpus)))
         if query.vector is not None:
             vector = self._check_vector(query.vector)
             if query.limit > 0 and vector.any():  # a zero vector has no direction: no neighbours
-                channels.append(("vector", vector_body(query, vector, self._config.ef_search)))
-        if not channels:
-            return ChannelHits()
+                searches.append(("vector", vector_body(query, vector, self._config.ef_search)))
+        keyword: list[tuple[str, float]] = []
+        nearest: list[tuple[str, float]] = []
+        results = self._msearch([b for _, b in searches], deadline) if searches else []
+        for (channel, _), result in zip(searches, results, strict=True):
+            if channel == "keyword" and corpus is not None:
+                keyword = keyword_ranked(result, phrases, corpus.stats, query.limit)
+            else:
+                nearest = [(mid, cosine(score)) for mid, score in ranked(result, query.limit)]
+        return ChannelHits(keyword, nearest, corpus.stats.ceiling() if corpus is not None else 0.0)
+
+    def _msearch(self, bodies: Sequence[Json], deadline: float) -> list[Mapping[str, Any]]:
+        """One `_msearch` of `bodies` through the alias, within what is left until `deadline`."""
         body: list[Json] = []
-        for _, search_body in channels:
+        for search_body in bodies:
             body.extend(({"index": self._config.alias}, search_body))
+        timeout = max(deadline - time.monotonic(), _MIN_TIMEOUT_S)
         with _engine_errors("search"):
-            response = as_mapping(self.client.msearch(body=body, request_timeout=self._config.timeout_s))
+            response = as_mapping(self.client.msearch(body=body, request_timeout=timeout))
         responses = response.get("responses")
-        if not isinstance(responses, list) or len(responses) != len(channels):
+        if not isinstance(responses, list) or len(responses) != len(bodies):
             raise IndexUnavailableError(
                 f"OpenSearch msearch returned a malformed response: {response!r:.300}"
             )
-        keyword: list[tuple[str, float]] = []
-        nearest: list[tuple[str, float]] = []
-        ceiling = 0.0
-        for (channel, _), result in zip(channels, responses, strict=True):
-            if channel == "keyword":
-                keyword = keyword_ranked(as_mapping(result), phrases, query.limit)
-                ceiling = keyword_ceiling(as_mapping(result), phrases)
-            else:
-                nearest = [(mid, cosine(score)) for mid, score in ranked(as_mapping(result), query.limit)]
-        return ChannelHits(keyword, nearest, ceiling)
+        return [as_mapping(r) for r in responses]
 
     def count(self, tenant_id: str) -> int:
         """Number of documents of the tenant (in engine-assigned-id mode, stale copies count too)."""

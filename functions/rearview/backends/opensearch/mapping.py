@@ -57,12 +57,16 @@ _TEXT: Final = {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": Q
 TERMS_ANALYZER: Final = "whitespace"
 """The analyzer of `TERM_FIELDS` (built in, so it can be mapped onto an existing index): their text is
 already SQLite FTS5's terms, space-separated."""
-_TERMS: Final = {"type": "text", "analyzer": TERMS_ANALYZER}
+_TERMS: Final = {"type": "text", "analyzer": TERMS_ANALYZER, "similarity": "boolean", "norms": False}
+"""`boolean` similarity: a match scores its clause's boost, never the engine's corpus-wide (per shard,
+every tenant) statistics; the keyword channel boosts each phrase by the tenant's own IDF. A field's
+similarity cannot change on an existing index: one created with BM25 term fields keeps them (and a
+shortlist the engine's statistics order) until `rearview reindex`."""
 
 TERM_FIELDS: Final = {"body": "kw_body", "context": "kw_context", "length": "kw_length"}
 """The document as the embedded index holds it, for BM25 as FTS5 scores it (`rearview.bm25`): the FTS5
 terms of the content and of the context (`keyword_terms`), and their total count. The keyword channel
-matches on them, reads them back from candidates and sums the lengths over the index."""
+matches on them, reads them back from candidates and sums the lengths over the tenant's documents."""
 
 ADDED_FIELDS: Final = {
     **VERSION_FIELDS,
