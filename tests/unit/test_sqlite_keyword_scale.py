@@ -43,3 +43,26 @@ def test_the_row_count_follows_writes_and_deletes_per_tenant(tmp_path: Path, wri
     hits = index.search(IndexQuery(tenant_id="b", filter=MemoryFilter(), limit=3, text="tea"))
     assert hits.keyword_ceiling == CorpusStats(rows=5, terms=0, hits=(5,)).ceiling()
     index.close()
+
+
+def test_the_term_counts_kept_between_searches_follow_every_write(tmp_path: Path) -> None:
+    index = SQLiteMemoryIndex(tmp_path / "index.sqlite3", 8)
+    index.ensure_schema()
+    query = IndexQuery(tenant_id="t", filter=MemoryFilter(), limit=3, text="green tea")
+
+    def write(*contents: str) -> None:
+        index.upsert(
+            [IndexDocument(make_memory(c, memory_id=c, tenant_id="t"), unit_vector(1, 8)) for c in contents]
+        )
+
+    def ceiling() -> float:
+        return index.search(query).keyword_ceiling
+
+    write("green tea", "black tea", "coffee")
+    assert ceiling() == CorpusStats(rows=3, terms=0, hits=(1, 2)).ceiling()
+    assert ceiling() == CorpusStats(rows=3, terms=0, hits=(1, 2)).ceiling()  # from the kept counts
+    write("green salad", "mint tea")
+    assert ceiling() == CorpusStats(rows=5, terms=0, hits=(2, 3)).ceiling()
+    index.delete("t", ["green tea", "green salad"])
+    assert ceiling() == CorpusStats(rows=3, terms=0, hits=(0, 2)).ceiling()
+    index.close()

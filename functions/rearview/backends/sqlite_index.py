@@ -286,6 +286,7 @@ class SQLiteMemoryIndex:
         self._tenants: dict[str, _TenantMatrix] = {}
         self._fts: dict[str, str] = {}
         """Tenant -> its FTS5 table, for tables known to be committed (tables are never dropped)."""
+        self._df = _DocFrequencies()
         self._lock = threading.RLock()
 
     def ensure_schema(self) -> None:
@@ -323,6 +324,7 @@ class SQLiteMemoryIndex:
                     doc_row = _DocRow.of(m)
                     if not _write(conn, table, doc, doc_row, vector):
                         continue
+                    self._df.changed(table)
                     cached = self._tenants.get(m.tenant_id)
                     if cached is not None:
                         cached.put(m.id, doc_row, vector)
@@ -349,6 +351,7 @@ class SQLiteMemoryIndex:
                 if row is not None:
                     conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
                     conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
+                    self._df.changed(table)
                     deleted = True
                 cached = self._tenants.get(tenant_id)
                 if cached is not None:
@@ -408,7 +411,9 @@ class SQLiteMemoryIndex:
                 f" ORDER BY {bm25}, d.memory_id LIMIT ?"
             )
             rows = conn.execute(sql, (match, query.tenant_id, *params, query.limit)).fetchall()
-            ceiling = _keyword_ceiling(conn, table, query.tenant_id, query.text or "") if rows else 0.0
+            ceiling = (
+                _keyword_ceiling(conn, self._df, table, query.tenant_id, query.text or "") if rows else 0.0
+            )
         return [(r[0], float(r[1])) for r in rows], ceiling
 
     def _vector(self, query: IndexQuery, vector: Vector) -> list[tuple[str, float]]:
@@ -485,27 +490,70 @@ def _write(
     return True
 
 
-def _keyword_ceiling(conn: sqlite3.Connection, table: str, tenant_id: str, text: str) -> float:
+def _keyword_ceiling(
+    conn: sqlite3.Connection, df: _DocFrequencies, table: str, tenant_id: str, text: str
+) -> float:
     """`CorpusStats.ceiling` of `text` under the statistics FTS5's `bm25()` ranks with.
 
     FTS5 counts rows and each phrase's rows over the whole table (the tenant's own, `table`);
-    `fts5vocab` reads a term's row count from the index (no scan). A phrase of several terms
+    `fts5vocab` reads a term's row count by walking its doclist, O(its rows), so the counts are
+    kept (`_DocFrequencies`) until this index next writes the table. A phrase of several terms
     ("don't": `don t`) is given its rarest term's count, an upper bound of the phrase's (so a
     lower bound of its IDF).
     """
     phrases = query_phrases(text)
     if not phrases:
         return 0.0
-    vocab = f"temp.{table}_vocab"
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, 'row')")
-    terms = sorted({t for p in phrases for t in p})
-    marks = ",".join("?" * len(terms))
-    docs = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", terms).fetchall())
+    docs = df.counts(conn, table, sorted({t for p in phrases for t in p}))
     rows = _fts_rows(conn, table)
     if rows is None:
         rows = int(conn.execute("SELECT COUNT(*) FROM docs WHERE tenant_id = ?", (tenant_id,)).fetchone()[0])
-    hits = tuple(min(int(docs.get(t, 0)) for t in p) for p in phrases)
+    hits = tuple(min(docs.get(t, 0) for t in p) for p in phrases)
     return CorpusStats(rows=rows, terms=0, hits=hits).ceiling()
+
+
+class _DocFrequencies:
+    """Per FTS5 table, how many rows hold each term, as last read; forgotten when the table changes.
+
+    Like the vector matrices, it trusts that this index object is the file's one writer (`rearview
+    serve`). A read that overlaps a write keeps nothing: each table has a generation, bumped by a
+    write, and counts read under an older one are not stored.
+    """
+
+    MAX_TERMS = 50_000
+    """Counts kept per table before they are all dropped (a bound, not an LRU: queries repeat terms)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._generation: dict[str, int] = {}
+        self._counts: dict[str, dict[str, int]] = {}
+
+    def changed(self, table: str) -> None:
+        with self._lock:
+            self._generation[table] = self._generation.get(table, 0) + 1
+            self._counts.pop(table, None)
+
+    def counts(self, conn: sqlite3.Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
+        with self._lock:
+            generation = self._generation.get(table, 0)
+            known = dict(self._counts.get(table, {}))
+        missing = [t for t in terms if t not in known]
+        if missing:
+            vocab = f"temp.{table}_vocab"
+            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, 'row')")
+            marks = ",".join("?" * len(missing))
+            read = dict.fromkeys(missing, 0)
+            read.update(
+                conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", missing).fetchall()
+            )
+            with self._lock:
+                if self._generation.get(table, 0) == generation:
+                    kept = self._counts.setdefault(table, {})
+                    if len(kept) + len(read) > self.MAX_TERMS:
+                        kept.clear()
+                    kept.update(read)
+            known.update(read)
+        return {t: int(known[t]) for t in terms}
 
 
 def _fts_rows(conn: sqlite3.Connection, table: str) -> int | None:
