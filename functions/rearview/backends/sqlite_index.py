@@ -536,7 +536,8 @@ class _DocFrequencies:
     def counts(self, conn: sqlite3.Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
         with self._lock:
             generation = self._generation.get(table, 0)
-            known = dict(self._counts.get(table, {}))
+            kept = self._counts.get(table, {})
+            known = {t: kept[t] for t in terms if t in kept}
         missing = [t for t in terms if t not in known]
         if missing:
             vocab = f"temp.{table}_vocab"

@@ -219,8 +219,6 @@ class Fused:
     """Relevance on the absolute vector scale, when ranking orders by the relative one
     (`RankingPolicy.relative_vector_order`): what `admitted` judges. None: `relevance` is."""
 
-    via_hop: bool = False
-    """Its relevance is the second hop's lift (`second_hop`), not its own match."""
 
     @property
     def admission(self) -> float:
@@ -291,16 +289,12 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
 def admitted(ranked: Sequence[Ranked], policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
     """The ranked memories that are answers at all, in order.
 
-    Their relevance (`Fused.admission`) reaches `min_relevance` and `relative_relevance` x the best's.
-    A memory the second hop lifted needs `min_relevance` alone: the hop's scale is not the query's.
+    Their relevance (`Fused.admission`, for a memory the second hop lifted the lift) reaches
+    `min_relevance` and `relative_relevance` x the best's.
     """
     best = max((r.fused.admission for r in ranked), default=0.0)
     floor = max(policy.min_relevance, policy.relative_relevance * best)
-    return [r for r in ranked if r.fused.admission >= floor or _lifted(r.fused, policy)]
-
-
-def _lifted(fused: Fused, policy: RankingPolicy) -> bool:
-    return fused.via_hop and fused.admission >= policy.min_relevance
+    return [r for r in ranked if r.fused.admission >= floor]
 
 
 def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused]:
@@ -413,15 +407,15 @@ def hop_seeds(candidates: Candidates, policy: RankingPolicy) -> list[str]:
 def second_hop(fused: list[Fused], hits: ChannelScores, policy: RankingPolicy) -> list[Fused]:
     """`fused` with the second hop's hits: relevance max(its own, `hop_weight` x normalized hop BM25).
 
-    A memory naming the first hits' entities is lifted to at most `hop_weight` (`Fused.via_hop`
-    when the lift is above its own relevance); one only the hop found joins at that relevance. Its
-    channel scores and ranks stay the first hop's.
+    A memory naming the first hits' entities is lifted to at most `hop_weight`, in its admission
+    too (`Fused.admission`); one only the hop found joins at that relevance. Its channel scores and
+    ranks stay the first hop's.
     """
     if policy.hop_weight <= 0 or not hits:
         return fused
     hop = {f.memory_id: f.relevance * policy.hop_weight for f in relative_fuse(hits, None, policy)}
     out = [_lift(f, hop.pop(f.memory_id, 0.0)) for f in fused]
-    out.extend(Fused(memory_id, relevance, via_hop=True) for memory_id, relevance in hop.items())
+    out.extend(Fused(memory_id, relevance) for memory_id, relevance in hop.items())
     return out
 
 
@@ -430,7 +424,7 @@ def _lift(fused: Fused, lift: float) -> Fused:
     if lift <= fused.admission:
         return fused
     evidence = None if fused.evidence is None else lift
-    return replace(fused, relevance=max(fused.relevance, lift), evidence=evidence, via_hop=True)
+    return replace(fused, relevance=max(fused.relevance, lift), evidence=evidence)
 
 
 def subject_of(memory: Memory) -> str | None:
