@@ -219,7 +219,6 @@ class Fused:
     """Relevance on the absolute vector scale, when ranking orders by the relative one
     (`RankingPolicy.relative_vector_order`): what `admitted` judges. None: `relevance` is."""
 
-
     @property
     def admission(self) -> float:
         return self.relevance if self.evidence is None else self.evidence
