@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from rearview.clock import Clock, SystemClock
-from rearview.embedders.batching import QueryBatchEmbedder
+from rearview.embedders.wrapping import QueryBatchEmbedder
 from rearview.errors import ConfigurationError, EmbedderError
 from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
 from rearview.service.ingest.extraction import Extractor, RulesExtractor

@@ -15,20 +15,13 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
 from rearview.embedders.query_cache import QueryCache
+from rearview.embedders.wrapping import EmbedderWrapper, QueryBatchEmbedder
 from rearview.errors import EmbedderError, InvalidInputError
-from rearview.ports import Embedder, Vector
-
-
-class QueryBatchEmbedder(Embedder, Protocol):
-    """An `Embedder` that can also embed several queries in one call."""
-
-    def embed_queries(self, texts: Sequence[str]) -> Vector:
-        """A (len(texts), dimension) matrix; row i is what `embed_query(texts[i])` returns."""
+from rearview.ports import Vector
 
 
 @dataclass(eq=False, slots=True)
@@ -43,7 +36,7 @@ class _Slot:
     done: bool = False
 
 
-class BatchingEmbedder:
+class BatchingEmbedder(EmbedderWrapper):
     """Wraps an engine: queries embedded in batches of concurrent callers, repeats from a cache.
 
     - `embed_query` returns exactly the vector `inner.embed_query` would (a batch row), or raises
@@ -59,27 +52,13 @@ class BatchingEmbedder:
     def __init__(self, inner: QueryBatchEmbedder, *, max_batch: int = 32, cache_size: int = 1024) -> None:
         if max_batch < 1:
             raise InvalidInputError("max_batch", f"must be at least 1 (got {max_batch})")
-        self._inner = inner
+        super().__init__(inner)
         self._max_batch = max_batch
         self._cache = QueryCache(cache_size)
         self._lock = threading.Lock()  # guards the queue and `_busy`
         self._queue: deque[_Slot] = deque()
         self._busy = False
         """A batch is running or its runner has been woken; False only while the queue is empty."""
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    @property
-    def status(self) -> str | None:
-        """The inner engine's `status` (why a fallback runs), if it has one."""
-        status = getattr(self._inner, "status", None)
-        return status if isinstance(status, str) else None
 
     @property
     def queued(self) -> int:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Protocol
 
 import numpy as np
 
+from rearview.embedders.wrapping import EmbedderWrapper, QueryBatchEmbedder
 from rearview.errors import InvalidInputError
-from rearview.ports import Embedder, Vector
+from rearview.ports import Vector
 
 __all__ = ["CHUNK_CHARS", "PriorityEmbedder"]
 
@@ -33,17 +33,13 @@ CHUNK_CHARS = 2000
 """Characters of document text per engine call: ~500 tokens, ~0.2 s of onnxruntime CPU (one core)."""
 
 
-class _QueryEngine(Embedder, Protocol):
-    def embed_queries(self, texts: Sequence[str]) -> Vector: ...
-
-
-class PriorityEmbedder:
+class PriorityEmbedder(EmbedderWrapper):
     """Wraps an engine: documents in small chunks, queries first (see the module docstring)."""
 
-    def __init__(self, inner: _QueryEngine, *, exclusive: bool, chunk_chars: int = CHUNK_CHARS) -> None:
+    def __init__(self, inner: QueryBatchEmbedder, *, exclusive: bool, chunk_chars: int = CHUNK_CHARS) -> None:
         if chunk_chars < 1:
             raise InvalidInputError("chunk_chars", f"must be at least 1 (got {chunk_chars})")
-        self._inner = inner
+        super().__init__(inner)
         self._exclusive = exclusive
         self._chunk_chars = chunk_chars
         self._turn = threading.Condition()
@@ -51,32 +47,19 @@ class PriorityEmbedder:
         self._chunk_running = False
         self._queries_waiting = 0
 
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    @property
-    def status(self) -> str | None:
-        status = getattr(self._inner, "status", None)
-        return status if isinstance(status, str) else None
-
     def embed_documents(self, texts: Sequence[str]) -> Vector:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start, chunk in self._chunks(texts):
-            with self._document_turn():
+            with self._engine_turn(query=False):
                 out[start : start + len(chunk)] = self._inner.embed_documents(chunk)
         return out
 
     def embed_query(self, text: str) -> Vector:
-        with self._query_turn():
+        with self._engine_turn(query=True):
             return self._inner.embed_query(text)
 
     def embed_queries(self, texts: Sequence[str]) -> Vector:
-        with self._query_turn():
+        with self._engine_turn(query=True):
             return self._inner.embed_queries(texts)
 
     def _chunks(self, texts: Sequence[str]) -> Iterator[tuple[int, list[str]]]:
@@ -91,20 +74,12 @@ class PriorityEmbedder:
             yield start, chunk
 
     @contextmanager
-    def _query_turn(self) -> Iterator[None]:
-        self._enter(query=True)
+    def _engine_turn(self, *, query: bool) -> Iterator[None]:
+        self._enter(query=query)
         try:
             yield
         finally:
-            self._leave(query=True)
-
-    @contextmanager
-    def _document_turn(self) -> Iterator[None]:
-        self._enter(query=False)
-        try:
-            yield
-        finally:
-            self._leave(query=False)
+            self._leave(query=query)
 
     def _enter(self, query: bool) -> None:
         with self._turn:
