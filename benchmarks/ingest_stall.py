@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from benchmarks.local_embedders import bench_data_dir
 
-from local_embedders import bench_data_dir
 from rearview import bootstrap
 from rearview.embedders.batching import BatchingEmbedder
 from rearview.models import (

