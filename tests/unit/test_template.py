@@ -2,8 +2,9 @@
 access block, the schedules and their dead-letter queues, the stream filter, scoped IAM, alarms
 and outputs. The linters (cfn-lint, `sam validate --lint`) run in `tests/integration/test_template_lint.py`.
 
-The template is read with a loader that keeps intrinsic functions as data (`{"Ref": ...}`,
-`{"Fn::If": [...]}`), so assertions see exactly what CloudFormation will.
+The template is read with the deployed tier's loader (`tests.deployed.stack.load`), which keeps
+intrinsic functions as data in CloudFormation's long form (`{"Ref": ...}`, `{"Fn::If": [...]}`,
+`{"Condition": ...}`), so assertions see exactly what CloudFormation will.
 """
 
 from __future__ import annotations
@@ -13,45 +14,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBStreamEvent
 
 from handlers import stream
 from handlers.jobs import JobEvent
+from tests.deployed.stack import load
 from tests.events import EVENTS_DIR, load_event
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 
 
-class _IntrinsicLoader(yaml.SafeLoader):
-    """Reads `!Ref x` as `{"Ref": x}` and `!Sub ...` as `{"Fn::Sub": ...}` (CloudFormation's long form)."""
-
-
-def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        assert isinstance(node, yaml.MappingNode)
-        value = loader.construct_mapping(node, deep=True)
-    if suffix == "Ref":
-        return {"Ref": value}
-    if suffix == "GetAtt" and isinstance(value, str):
-        value = value.split(".", 1)
-    return {f"Fn::{suffix}": value}
-
-
-_IntrinsicLoader.add_multi_constructor("!", _intrinsic)
-
-
 @cache
 def template() -> dict[str, Any]:
     """The parsed template, once per session (tests only read it: never mutate what this returns)."""
-    data = yaml.load(TEMPLATE.read_text(encoding="utf-8"), Loader=_IntrinsicLoader)  # SafeLoader: data only
-    assert isinstance(data, dict)
-    return data
+    return load(TEMPLATE)
 
 
 def resource(logical_id: str) -> dict[str, Any]:
@@ -361,7 +338,7 @@ def test_memory_browser_routes_reach_the_function_without_the_jwt_authorizer() -
     }
     assert {props(n)["RouteKey"] for n in routes} == {"GET /ui", "GET /ui/{proxy+}", "POST /ui/{proxy+}"}
     assert template()["Conditions"]["UiOnHttpApi"] == {
-        "Fn::And": [{"Fn::Condition": "UiEnabled"}, {"Fn::Condition": "UseHttpApi"}]
+        "Fn::And": [{"Condition": "UiEnabled"}, {"Condition": "UseHttpApi"}]
     }
     for name, route in routes.items():
         assert route["Condition"] == "UiOnHttpApi"
