@@ -46,7 +46,7 @@ from pathlib import Path
 import anyio
 import httpx2
 from benchmarks.search_latency import Latency
-from benchmarks.synthetic_memories import QUERY_TEMPLATES, TENANT, Corpus, bulk_load, fill_template
+from benchmarks.synthetic_memories import TENANT, Corpus, bulk_load, fresh_query
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -157,11 +157,7 @@ def make_queries(rng: random.Random, hot: Sequence[str], n: int, repeat: float, 
         if rng.random() < repeat:
             out.append(rng.choice(hot))
             continue
-        text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
-        while text in seen:
-            text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
-        seen.add(text)
-        out.append(text)
+        out.append(fresh_query(rng, seen))
     return out
 
 

