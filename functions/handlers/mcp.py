@@ -121,6 +121,7 @@ class McpRuntime:
             trust_forwarded_headers=settings.trust_forwarded_headers,
             forwarded_proxies=settings.forwarded_proxies,
             refusals_per_minute=settings.auth_refusals_per_minute,
+            search_concurrency=settings.search_concurrency,
             ui=ui,
             ui_secret=session_secret(ui, handler_settings.ui_secret, settings.region),
             ui_revocations=build_checkpoints(settings) if ui else None,  # shared by every instance

@@ -313,6 +313,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         trust_forwarded_headers=settings.trust_forwarded_headers,
         forwarded_proxies=settings.forwarded_proxies,
         refusals_per_minute=settings.auth_refusals_per_minute,
+        search_concurrency=settings.search_concurrency,
         ui=settings.ui,
         ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,
         ui_revocations=revocations,

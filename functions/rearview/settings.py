@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     auth_refusals_per_minute: int = Field(default=10, ge=0, le=10_000)
     """Refused keys from one address a minute before it gets 429 (`api/refusals.py`); 0 turns it off
     (behind a proxy that is every client's one address and whose `X-Forwarded-For` is not trusted)."""
+    search_concurrency: int | None = Field(default=None, ge=1, le=256)
+    """`memory_search` calls run at once per process; the rest queue. Unset: the CPU count, which keeps
+    p95 lowest under many clients (`api/tools.py` `search_lane`)."""
     jwt_issuer: str | None = None
     """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server)."""
     ui: bool = True

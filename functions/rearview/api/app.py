@@ -87,8 +87,8 @@ class RootGuide:
         await response(scope, receive, send)
 
 
-def build_mcp(service: MemoryService) -> MCPServer[Any]:
-    """The MCP server with Rearview's tools, prompt and resource."""
+def build_mcp(service: MemoryService, search_concurrency: int | None = None) -> MCPServer[Any]:
+    """The MCP server with Rearview's tools, prompt and resource (`search_concurrency`: `search_lane`)."""
     # subscriptions=False: a stateless JSON-response server holds no `subscriptions/listen` stream, and
     # the SDK derives the 2026-era `listChanged` / `resources.subscribe` flags from that method being
     # served; without it both eras advertise only what is answered.
@@ -96,7 +96,7 @@ def build_mcp(service: MemoryService) -> MCPServer[Any]:
         "rearview",
         instructions=INSTRUCTIONS,
         version=__version__,
-        tools=tools.strict_tools(service),
+        tools=tools.strict_tools(service, search_concurrency),
         subscriptions=False,
     )
     tools.register(mcp, service)
@@ -116,6 +116,7 @@ def create_app(
     ui_revocations: CheckpointStore | None = None,
     forwarded_proxies: int = 1,
     body_timeout_s: float = BODY_TIMEOUT_S,
+    search_concurrency: int | None = None,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
 
@@ -139,8 +140,11 @@ def create_app(
 
     A request body must arrive within `body_timeout_s` of its first read (else 408); the limits on
     connections and request heads are the server's (`rearview.api.http_limits`).
+
+    At most `search_concurrency` `memory_search` calls run at once, the rest queue (default: the
+    CPU count; `rearview.api.tools.search_lane` says why).
     """
-    mcp = build_mcp(service)
+    mcp = build_mcp(service, search_concurrency)
 
     @mcp.custom_route("/healthz", methods=["GET"])  # type: ignore[untyped-decorator]
     async def healthz(_: Request) -> Response:

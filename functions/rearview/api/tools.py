@@ -10,6 +10,7 @@ model-facing description of every parameter, and the tools read best side by sid
 """
 
 # No `from __future__ import annotations`: the SDK reads these signatures at registration time.
+import os
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial, wraps
@@ -195,9 +196,25 @@ def agent_of(ctx: Context, claimed: str | None) -> str:
     return str(bound)
 
 
-async def _call(fn: Callable[[], T]) -> T:
-    """Run blocking service code off the event loop."""
-    return await anyio.to_thread.run_sync(fn)
+async def _call(fn: Callable[[], T], lane: anyio.CapacityLimiter | None = None) -> T:
+    """Run blocking service code off the event loop (in `lane` when given, else anyio's shared pool)."""
+    return await anyio.to_thread.run_sync(fn, limiter=lane)
+
+
+def search_lane(width: int | None = None) -> anyio.CapacityLimiter:
+    """The limiter `memory_search` calls run in: at most `width` at once (default: the usable CPU count).
+
+    A search is CPU-bound Python plus a query embedding; the GIL lets one thread run at a time, so
+    forty searches in forty threads do not finish sooner than in a few, they interleave: every one
+    takes as long as the slowest and the tail grows with the load. A lane as wide as the cores keeps
+    each search on a core until it is done and queues the rest, first come first served, which is
+    what bounds p95 under many concurrent clients. Writes, gets and the other tools keep anyio's
+    shared pool, so a burst of searches never holds a write back behind it.
+    """
+    chosen = len(os.sched_getaffinity(0)) if width is None else width
+    if chosen < 1:
+        raise InvalidInputError("search_concurrency", f"must be at least 1, got {chosen}")
+    return anyio.CapacityLimiter(chosen)
 
 
 def _time(value: str | None, field: str) -> datetime | None:
@@ -240,8 +257,9 @@ class MemoryTools:
     Each method is one tool: its name is the tool's name, its docstring the tool's description.
     """
 
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryService, lane: anyio.CapacityLimiter | None = None) -> None:
         self.service = service
+        self.lane = lane or search_lane()
 
     async def memory_write(
         self,
@@ -371,7 +389,8 @@ class MemoryTools:
             query=query, filter=flt, top_k=top_k, min_score=min_score, agent_id=agent_of(ctx, agent_id),
             reference_time=_time(reference_time, "reference_time"),
         )  # fmt: skip
-        return search_result(await _call(partial(self.service.search, tenant_of(ctx), req)), explain)
+        found = await _call(partial(self.service.search, tenant_of(ctx), req), self.lane)
+        return search_result(found, explain)
 
     async def memory_get(
         self, ctx: Context, memory_id: MemoryIdArg, agent_id: AgentId = None
@@ -494,13 +513,15 @@ def memory_guidelines() -> str:
     return GUIDELINES
 
 
-def strict_tools(service: MemoryService) -> list[Tool]:
+def strict_tools(service: MemoryService, search_concurrency: int | None = None) -> list[Tool]:
     """Every tool, strict: unknown arguments and values beyond the limits are `invalid_input`.
+
+    `search_concurrency` is the width of `memory_search`'s lane (`search_lane`).
 
     They are handed to the `MCPServer` constructor: the SDK has no public way to add a tool object
     after it, and `mcp.tool()` builds a lenient one (extra keys silently dropped).
     """
-    tools = MemoryTools(service)
+    tools = MemoryTools(service, search_lane(search_concurrency))
     table: tuple[tuple[Callable[..., Awaitable[Any]], ToolAnnotations], ...] = (
         (tools.memory_write, WRITES),
         (tools.memory_ingest, WRITES),
