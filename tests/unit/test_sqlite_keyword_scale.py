@@ -66,3 +66,18 @@ def test_the_term_counts_kept_between_searches_follow_every_write(tmp_path: Path
     index.delete("t", ["green tea", "green salad"])
     assert ceiling() == CorpusStats(rows=3, terms=0, hits=(0, 2)).ceiling()
     index.close()
+
+
+def test_index_connections_keep_a_page_cache_for_the_posting_lists(tmp_path: Path) -> None:
+    """Every index connection (the writer and each reader) caches INDEX_CACHE_MIB; the store keeps SQLite's."""
+    from rearview.backends.sqlite_index import INDEX_CACHE_MIB
+    from rearview.backends.sqlite_store import SQLiteMemoryStore
+
+    index = SQLiteMemoryIndex(tmp_path / "index.sqlite3", 8)
+    index.ensure_schema()
+    with index._db.locked() as writer, index._db.reading() as reader:
+        sizes = {conn.execute("PRAGMA cache_size").fetchone()[0] for conn in (writer, reader)}
+    assert sizes == {-1024 * INDEX_CACHE_MIB}
+    store = SQLiteMemoryStore(tmp_path / "store.sqlite3")
+    with store._db.reading() as conn:
+        assert conn.execute("PRAGMA cache_size").fetchone()[0] == -2000

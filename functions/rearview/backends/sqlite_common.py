@@ -23,7 +23,8 @@ class SQLiteDatabase:
     Writes (and reads that must see them atomically with a write) go through `conn`, shared by
     threads behind `lock`. Long reads go through `reading()`: pooled connections of their own,
     which WAL lets run beside the writer, so a slow query never holds `lock`.
-    Every connection has `secure_delete` on: deleted content is overwritten with zeros.
+    Every connection has `secure_delete` on: deleted content is overwritten with zeros, and a page
+    cache of `cache_mib` MiB (SQLite's default, 2 MiB, when None).
 
     SQLite failures are translated at this boundary (`translate_errors`, also around every
     `transaction()` and `reading()`): a full disk is `StorageFullError`, a read-only file or data
@@ -31,9 +32,12 @@ class SQLiteDatabase:
     `IndexUnavailableError`, so search degrades), each naming the file and SQLite's reason.
     """
 
-    def __init__(self, path: str | Path, error: type[BackendError] = StoreError) -> None:
+    def __init__(
+        self, path: str | Path, error: type[BackendError] = StoreError, cache_mib: int | None = None
+    ) -> None:
         self.path = str(path)
         self._error = error
+        self._cache_mib = cache_mib
         self._conn: sqlite3.Connection | None = None
         self.lock = threading.RLock()
         self._readers: list[sqlite3.Connection] = []
@@ -55,6 +59,8 @@ class SQLiteDatabase:
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout=5000")
         conn.execute("PRAGMA secure_delete=ON")
+        if self._cache_mib is not None:
+            conn.execute(f"PRAGMA cache_size={-1024 * self._cache_mib}")  # negative: KiB, not pages
         return conn
 
     @contextmanager
