@@ -276,9 +276,8 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
     out = []
     for f, memory in held:
         subject = _subject_factor(subjects[memory.id], named, policy)
-        factors = replace(
-            rerank_factors(memory, candidates.now, policy, subject),
-            temporal=temporal_factor(memory, asked, policy),
+        factors = rerank_factors(
+            memory, candidates.now, policy, subject, temporal_factor(memory, asked, policy)
         )
         out.append(Ranked(memory, f.relevance * factors.product, f, factors))
     out.sort(key=lambda r: (-r.score, r.memory.id))
@@ -312,11 +311,9 @@ def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused
     calibrated = _scaled(vector, _vector_zeros(vector, candidates, policy), policy.vector_span)
     if not policy.relative_vector_order:
         return _mixed(kw, calibrated, w)
-    judged = {f.memory_id: f.relevance for f in _mixed(kw, calibrated, w)}
-    return [
-        replace(f, evidence=judged[f.memory_id])
-        for f in _mixed(kw, _normalized(vector, policy.cosine_floor), w)
-    ]
+    judged = {i: w * kw.get(i, _ABSENT)[0] + (1 - w) * s for i, (s, _) in calibrated.items()}
+    judged.update((i, w * s) for i, (s, _) in kw.items() if i not in calibrated)
+    return _mixed(kw, _normalized(vector, policy.cosine_floor), w, judged)
 
 
 def relative_fuse(
@@ -331,19 +328,28 @@ _Scored = dict[str, tuple[float, int]]
 """memory_id -> (channel score in [0, 1], 1-based rank in the channel)."""
 
 
-def _mixed(kw: _Scored, vec: _Scored, w: float) -> list[Fused]:
-    ids = dict.fromkeys([*kw, *vec])
-    return [
-        Fused(
-            memory_id=i,
-            relevance=w * kw.get(i, (0.0, 0))[0] + (1 - w) * vec.get(i, (0.0, 0))[0],
-            keyword_score=kw.get(i, (0.0, 0))[0],
-            vector_score=vec.get(i, (0.0, 0))[0],
-            keyword_rank=kw[i][1] if i in kw else None,
-            vector_rank=vec[i][1] if i in vec else None,
+_ABSENT = (0.0, 0)
+"""A channel's score for a memory it did not find."""
+
+
+def _mixed(kw: _Scored, vec: _Scored, w: float, evidence: Mapping[str, float] | None = None) -> list[Fused]:
+    """One `Fused` per memory of either channel, in first-seen order; `evidence[id]` when given."""
+    out = []
+    for i in dict.fromkeys([*kw, *vec]):
+        k, v = kw.get(i), vec.get(i)
+        k_score, v_score = (k or _ABSENT)[0], (v or _ABSENT)[0]
+        out.append(
+            Fused(
+                i,
+                w * k_score + (1 - w) * v_score,
+                k_score,
+                v_score,
+                k[1] if k else None,
+                v[1] if v else None,
+                None if evidence is None else evidence[i],
+            )
         )
-        for i in ids
-    ]
+    return out
 
 
 def _scaled(hits: ChannelScores, zeros: Sequence[float], least_span: float) -> _Scored:
@@ -448,8 +454,10 @@ def _subject_factor(subject: str | None, named: Sequence[str], policy: RankingPo
     return policy.subject_factor if len(named) == 1 and subject is not None and subject != named[0] else 1.0
 
 
-def rerank_factors(memory: Memory, now: datetime, policy: RankingPolicy, subject: float = 1.0) -> Factors:
-    """The importance, recency and strength factors of one memory (its strength already decayed to now)."""
+def rerank_factors(
+    memory: Memory, now: datetime, policy: RankingPolicy, subject: float = 1.0, temporal: float = 1.0
+) -> Factors:
+    """One memory's re-rank factors (its strength already decayed to now; `subject`, `temporal` given)."""
     importance = policy.importance_floor + (1 - policy.importance_floor) * (memory.importance - 1) / 4
     age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86_400)
     recency = policy.recency_floor + (1 - policy.recency_floor) * math.exp(-policy.recency_lambda * age_days)
@@ -457,7 +465,7 @@ def rerank_factors(memory: Memory, now: datetime, policy: RankingPolicy, subject
         max(memory.strength, 0.0) / policy.strength_scale, 1.0
     )
     consolidated = policy.consolidated_factor if memory.consolidated_into else 1.0
-    return Factors(importance, recency, strength, subject, consolidated=consolidated)
+    return Factors(importance, recency, strength, subject, temporal, consolidated)
 
 
 @dataclass(frozen=True, slots=True)
