@@ -7,12 +7,11 @@ argument naming another one. Unbound credentials keep taking the agent from the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult
 from starlette.types import Receive, Scope, Send
@@ -24,24 +23,9 @@ from rearview.models import MemoryFilter, MemoryStatus, MemoryType, Visibility, 
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import Settings, hash_key
+from tests.tool_context import tool_context
 
 BOUND, OTHER = "claude-code", "cursor"
-
-
-@dataclass
-class _Request:
-    scope: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class _RequestContext:
-    request: _Request
-
-
-def _ctx(tenant_id: str, agent_id: str | None) -> Context:
-    """A request context carrying what `TenantAuth` sets in the ASGI scope's state."""
-    state = {TENANT_STATE_KEY: tenant_id, AGENT_STATE_KEY: agent_id}
-    return Context(request_context=_RequestContext(_Request({"state": state})))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -50,7 +34,7 @@ def mcp(service: MemoryService) -> MCPServer[Any]:
 
 
 async def _call(mcp: MCPServer[Any], tool: str, args: dict[str, Any], agent: str | None) -> CallToolResult:
-    result = await mcp.call_tool(tool, args, _ctx("t1", agent))
+    result = await mcp.call_tool(tool, args, tool_context("t1", agent))
     assert isinstance(result, CallToolResult)
     return result
 
@@ -58,7 +42,7 @@ async def _call(mcp: MCPServer[Any], tool: str, args: dict[str, Any], agent: str
 async def _refusal(mcp: MCPServer[Any], tool: str, args: dict[str, Any], agent: str | None) -> str:
     """The message of the tool error a call gets (in process, `call_tool` raises what a client would read)."""
     with pytest.raises(ToolError) as raised:
-        await mcp.call_tool(tool, args, _ctx("t1", agent))
+        await mcp.call_tool(tool, args, tool_context("t1", agent))
     return str(raised.value).removeprefix(f"Error executing tool {tool}: ")
 
 
@@ -128,8 +112,8 @@ async def test_the_profile_resource_of_a_bound_credential_is_its_agents_only(
         "t1", WriteRequest(content="Cursor's user likes tea", agent_id=OTHER, visibility=Visibility.PRIVATE)
     )
     with pytest.raises(ResourceError, match="invalid_input: invalid `agent_id`"):
-        await mcp.read_resource(f"memory://profile/{OTHER}", _ctx("t1", BOUND))
-    [own] = await mcp.read_resource(f"memory://profile/{BOUND}", _ctx("t1", BOUND))
+        await mcp.read_resource(f"memory://profile/{OTHER}", tool_context("t1", BOUND))
+    [own] = await mcp.read_resource(f"memory://profile/{BOUND}", tool_context("t1", BOUND))
     assert own.content == "# Profile\n\n(nothing known yet)\n"
 
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
 
 from rearview.api.app import build_mcp
-from rearview.api.auth import TENANT_STATE_KEY
 from rearview.limits import (
     MAX_AGENT_ID_CHARS,
     MAX_CONTENT_CHARS,
@@ -30,6 +28,7 @@ from rearview.limits import (
 )
 from rearview.models import MemoryType, WriteRequest
 from rearview.service.memory_service import MemoryService
+from tests.tool_context import tool_context
 
 # The smallest valid call of every tool; a test adds one bad key or value to it.
 VALID: dict[str, dict[str, Any]] = {
@@ -46,20 +45,6 @@ VALID: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass
-class _Request:
-    scope: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class _RequestContext:
-    request: _Request
-
-
-def _ctx() -> Context:
-    return Context(request_context=_RequestContext(_Request({"state": {TENANT_STATE_KEY: "t1"}})))  # type: ignore[arg-type]
-
-
 @pytest.fixture
 def mcp(service: MemoryService) -> MCPServer[Any]:
     return build_mcp(service)
@@ -67,7 +52,7 @@ def mcp(service: MemoryService) -> MCPServer[Any]:
 
 async def _refused(mcp: MCPServer[Any], tool: str, args: dict[str, Any]) -> str:
     with pytest.raises(ToolError) as info:
-        await mcp.call_tool(tool, args, _ctx())
+        await mcp.call_tool(tool, args, tool_context())
     message = str(info.value)
     assert message.startswith(f"Error executing tool {tool}: invalid_input: "), message
     return message
@@ -192,16 +177,16 @@ async def test_a_time_that_overflows_in_utc_names_the_field(
 
 
 async def test_the_guidelines_prompt_refuses_unknown_arguments(mcp: MCPServer[Any]) -> None:
-    assert (await mcp.get_prompt("memory_guidelines", None, _ctx())).messages
+    assert (await mcp.get_prompt("memory_guidelines", None, tool_context())).messages
     with pytest.raises(MCPError, match=r"invalid_input: invalid `topic`: unknown argument"):
-        await mcp.get_prompt("memory_guidelines", {"topic": "x"}, _ctx())
+        await mcp.get_prompt("memory_guidelines", {"topic": "x"}, tool_context())
 
 
 async def test_the_profile_resource_refuses_an_oversized_agent_id(mcp: MCPServer[Any]) -> None:
     with pytest.raises(
         ResourceError, match=rf"invalid_input: invalid `agent_id`: .*limit is {MAX_AGENT_ID_CHARS}"
     ):
-        await mcp.read_resource(f"memory://profile/{'a' * 5000}", _ctx())
+        await mcp.read_resource(f"memory://profile/{'a' * 5000}", tool_context())
 
 
 async def test_many_problems_are_counted_not_all_spelled_out(mcp: MCPServer[Any]) -> None:
@@ -260,7 +245,7 @@ async def test_openais_name_field_is_the_speaker(mcp: MCPServer[Any], service: M
     from rearview.models import MemoryFilter
 
     args = {"messages": [{"role": "user", "name": "Li", "content": "I prefer tea"}], "session_id": "s1"}
-    await mcp.call_tool("memory_ingest", args, _ctx())
+    await mcp.call_tool("memory_ingest", args, tool_context())
     stored = service.store.list_memories("t1", MemoryFilter(), limit=10).items
     assert {m.metadata["speaker"] for m in stored} == {"Li"}
 
@@ -272,13 +257,13 @@ async def test_search_reads_last_week_against_the_reference_time(
         await mcp.call_tool(
             "memory_write",
             {"content": f"We tried a {place} place", "type": "episodic", "event_time": f"{day}T12:00:00Z"},
-            _ctx(),
+            tool_context(),
         )
     for now, place in (("2025-06-18T09:00:00Z", "ramen"), ("2025-08-19T09:00:00Z", "taco")):
         result = await mcp.call_tool(
             "memory_search",
             {"query": "which place did we try last week", "reference_time": now, "explain": True},
-            _ctx(),
+            tool_context(),
         )
         hits = result.structured_content["results"]  # type: ignore[union-attr]
         assert place in hits[0]["content"] and hits[0]["why"]["temporal"] == 1.0
@@ -291,7 +276,7 @@ async def test_an_ingested_message_may_fill_the_content_limit_with_its_speaker_p
     schema = {t.name: t.input_schema for t in await mcp.list_tools()}["memory_ingest"]
     assert f"({room} for 'user')" in str(schema)  # the schema says how much room the prefix takes
     fits = {"messages": [{"role": "user", "content": "x" * room}], "session_id": "s1"}
-    await mcp.call_tool("memory_ingest", fits, _ctx())
+    await mcp.call_tool("memory_ingest", fits, tool_context())
     too_long = {"messages": [{"role": "user", "content": "y" * (room + 1)}], "session_id": "s1"}
     message = await _refused(mcp, "memory_ingest", too_long)
     assert f"invalid `messages[0].content`: is {room + 1} characters; the limit is {room}" in message
