@@ -6,39 +6,24 @@ from the threads themselves, not from timings.
 
 from __future__ import annotations
 
+import os
 import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import pytest
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from pydantic import ValidationError
 
 from rearview.api.app import build_mcp
-from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
 from rearview.api.tools import search_lane
-from rearview.errors import InvalidInputError
+from rearview.errors import ConfigurationError
 from rearview.models import SearchRequest
 from rearview.service.memory_service import MemoryService
 from rearview.settings import Settings
+from tests.tool_context import tool_context
 
 WAIT_S = 10.0
-
-
-@dataclass
-class _Request:
-    scope: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class _RequestContext:
-    request: _Request
-
-
-def _ctx() -> Context:
-    state = {TENANT_STATE_KEY: "t1", AGENT_STATE_KEY: None}
-    return Context(request_context=_RequestContext(_Request({"state": state})))  # type: ignore[arg-type]
 
 
 class _HeldSearches:
@@ -77,7 +62,7 @@ def _served(service: MemoryService, width: int) -> tuple[MCPServer[Any], _HeldSe
 
 
 async def _search(mcp: MCPServer[Any]) -> None:
-    await mcp.call_tool("memory_search", {"query": "tea"}, _ctx())
+    await mcp.call_tool("memory_search", {"query": "tea"}, tool_context())
 
 
 async def test_searches_beyond_the_width_queue_and_writes_do_not_wait(service: MemoryService) -> None:
@@ -88,7 +73,7 @@ async def test_searches_beyond_the_width_queue_and_writes_do_not_wait(service: M
         tasks.start_soon(_search, mcp)
         # The lane is full: a write still goes through while the first search is held.
         with anyio.fail_after(WAIT_S):
-            await mcp.call_tool("memory_write", {"content": "The user drinks green tea"}, _ctx())
+            await mcp.call_tool("memory_write", {"content": "The user drinks green tea"}, tool_context())
         await anyio.sleep(0.05)
         assert held.entered == 1, "the second search started while the lane was full"
         held.release.set()
@@ -108,13 +93,11 @@ async def test_searches_up_to_the_width_run_together(service: MemoryService) -> 
 
 
 def test_the_default_width_is_the_usable_cpu_count() -> None:
-    import os
-
     assert search_lane().total_tokens == len(os.sched_getaffinity(0))
 
 
 def test_a_width_below_one_is_refused() -> None:
-    with pytest.raises(InvalidInputError, match="search_concurrency"):
+    with pytest.raises(ConfigurationError, match="search_concurrency"):
         search_lane(0)
     with pytest.raises(ValidationError, match="search_concurrency"):
         Settings(search_concurrency=0)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rearview.backends.sqlite_index import SQLiteMemoryIndex, _fts_rows
+from rearview.backends.sqlite_index import INDEX_CACHE_MIB, SQLiteMemoryIndex, _fts_rows
+from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.bm25 import CorpusStats
 from rearview.models import MemoryFilter
 from rearview.ports import IndexDocument, IndexQuery
@@ -70,9 +71,6 @@ def test_the_term_counts_kept_between_searches_follow_every_write(tmp_path: Path
 
 def test_index_connections_keep_a_page_cache_for_the_posting_lists(tmp_path: Path) -> None:
     """Every index connection (the writer and each reader) caches INDEX_CACHE_MIB; the store keeps SQLite's."""
-    from rearview.backends.sqlite_index import INDEX_CACHE_MIB
-    from rearview.backends.sqlite_store import SQLiteMemoryStore
-
     index = SQLiteMemoryIndex(tmp_path / "index.sqlite3", 8)
     index.ensure_schema()
     with index._db.locked() as writer, index._db.reading() as reader:

@@ -28,7 +28,7 @@ from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
 from rearview.api.errors import tool_errors
 from rearview.api.outputs import SearchOutput, WriteReceipt, search_result, structured, write_receipt
 from rearview.clock import parse_time
-from rearview.errors import AuthenticationError, InvalidInputError
+from rearview.errors import AuthenticationError, ConfigurationError, InvalidInputError
 from rearview.limits import (
     MAX_CONFIDENCE,
     MAX_CONTENT_CHARS,
@@ -213,7 +213,7 @@ def search_lane(width: int | None = None) -> anyio.CapacityLimiter:
     """
     chosen = len(os.sched_getaffinity(0)) if width is None else width
     if chosen < 1:
-        raise InvalidInputError("search_concurrency", f"must be at least 1, got {chosen}")
+        raise ConfigurationError("search_concurrency", f"must be at least 1, got {chosen}")
     return anyio.CapacityLimiter(chosen)
 
 

@@ -311,9 +311,7 @@ def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused
     calibrated = _scaled(vector, _vector_zeros(vector, candidates, policy), policy.vector_span)
     if not policy.relative_vector_order:
         return _mixed(kw, calibrated, w)
-    judged = {i: w * kw.get(i, _ABSENT)[0] + (1 - w) * s for i, (s, _) in calibrated.items()}
-    judged.update((i, w * s) for i, (s, _) in kw.items() if i not in calibrated)
-    return _mixed(kw, _normalized(vector, policy.cosine_floor), w, judged)
+    return _mixed(kw, _normalized(vector, policy.cosine_floor), w, _relevances(kw, calibrated, w))
 
 
 def relative_fuse(
@@ -332,23 +330,25 @@ _ABSENT = (0.0, 0)
 """A channel's score for a memory it did not find."""
 
 
+def _relevances(kw: _Scored, vec: _Scored, w: float) -> dict[str, float]:
+    """memory_id -> w x keyword score + (1 - w) x vector score, for every memory of either channel."""
+    return {
+        i: w * kw.get(i, _ABSENT)[0] + (1 - w) * vec.get(i, _ABSENT)[0] for i in dict.fromkeys([*kw, *vec])
+    }
+
+
 def _mixed(kw: _Scored, vec: _Scored, w: float, evidence: Mapping[str, float] | None = None) -> list[Fused]:
     """One `Fused` per memory of either channel, in first-seen order; `evidence[id]` when given."""
     out = []
-    for i in dict.fromkeys([*kw, *vec]):
+    for i, relevance in _relevances(kw, vec, w).items():
         k, v = kw.get(i), vec.get(i)
-        k_score, v_score = (k or _ABSENT)[0], (v or _ABSENT)[0]
         out.append(
             Fused(
-                i,
-                w * k_score + (1 - w) * v_score,
-                k_score,
-                v_score,
-                k[1] if k else None,
-                v[1] if v else None,
+                i, relevance, (k or _ABSENT)[0], (v or _ABSENT)[0],
+                k[1] if k else None, v[1] if v else None,
                 None if evidence is None else evidence[i],
             )
-        )
+        )  # fmt: skip
     return out
 
 
