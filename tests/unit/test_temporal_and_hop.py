@@ -132,14 +132,17 @@ def test_bridges_are_the_seeds_names_the_query_and_the_speakers_do_not_name() ->
     ]
 
 
-def test_the_second_hop_lifts_or_adds_memories_to_its_weight_and_lowers_none() -> None:
-    policy = RankingPolicy(hop_weight=0.4)
+@pytest.mark.parametrize(("learned", "best"), [(False, 1.0), (True, 0.9)])
+def test_the_second_hop_lifts_or_adds_memories_to_its_weight_and_lowers_none(
+    learned: bool, best: float
+) -> None:
+    policy = RankingPolicy(hop_weight=0.4, learned_relevance=learned)
     fused = [Fused("seen", 0.9), Fused("low", 0.05)]
-    out = {
-        f.memory_id: f.relevance
-        for f in second_hop(fused, [("seen", 9.0), ("low", 4.5), ("new", 1.0)], policy)
-    }
-    assert out == {"seen": 0.9, "low": pytest.approx(0.2), "new": pytest.approx(0.4 / 9)}
+    hopped = second_hop(fused, [("seen", 9.0), ("low", 4.5), ("new", 1.0)], policy)
+    out = {f.memory_id: f.relevance for f in hopped}
+    # at most hop_weight x the best (on the learned scale the best relevance, 0.9), in proportion to BM25
+    assert out == {"seen": 0.9, "low": pytest.approx(0.4 * best / 2), "new": pytest.approx(0.4 * best / 9)}
+    assert {f.memory_id: f.hop_lifted for f in hopped} == {"seen": False, "low": True, "new": True}
     assert second_hop(fused, [("new", 1.0)], RankingPolicy(hop_weight=0.0)) == fused
 
 

@@ -62,6 +62,8 @@ class HitOutput(BaseModel):
     type: MemoryType
     score: float
     relevance: float
+    relevant: bool = True
+    """False: a weak match, no likely answer."""
     confidence: float
     importance: int
     event_time: datetime
@@ -98,6 +100,7 @@ def write_receipt(result: WriteResult) -> WriteReceipt:
 def _hit(hit: SearchHit, explain: bool) -> HitOutput:
     return HitOutput(
         id=hit.id, content=hit.content, type=hit.type, score=hit.score, relevance=hit.relevance,
+        relevant=hit.relevant,
         confidence=hit.confidence, importance=hit.importance, event_time=hit.event_time,
         source=hit.source, agent_id=hit.agent_id, speaker=hit.speaker, tags=hit.tags,
         status=hit.status, related=hit.related, why=hit.why if explain else None,

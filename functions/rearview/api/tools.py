@@ -346,7 +346,7 @@ class MemoryTools:
         ctx: Context,
         query: Annotated[
             QueryText,
-            Field(description="What to recall, in natural language or keywords."),
+            Field(description="What to recall: a question or keywords."),
         ],
         top_k: Annotated[TopK, Field(description=f"How many memories (1..{MAX_TOP_K}).")] = 10,
         types: Types = None,
@@ -362,7 +362,7 @@ class MemoryTools:
         ] = False,
         include_archived: Annotated[
             bool,
-            Field(description="Also match archived memories by preview (memory_restore brings one back)."),
+            Field(description="Also match archived memories (memory_restore brings one back)."),
         ] = False,
         reference_time: Annotated[
             TimestampText | None,
@@ -372,13 +372,13 @@ class MemoryTools:
             ),
         ] = None,
         explain: Annotated[
-            bool, Field(description="Also return each hit's `why` (channel scores, re-rank factors).")
+            bool, Field(description="Also return each hit's `why` (its score's terms).")
         ] = False,
         agent_id: AgentId = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Recall relevant memories before acting: call at the start of a task, before asking the user
-        something they may already have told you, and before retrying a failed approach. Returns only
-        relevant memories, best first, as a ready-to-inject context block (may be empty)."""
+        something they may already have told you, and before retrying a failed approach. Returns
+        relevant memories best first, as a ready-to-inject context block (may be empty)."""
         statuses = (
             (MemoryStatus.ACTIVE,)
             + ((MemoryStatus.SUPERSEDED,) if include_superseded else ())

@@ -89,6 +89,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from rearview.models import Memory
+from rearview.service.search.relevance import Evidence, RelevanceModel, shipped_model
 from rearview.service.search.temporal import (
     QuestionTimes,
     asks_for_time,
@@ -158,12 +159,33 @@ class RankingPolicy:
     """Order by the vector channel's relative scale (cosine above `cosine_floor` over the best's) and
     judge admission on the absolute one."""
     min_relevance: float = 0.25
-    """Relevance under which a memory is no answer to the query: never returned, never padded in."""
+    """Relevance under which a memory is no answer to the query: never returned, never padded in (the
+    fixed mix; the learned relevance has `min_probability`)."""
     relative_relevance: float = 0.0
-    """Share of the best candidate's relevance a memory must reach to be returned beside it: the tail
-    of weak matches behind a strong answer is noise in the agent's context."""
+    """Share of a likely answer's relevance (`relevant_at`) a memory must reach to be returned beside
+    it (0: off; on LoCoMo's development half, 0.3 of the learned relevance cost R@10 0.78 -> 0.73)."""
     consolidated_factor: float = 0.7
     """Factor of a memory a summary consolidated (`consolidated_into`): found after its summary."""
+    learned_relevance: bool = False
+    """Relevance is the calibrated probability of `relevance.RelevanceModel` whenever both channels ran
+    with their scales; False: the fixed mix of the absolute scales (`keyword_weight`). The model is
+    fitted in one vector space (e5's), so bootstrap turns it on for the e5 embedders only
+    (`LEARNED_RELEVANCE`)."""
+    relevance_model: RelevanceModel | None = None
+    """The model `learned_relevance` uses; None: the shipped one (`relevance.shipped_model`)."""
+    min_probability: float = 0.01
+    """`min_relevance` of the learned relevance: the highest floor of `relevance_fit.GRID` that keeps
+    LoCoMo's development R@10 at 0.75 or more (0.01: 0.779; 0.02: 0.748; 0.05: 0.634), whose evidence
+    turns, single lines of long conversations, are each unlikely answers. Everything above it is
+    returned in order; `relevant_at` says which returned memories are likely answers."""
+    relevant_at: float = 0.5
+    """Relevance from which a returned memory is marked relevant (`SearchHit.relevant`) and reinforced:
+    with the learned relevance, more likely than not to answer the query. Under it, a weak match."""
+
+    @property
+    def floor(self) -> float:
+        """The admission floor on this policy's relevance scale."""
+        return self.min_probability if self.learned_relevance else self.min_relevance
 
     @property
     def recency_lambda(self) -> float:
@@ -218,6 +240,10 @@ class Fused:
     evidence: float | None = None
     """Relevance on the absolute vector scale, when ranking orders by the relative one
     (`RankingPolicy.relative_vector_order`): what `admitted` judges. None: `relevance` is."""
+    hop_lifted: bool = False
+    """`relevance` is the second hop's lift (`second_hop`)."""
+    archived: float = 1.0
+    """`ARCHIVED_RELEVANCE` for an archived match (already in `relevance`), else 1."""
 
     @property
     def admission(self) -> float:
@@ -265,7 +291,14 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
     for f in calibrated_fuse(archived, policy):
         if f.memory_id not in seen:
             fused.append(
-                Fused(f.memory_id, f.relevance * ARCHIVED_RELEVANCE, f.keyword_score, 0.0, f.keyword_rank)
+                Fused(
+                    f.memory_id,
+                    f.relevance * ARCHIVED_RELEVANCE,
+                    f.keyword_score,
+                    0.0,
+                    f.keyword_rank,
+                    archived=ARCHIVED_RELEVANCE,
+                )
             )
     fused = second_hop(fused, candidates.second_hop, policy)
     held = [(f, candidates.memories[f.memory_id]) for f in fused if f.memory_id in candidates.memories]
@@ -288,10 +321,13 @@ def admitted(ranked: Sequence[Ranked], policy: RankingPolicy = DEFAULT_RANKING) 
     """The ranked memories that are answers at all, in order.
 
     Their relevance (`Fused.admission`, for a memory the second hop lifted the lift) reaches
-    `min_relevance` and `relative_relevance` x the best's.
+    the policy's floor (`RankingPolicy.floor`) and, behind a likely answer (the best's relevance
+    reaches `relevant_at`), `relative_relevance` x the best's: the tail of weak matches behind a
+    likely answer is noise, while with none likely the weak matches are all the caller has.
     """
     best = max((r.fused.admission for r in ranked), default=0.0)
-    floor = max(policy.min_relevance, policy.relative_relevance * best)
+    relative = policy.relative_relevance * best if best >= policy.relevant_at else 0.0
+    floor = max(policy.floor, relative)
     return [r for r in ranked if r.fused.admission >= floor]
 
 
@@ -309,9 +345,46 @@ def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused
     if not (vector and candidates.vector_baselines is not None):
         return _mixed(kw, _normalized(vector or (), policy.cosine_floor), w)
     calibrated = _scaled(vector, _vector_zeros(vector, candidates, policy), policy.vector_span)
+    evidence = evidence_of(candidates) if policy.learned_relevance else None
+    if evidence is not None:
+        model = policy.relevance_model or shipped_model()
+        return _mixed(kw, calibrated, w, relevance=model.estimate(evidence))
     if not policy.relative_vector_order:
         return _mixed(kw, calibrated, w)
     return _mixed(kw, _normalized(vector, policy.cosine_floor), w, _relevances(kw, calibrated, w))
+
+
+def evidence_of(candidates: Candidates) -> Evidence | None:
+    """What the relevance model reads of one search; None unless both channels ran with their scales.
+
+    A keyword channel with no hits needs no scale (a query none of whose terms the tenant holds).
+    """
+    keyword, vector, baselines = candidates.keyword, candidates.vector, candidates.vector_baselines
+    if (
+        keyword is None
+        or vector is None
+        or baselines is None
+        or (keyword and candidates.keyword_ceiling <= 0)
+    ):
+        return None
+    held = candidates.memories
+    ids = dict.fromkeys(i for i, _ in (*vector, *keyword) if i in held)
+    return Evidence(
+        query=candidates.query,
+        contents={i: held[i].content for i in ids},
+        keyword=_first(keyword),
+        vector=_first(vector),
+        keyword_ceiling=candidates.keyword_ceiling if keyword else 1.0,
+        baselines=baselines,
+    )
+
+
+def _first(hits: ChannelScores) -> dict[str, float]:
+    """memory_id -> its first (best) score in the channel."""
+    out: dict[str, float] = {}
+    for memory_id, score in hits:
+        out.setdefault(memory_id, score)
+    return out
 
 
 def relative_fuse(
@@ -337,14 +410,26 @@ def _relevances(kw: _Scored, vec: _Scored, w: float) -> dict[str, float]:
     }
 
 
-def _mixed(kw: _Scored, vec: _Scored, w: float, evidence: Mapping[str, float] | None = None) -> list[Fused]:
-    """One `Fused` per memory of either channel, in first-seen order; `evidence[id]` when given."""
+def _mixed(
+    kw: _Scored,
+    vec: _Scored,
+    w: float,
+    evidence: Mapping[str, float] | None = None,
+    relevance: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """One `Fused` per memory of either channel, in first-seen order; `evidence[id]` when given.
+
+    Relevance is `relevance[id]` when given (a memory it lacks, one the store no longer holds, 0),
+    else the fixed mix `_relevances`.
+    """
     out = []
-    for i, relevance in _relevances(kw, vec, w).items():
+    mixed = _relevances(kw, vec, w)
+    for i, fixed in mixed.items():
         k, v = kw.get(i), vec.get(i)
+        relevance_i = fixed if relevance is None else relevance.get(i, 0.0)
         out.append(
             Fused(
-                i, relevance, (k or _ABSENT)[0], (v or _ABSENT)[0],
+                i, relevance_i, (k or _ABSENT)[0], (v or _ABSENT)[0],
                 k[1] if k else None, v[1] if v else None,
                 None if evidence is None else evidence[i],
             )
@@ -395,14 +480,14 @@ def hop_seeds(candidates: Candidates, policy: RankingPolicy) -> list[str]:
 
     Relevance alone, not the full re-rank: the seeds are the best *matches*, and this costs one
     fusion instead of a second ranking per search. Only answers (`Fused.admission` at least
-    `min_relevance`: a question about nothing stored lends no names), and only those within
+    the policy's floor: a question about nothing stored lends no names), and only those within
     `HOP_SEED_SHARE` of the best relevance: a weak match's names would lift memories above the real
     answer (in a small tenant every memory is among the first three).
     """
     fused = [
         f
         for f in calibrated_fuse(candidates, policy)
-        if f.memory_id in candidates.memories and f.admission >= policy.min_relevance
+        if f.memory_id in candidates.memories and f.admission >= policy.floor
     ]
     fused.sort(key=lambda f: (-f.relevance, f.memory_id))
     floor = max(fused[0].relevance * HOP_SEED_SHARE, 1e-9) if fused else 1.0
@@ -410,17 +495,21 @@ def hop_seeds(candidates: Candidates, policy: RankingPolicy) -> list[str]:
 
 
 def second_hop(fused: list[Fused], hits: ChannelScores, policy: RankingPolicy) -> list[Fused]:
-    """`fused` with the second hop's hits: relevance max(its own, `hop_weight` x normalized hop BM25).
+    """`fused` with the second hop's hits: relevance max(its own, `hop_weight` x best x normalized hop BM25).
 
-    A memory naming the first hits' entities is lifted to at most `hop_weight`, in its admission
-    too (`Fused.admission`); one only the hop found joins at that relevance. Its channel scores and
+    best is the first hop's best relevance on the learned scale (a memory found through the names
+    of the best answers is at most `hop_weight` as likely an answer as they are), 1 on the fixed mix
+    (whose best strong match is 1 by construction). It is lifted to that, in its admission too
+    (`Fused.admission`); one only the hop found joins at that relevance. Its channel scores and
     ranks stay the first hop's.
     """
     if policy.hop_weight <= 0 or not hits:
         return fused
-    hop = {f.memory_id: f.relevance * policy.hop_weight for f in relative_fuse(hits, None, policy)}
+    best = max((f.relevance for f in fused), default=0.0) if policy.learned_relevance else 1.0
+    scale = policy.hop_weight * best
+    hop = {f.memory_id: f.relevance * scale for f in relative_fuse(hits, None, policy)}
     out = [_lift(f, hop.pop(f.memory_id, 0.0)) for f in fused]
-    out.extend(Fused(memory_id, relevance) for memory_id, relevance in hop.items())
+    out.extend(Fused(memory_id, relevance, hop_lifted=True) for memory_id, relevance in hop.items())
     return out
 
 
@@ -429,7 +518,8 @@ def _lift(fused: Fused, lift: float) -> Fused:
     if lift <= fused.admission:
         return fused
     evidence = None if fused.evidence is None else lift
-    return replace(fused, relevance=max(fused.relevance, lift), evidence=evidence)
+    lifted = lift > fused.relevance
+    return replace(fused, relevance=max(fused.relevance, lift), evidence=evidence, hop_lifted=lifted)
 
 
 def subject_of(memory: Memory) -> str | None:

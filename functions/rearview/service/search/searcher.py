@@ -93,7 +93,7 @@ class Searcher:
         ranked = rank(candidates, policy)
         relevant = (r for r in admitted(ranked, policy) if round(r.score, 6) >= req.min_score)
         kept = collapse_extracted(relevant, top_k)
-        results = [_hit(c.ranked, c.related) for c in kept]  # hits built for these only
+        results = [_hit(c.ranked, c.related, policy.relevant_at) for c in kept]  # hits built for these only
         if req.reinforce and results:
             results = self._reinforce(tenant_id, results, candidates.memories)
         context = render_context(results)
@@ -260,7 +260,7 @@ class Searcher:
         ]
 
 
-def _hit(ranked: Ranked, related: list[str]) -> SearchHit:
+def _hit(ranked: Ranked, related: list[str], relevant_at: float) -> SearchHit:
     memory, fused, factors = ranked.memory, ranked.fused, ranked.factors
     return SearchHit(
         id=memory.id,
@@ -269,6 +269,7 @@ def _hit(ranked: Ranked, related: list[str]) -> SearchHit:
         type=memory.type,
         score=round(ranked.score, 6),
         relevance=round(fused.relevance, 6),
+        relevant=fused.relevance >= relevant_at,
         confidence=memory.confidence,
         importance=memory.importance,
         strength=memory.strength,
@@ -285,6 +286,7 @@ def _hit(ranked: Ranked, related: list[str]) -> SearchHit:
         source=memory.source,
         speaker=memory.speaker,
         why=HitExplanation(
+            relevance=round(fused.relevance, 6),
             keyword_score=round(fused.keyword_score, 6),
             vector_score=round(fused.vector_score, 6),
             importance=round(factors.importance, 6),

@@ -1,0 +1,191 @@
+"""Relevance as a calibrated probability: how likely a candidate is to answer the query.
+
+A logistic model over what one search already knows about each candidate (`FEATURES`): how far its
+cosine rises above the query's baseline for unrelated text in its script (`baseline.Baselines`), how
+far it falls below the best candidate's, its BM25 on the query's absolute scale and relative to the
+best, the share of the query's terms it holds, and whether query and memory are in different
+scripts. None of these depends on how many memories the tenant holds beyond the candidates
+themselves, so one threshold means the same on 5 memories and on 5,000, and the script features
+let Chinese and cross-lingual questions be judged on their own evidence.
+
+The model (`relevance_model.json` beside this module) is fitted by `benchmarks/relevance_fit.py` on
+labelled candidates (the everyday set's development half, split by user, and LoCoMo's development
+half); the file records what it was trained on and its cross-validated figures. `features` is the
+one definition of the features: the fit and the search both call it, so they cannot drift.
+
+Guarantee: `RelevanceModel.estimate` is a pure function of the candidates and the model; its output
+is in (0, 1) and is a probability in the sense of the training data (of the candidates it scored
+0.3, about 30 % answered their question there).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from pathlib import Path
+
+from rearview.errors import ConfigurationError
+from rearview.fts_terms import fts_terms
+from rearview.text import is_cjk_text, query_tokens, tokens
+
+_TURN = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?: ")
+"""A conversation turn as written ("Caroline: ..."), a message rather than a distilled memory (as
+`ranking.SUBJECT_PREFIX`)."""
+
+MODEL_FILE = Path(__file__).with_name("relevance_model.json")
+
+FEATURES: tuple[str, ...] = (
+    "vector",
+    "vector_best",
+    "vector_gap",
+    "keyword",
+    "keyword_relative",
+    "coverage",
+    "cross_script",
+    "query_cjk",
+    "query_terms",
+    "vector_margin",
+    "vector_x_cross",
+    "keyword_x_cjk",
+    "coverage_x_cjk",
+    "gap_x_cross",
+    "best_x_cross",
+    "turn",
+    "vector_x_turn",
+    "keyword_x_turn",
+    "gap_x_turn",
+)
+"""The model's inputs, in order (`features` computes them; the JSON model names them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What one search measured, the inputs of `features` (`ranking.Candidates` carries them)."""
+
+    query: str
+    contents: Mapping[str, str]
+    """memory_id -> content, for every candidate to score."""
+    keyword: Mapping[str, float]
+    """memory_id -> BM25 for the keyword channel's hits."""
+    vector: Mapping[str, float]
+    """memory_id -> cosine for the vector channel's hits."""
+    keyword_ceiling: float
+    """The query's BM25 scale (`ports.ChannelHits.keyword_ceiling`), > 0."""
+    baselines: tuple[float, float]
+    """The query's cosine to unrelated (Latin, CJK) text (`baseline.Baselines.of`)."""
+
+
+def features(evidence: Evidence) -> dict[str, list[float]]:
+    """memory_id -> its feature values in `FEATURES` order, for every id of `evidence.contents`.
+
+    A candidate the vector channel did not return (beyond its depth) gets the lowest cosine the
+    channel returned: an upper bound on its own.
+    """
+    query_cjk = is_cjk_text(evidence.query)
+    asked = set(fts_terms(query_tokens(evidence.query)))
+    cosines = evidence.vector.values()
+    best_cos = max(cosines, default=0.0)
+    floor_cos = min(cosines, default=0.0)
+    ranked = sorted(cosines, reverse=True)
+    margin = ranked[0] - ranked[1] if len(ranked) > 1 else 0.0
+    best_bm25 = max(evidence.keyword.values(), default=0.0)
+    n_terms = math.log(len(asked) + 1)
+    out: dict[str, list[float]] = {}
+    for memory_id, content in evidence.contents.items():
+        cjk = is_cjk_text(content)
+        zero = evidence.baselines[cjk]
+        cos = evidence.vector.get(memory_id, floor_cos)
+        bm25 = evidence.keyword.get(memory_id, 0.0)
+        held = _terms(content)
+        coverage = sum(t in held for t in asked) / len(asked) if asked else 0.0
+        cross = float(query_cjk != cjk)
+        vector, best, gap = cos - zero, best_cos - zero, best_cos - cos
+        keyword = bm25 / evidence.keyword_ceiling
+        turn = float(_TURN.match(content) is not None)
+        out[memory_id] = [
+            vector,
+            best,
+            gap,
+            keyword,
+            bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+            coverage,
+            cross,
+            float(query_cjk),
+            n_terms,
+            margin if gap == 0.0 else 0.0,
+            vector * cross,
+            keyword * query_cjk,
+            coverage * query_cjk,
+            gap * cross,
+            best * cross,
+            turn,
+            vector * turn,
+            keyword * turn,
+            gap * turn,
+        ]
+    return out
+
+
+@lru_cache(maxsize=1 << 14)
+def _terms(content: str) -> frozenset[str]:
+    """The stemmed terms of a memory, as the embedded index holds them (recent ones cached)."""
+    return frozenset(fts_terms(tokens(content)))
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceModel:
+    """A logistic model: p = 1 / (1 + exp(-(intercept + sum(w_i * (x_i - mean_i) / scale_i))))."""
+
+    names: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    intercept: float
+
+    def probability(self, values: Sequence[float]) -> float:
+        z = self.intercept + sum(
+            w * (x - m) / s for w, x, m, s in zip(self.weights, values, self.mean, self.scale, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def estimate(self, evidence: Evidence) -> dict[str, float]:
+        """memory_id -> the probability that it answers the query, for every candidate."""
+        return {i: self.probability(v) for i, v in features(evidence).items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> RelevanceModel:
+        """The model a fit wrote; a `ConfigurationError` when it does not name `FEATURES` in order."""
+        names = tuple(str(n) for n in _list(data, "features"))
+        if names != FEATURES:
+            raise ConfigurationError(MODEL_FILE.name, f"its features {names} are not this code's {FEATURES}")
+        return cls(
+            names,
+            _numbers(data, "mean"),
+            _numbers(data, "scale"),
+            _numbers(data, "weights"),
+            float(str(data["intercept"])),
+        )
+
+
+def _list(data: Mapping[str, object], key: str) -> list[object]:
+    value = data.get(key)
+    if not isinstance(value, list) or len(value) != len(FEATURES):
+        raise ConfigurationError(MODEL_FILE.name, f"{key!r} must be a list of {len(FEATURES)} numbers")
+    return value
+
+
+def _numbers(data: Mapping[str, object], key: str) -> tuple[float, ...]:
+    values = _list(data, key)
+    if not all(isinstance(v, int | float) for v in values):
+        raise ConfigurationError(MODEL_FILE.name, f"{key!r} must be a list of {len(FEATURES)} numbers")
+    return tuple(float(v) for v in values)  # type: ignore[arg-type]
+
+
+@cache
+def shipped_model() -> RelevanceModel:
+    """The model in `relevance_model.json` (read once)."""
+    return RelevanceModel.from_json(json.loads(MODEL_FILE.read_text(encoding="utf-8")))

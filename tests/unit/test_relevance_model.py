@@ -1,0 +1,126 @@
+"""The learned relevance: the shipped model, its features, and how ranking uses and explains it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from rearview.errors import ConfigurationError
+from rearview.service.search.ranking import (
+    DEFAULT_RANKING,
+    Candidates,
+    Fused,
+    Ranked,
+    admitted,
+    evidence_of,
+    rank,
+)
+from rearview.service.search.relevance import (
+    FEATURES,
+    MODEL_FILE,
+    Evidence,
+    RelevanceModel,
+    features,
+    shipped_model,
+)
+from tests.factories import make_memory
+
+NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+LEARNED = replace(DEFAULT_RANKING, learned_relevance=True)
+
+
+def test_the_shipped_model_names_this_codes_features_and_says_what_it_was_fitted_on() -> None:
+    data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    assert tuple(data["features"]) == FEATURES
+    assert data["trained_on"]["everyday_dev"]["users"] >= 8
+    assert data["cross_validated"]["split"] == "leave one everyday user out"
+    assert shipped_model().names == FEATURES
+
+
+def test_a_model_for_other_features_is_refused_by_name() -> None:
+    data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    with pytest.raises(ConfigurationError, match="features"):
+        RelevanceModel.from_json({**data, "features": list(reversed(FEATURES))})
+    with pytest.raises(ConfigurationError, match="'weights'"):
+        RelevanceModel.from_json({**data, "weights": [1.0]})
+
+
+def _evidence(vector: dict[str, float], keyword: dict[str, float]) -> Evidence:
+    contents = {
+        "pnpm": "The user uses pnpm as the package manager for JavaScript projects.",
+        "cat": "The user's cat is called Mochi.",
+        "猫": "用户养了一只橘猫，名字叫馒头。",
+    }
+    return Evidence("Which package manager does the user use?", contents, keyword, vector, 6.0, (0.80, 0.78))
+
+
+def test_features_are_computed_per_candidate_in_the_models_order() -> None:
+    table = features(_evidence({"pnpm": 0.91, "cat": 0.82, "猫": 0.79}, {"pnpm": 5.0, "cat": 0.4}))
+    assert set(table) == {"pnpm", "cat", "猫"}
+    row = dict(zip(FEATURES, table["pnpm"], strict=True))
+    assert row["vector"] == pytest.approx(0.11) and row["vector_gap"] == 0.0
+    assert row["keyword"] == pytest.approx(5 / 6) and row["keyword_relative"] == 1.0
+    assert row["coverage"] == 1.0  # package, manager, user (stemmed, stopwords out)
+    assert dict(zip(FEATURES, table["猫"], strict=True))["cross_script"] == 1.0
+    assert dict(zip(FEATURES, table["cat"], strict=True))["vector_margin"] == 0.0
+
+
+def test_the_shipped_model_rates_the_matching_memory_likely_and_the_unrelated_ones_not() -> None:
+    p = shipped_model().estimate(
+        _evidence({"pnpm": 0.91, "cat": 0.82, "猫": 0.79}, {"pnpm": 5.0, "cat": 0.4})
+    )
+    assert p["pnpm"] >= DEFAULT_RANKING.relevant_at > p["cat"] and p["猫"] < DEFAULT_RANKING.relevant_at
+    assert all(0 < v < 1 for v in p.values())
+
+
+def _candidates(**kwargs: object) -> Candidates:
+    pnpm = make_memory("The user uses pnpm as the package manager.", memory_id="pnpm", at=NOW)
+    cat = make_memory("The user's cat is called Mochi.", memory_id="cat", at=NOW)
+    base: dict[str, object] = {
+        "query": "Which package manager does the user use?",
+        "now": NOW,
+        "memories": {"pnpm": pnpm, "cat": cat},
+        "keyword": [("pnpm", 5.0), ("cat", 0.4)],
+        "vector": [("pnpm", 0.91), ("cat", 0.82)],
+        "keyword_ceiling": 6.0,
+        "vector_baselines": (0.8, 0.78),
+    }
+    return Candidates(**{**base, **kwargs})  # type: ignore[arg-type]
+
+
+def test_the_learned_relevance_needs_both_channels_and_their_scales() -> None:
+    assert evidence_of(_candidates()) is not None
+    assert evidence_of(_candidates(vector_baselines=None)) is None
+    assert evidence_of(_candidates(vector=None)) is None
+    assert (
+        evidence_of(_candidates(keyword=[], keyword_ceiling=0.0)) is not None
+    )  # no term held: no scale needed
+
+
+def test_score_is_relevance_times_every_factor_and_relevance_is_the_models() -> None:
+    candidates = _candidates()
+    ranked = rank(candidates, LEARNED)
+    expected = shipped_model().estimate(evidence_of(candidates))  # type: ignore[arg-type]
+    for r in ranked:
+        assert r.fused.relevance == pytest.approx(expected[r.memory.id])
+        assert r.score == pytest.approx(r.fused.relevance * r.factors.product)
+    assert [r.memory.id for r in ranked] == ["pnpm", "cat"]
+
+
+def _ranked(*relevances: float) -> list[Ranked]:
+    out = []
+    for i, relevance in enumerate(relevances):
+        memory = make_memory(f"memory {i}", memory_id=f"m{i}", at=NOW)
+        factors = rank(_candidates(), LEARNED)[0].factors
+        out.append(Ranked(memory, relevance, Fused(memory.id, relevance), factors))
+    return out
+
+
+def test_the_relative_floor_cuts_only_behind_a_likely_answer() -> None:
+    policy = replace(LEARNED, relative_relevance=0.3)
+    assert [r.memory.id for r in admitted(_ranked(0.9, 0.2, 0.005), policy)] == ["m0"]
+    # nothing likely: every weak match above the absolute floor is all the caller has
+    assert [r.memory.id for r in admitted(_ranked(0.3, 0.05, 0.005), policy)] == ["m0", "m1"]
