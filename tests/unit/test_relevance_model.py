@@ -17,6 +17,7 @@ from rearview.service.search.ranking import (
     admitted,
     evidence_of,
     rank,
+    with_learned_relevance,
 )
 from rearview.service.search.relevance import (
     FEATURES,
@@ -29,7 +30,7 @@ from rearview.service.search.relevance import (
 from tests.factories import make_memory
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
-LEARNED = replace(DEFAULT_RANKING, learned_relevance=True)
+LEARNED = with_learned_relevance(DEFAULT_RANKING)
 
 
 def test_the_shipped_model_names_this_codes_features_and_says_what_it_was_fitted_on() -> None:
@@ -121,6 +122,6 @@ def _ranked(*relevances: float) -> list[Ranked]:
 
 def test_the_relative_floor_cuts_only_behind_a_likely_answer() -> None:
     policy = replace(LEARNED, relative_relevance=0.3)
-    assert [r.memory.id for r in admitted(_ranked(0.9, 0.2, 0.005), policy)] == ["m0"]
-    # nothing likely: every weak match above the absolute floor is all the caller has
-    assert [r.memory.id for r in admitted(_ranked(0.3, 0.05, 0.005), policy)] == ["m0", "m1"]
+    assert [r.memory.id for r in admitted(_ranked(0.9, 0.26, 0.1), policy)] == ["m0"]  # 0.26 < 0.3 x 0.9
+    # nothing likely: every weak match above the absolute floor (0.25) is all the caller has
+    assert [r.memory.id for r in admitted(_ranked(0.45, 0.26, 0.1), policy)] == ["m0", "m1"]
