@@ -121,7 +121,7 @@ def _ranked(*relevances: float) -> list[Ranked]:
 
 
 def test_the_relative_floor_cuts_only_behind_a_likely_answer() -> None:
-    policy = replace(LEARNED, relative_relevance=0.3)
+    policy = replace(LEARNED, relative_relevance=0.3, min_relevance=0.25)
     assert [r.memory.id for r in admitted(_ranked(0.9, 0.26, 0.1), policy)] == ["m0"]  # 0.26 < 0.3 x 0.9
     # nothing likely: every weak match above the absolute floor (0.25) is all the caller has
     assert [r.memory.id for r in admitted(_ranked(0.45, 0.26, 0.1), policy)] == ["m0", "m1"]

@@ -164,7 +164,7 @@ class RankingPolicy:
     relative_relevance: float = 0.0
     """Share of the best admission a memory must reach to be returned beside a likely answer (a best
     relevance at `relevant_at` or more): the tail of weak matches behind it is noise. 0: off (the
-    fixed mix); `with_learned_relevance` sets `LEARNED_RELATIVE_RELEVANCE`."""
+    fixed mix); `with_learned_relevance` sets it (`LEARNED_ADMISSION`)."""
     consolidated_factor: float = 0.7
     """Factor of a memory a summary consolidated (`consolidated_into`): found after its summary."""
     learned_relevance: bool = False
@@ -187,16 +187,22 @@ class RankingPolicy:
 
 DEFAULT_RANKING = RankingPolicy()
 
-LEARNED_RELATIVE_RELEVANCE = 0.5
-"""`relative_relevance` with the learned relevance, whose likely answers (p >= 0.5) are 92 % right on
-the everyday set: leave-one-user-out over {0, .3, .5, .7} x `min_relevance` {.15 .. .3}
-(benchmarks/relevance_fit.py), precision 0.30 -> 0.42 for hit@3 0.812 -> 0.809; LoCoMo's development
-R@10 0.782 -> 0.778 (0.7: 0.757)."""
+LEARNED_ADMISSION: dict[str, float] = {"min_relevance": 0.25, "relative_relevance": 0.5}
+"""The admission constants of the learned relevance, chosen by benchmarks/relevance_fit.py: leave one
+everyday user out over `relevance_fit.GRID`, the most precise point whose hit@3 is at least the fixed
+mix's on the same questions (0.809 vs 0.803; precision 0.304 -> 0.415). LoCoMo's development R@10 with
+them: 0.778 (fixed: 0.798)."""
 
 
 def with_learned_relevance(policy: RankingPolicy) -> RankingPolicy:
-    """`policy` ranking by the learned relevance, with the admission it was chosen with."""
-    return replace(policy, learned_relevance=True, relative_relevance=LEARNED_RELATIVE_RELEVANCE)
+    """`policy` ranking by the learned relevance, with the admission chosen for it (`LEARNED_ADMISSION`)."""
+    chosen = LEARNED_ADMISSION
+    return replace(
+        policy,
+        learned_relevance=True,
+        min_relevance=chosen["min_relevance"],
+        relative_relevance=chosen["relative_relevance"],
+    )
 
 
 ChannelScores = Sequence[tuple[str, float]]
