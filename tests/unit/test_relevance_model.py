@@ -125,3 +125,11 @@ def test_the_relative_floor_cuts_only_behind_a_likely_answer() -> None:
     assert [r.memory.id for r in admitted(_ranked(0.9, 0.26, 0.1), policy)] == ["m0"]  # 0.26 < 0.3 x 0.9
     # nothing likely: every weak match above the absolute floor (0.25) is all the caller has
     assert [r.memory.id for r in admitted(_ranked(0.45, 0.26, 0.1), policy)] == ["m0", "m1"]
+
+
+def test_estimate_is_the_per_row_probability() -> None:
+    model = shipped_model()
+    evidence = _evidence({"pnpm": 0.91, "cat": 0.82, "猫": 0.79}, {"pnpm": 5.0, "cat": 0.4})
+    rows = features(evidence)
+    assert model.estimate(evidence) == pytest.approx({i: model.probability(v) for i, v in rows.items()})
+    assert model.estimate(replace(evidence, contents={})) == {}

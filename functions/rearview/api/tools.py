@@ -143,6 +143,9 @@ When to SEARCH (memory_search):
 - at the start of a task or conversation, with the task's subject as the query;
 - before asking the user something they may have told you before (preferences, names, setup);
 - before retrying something that failed: search for lessons (type procedural).
+Each result's `relevance` is the estimated chance it answers your query; `relevant: false` marks a
+weak match (the context block labels it): use one only if it plainly fits, and do not take it as
+proof that nothing else is known.
 
 When to WRITE (memory_write), one distilled statement per memory:
 - semantic: a durable fact or preference ("User prefers pnpm over npm");

@@ -3,6 +3,8 @@
 - `searcher`: `Searcher`, the two channels (keyword, vector) filtered inside the query, the
   degraded path, and the reinforcement a relevant recall earns.
 - `ranking`: fusion of the channels' scores and the re-rank; every constant that shapes a score.
+- `relevance`: the learned relevance, a calibrated probability that a candidate answers the query
+  (its features and the fitted model, `relevance_model.json`).
 - `collapse`: a memory extracted from a message and that message take one place.
 - `rendering`: the context block returned for direct injection into a prompt.
 - `store_search`: the degraded keyword scoring over the store when the index is down.

@@ -32,6 +32,14 @@ max(0, cos - cosine_floor) / (max cos - cosine_floor).
 A memory whose relevance (on the absolute scales) is under `min_relevance` is not relevant to the
 query at all: `admitted` says so, and the searcher leaves it out rather than fill `top_k` with it.
 
+Learned relevance (`learned_relevance`, bootstrap's default with the e5 embedders): when both
+channels ran with their scales, `relevance` is `relevance.RelevanceModel`'s calibrated probability
+that the memory answers the query, and the absolute-scale mix above is kept as `Fused.evidence`, what
+admission judges. The probability orders (score = probability x factors), marks likely answers
+(`relevant_at`) and decides the relative floor: behind a likely answer only memories with
+`relative_relevance` of the best's evidence are returned (`with_learned_relevance`,
+`LEARNED_ADMISSION`, chosen by benchmarks/relevance_fit.py).
+
     score         = relevance
                     * (imp_floor + (1 - imp_floor) * (importance - 1) / 4)       importance 1..5
                     * (rec_floor + (1 - rec_floor) * exp(-lambda * age_days))    age since updated_at
@@ -72,9 +80,9 @@ Lisbon work?": "I met Marco in Lisbon", then "Marco started at the bakery"). The
 the `hop_seeds` first-hop candidates of best relevance (`hop_seeds`), the names they mention and
 the query does not (at most `expansion.MAX_BRIDGES`, never a speaker), and runs the keyword
 channel once more on those names alone, 10 hits (`Candidates.second_hop`).
-A memory it finds has relevance max(its own, `hop_weight` x that search's normalized BM25): it
-can join the candidates or rise, never fall, and stays below the reinforcement floor (0.5) on the
-hop alone. Keyword only: no second embedding.
+A memory it finds has admission evidence max(its own, `hop_weight` x that search's normalized BM25)
+and relevance at least that (fixed mix) or that x the best relevance (learned): it can join the
+candidates or rise, never fall, and stays below the reinforcement floor (0.5) on the hop alone.
 
 Floors keep the re-rank factors in [floor, 1]: a highly relevant memory is never buried by one weak
 factor, while among similarly relevant memories the important, fresh and often-recalled ones win.
