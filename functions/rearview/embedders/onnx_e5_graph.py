@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from rearview.embedders.e5_weights import E5File
+from rearview.embedders.onnxruntime_import import quantization
 from rearview.errors import EmbedderError
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ def build_int8_graph(model: E5File, out: Path) -> None:
     """Write the int8 graph to `out` (replaced atomically by the caller). `EmbedderError` on failure."""
     try:
         import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        q = quantization()
     except ImportError as exc:
         raise EmbedderError(f"building the ONNX embedder needs onnx and onnxruntime: {exc}") from exc
     graph = _fp32_model(model)
@@ -49,11 +51,11 @@ def build_int8_graph(model: E5File, out: Path) -> None:
         onnx.save_model(graph, str(fp32))
         logging.disable(logging.WARNING)  # the quantizer's root-logger advice is not for our users
         try:
-            quantize_dynamic(
+            q.quantize_dynamic(
                 str(fp32),
                 str(out),
                 per_channel=True,
-                weight_type=QuantType.QInt8,
+                weight_type=q.QuantType.QInt8,
                 op_types_to_quantize=["MatMul"],
             )
         except Exception as exc:  # the quantizer raises bare Exceptions; any of them means no graph
