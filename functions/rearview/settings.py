@@ -82,7 +82,7 @@ class Settings(BaseSettings):
 
     # Local server and auth
     host: str = "127.0.0.1"
-    port: int = 8080
+    port: int = Field(default=8080, ge=0, le=65535)
     config_file: Path | None = None
     """TOML file with `[api_keys]` mapping a key (or `sha256:<hex>` of it) to a tenant id, or to a
     `{ tenant = ..., agent = ... }` table that binds the key to an agent."""

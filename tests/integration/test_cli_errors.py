@@ -1,0 +1,68 @@
+"""Mistakes a new user makes at the terminal get one line saying what to do, never a traceback (issue 34.3).
+
+Run as subprocesses, the way a person meets them: the exit status and stderr are what they see.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rearview(
+    tmp_path: Path, *args: str, hide: tuple[str, ...] = (), **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`rearview ARGS` in a fresh interpreter; modules in `hide` cannot be imported (as if not installed)."""
+    code = (
+        "import sys\n"
+        + "".join(f"sys.modules[{name!r}] = None\n" for name in hide)
+        + "from rearview.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("REARVIEW_")},
+        "PYTHONPATH": str(ROOT / "functions"),
+        "REARVIEW_DATA_DIR": str(tmp_path / "data"),
+        "REARVIEW_EMBEDDER": "hashing",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "error" in line]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path, port: str) -> None:
+    result = _rearview(tmp_path, "serve", "--port", port)
+    assert result.returncode == 2
+    assert "--port" in _one_line_error(result)
+
+
+def test_a_port_out_of_range_in_the_environment_names_the_variable(tmp_path: Path) -> None:
+    result = _rearview(tmp_path, "stats", REARVIEW_PORT="70000")
+    assert result.returncode == 2
+    assert "REARVIEW_PORT" in _one_line_error(result)
+
+
+def test_an_aws_backend_without_the_aws_extra_says_what_to_install(tmp_path: Path) -> None:
+    result = _rearview(tmp_path, "stats", hide=("boto3", "botocore"), REARVIEW_STORE="dynamodb")
+    assert result.returncode == 2
+    line = _one_line_error(result)
+    assert "pip install 'rearview[aws]'" in line and "is not installed" in line
