@@ -132,7 +132,7 @@ class ImportRun:
         self.move = move
         self.restorer = Restorer(service)
         self.counts: dict[str, dict[str, int]] = {}
-        """tenant -> action (`created`, `merged`, `superseded`, `restored`) -> lines."""
+        """tenant -> action (`created`, `merged`, `superseded`, `restored`, `already present`) -> lines."""
         self.stopped = False
 
     def apply(self, line: Line) -> str | None:
@@ -148,8 +148,8 @@ class ImportRun:
 
     def _apply(self, line: Line) -> tuple[str, str]:
         if isinstance(line, ExportRecord):
-            memory = self.restorer.restore(line, self.tenant if self.move else None)
-            return memory.tenant_id, "restored"
+            restored = self.restorer.restore(line, self.tenant if self.move else None)
+            return restored.memory.tenant_id, "already present" if restored.present else "restored"
         return self.tenant, self.service.write(self.tenant, line).action.value
 
     def finish(self) -> None:

@@ -20,7 +20,9 @@ def _records(service: MemoryService) -> list[ExportRecord]:
     return list(export_tenant(service.store, "t1"))
 
 
-def test_a_restore_is_exact_and_a_second_one_is_refused(service: MemoryService, clock: ManualClock) -> None:
+def test_a_restore_is_exact_and_a_second_one_changes_nothing(
+    service: MemoryService, clock: ManualClock
+) -> None:
     records = _records(service)
     target = MemoryService(InMemoryMemoryStore(clock), InMemoryMemoryIndex(256), service.embedder, clock)
     restorer = Restorer(target)
@@ -32,8 +34,13 @@ def test_a_restore_is_exact_and_a_second_one_is_refused(service: MemoryService, 
     updated = next(r for r in records if r.memory.content.startswith("The build"))
     assert [e.action for e in updated.history] == ["created", "updated"] and updated.memory.version == 2
     assert target.index.count("t1") == 2 and restorer.unindexed == 0
-    with pytest.raises(InvalidInputError, match="already exists in tenant `t1`"):
-        restorer.restore(records[0])
+    again = restorer.restore(records[0])
+    assert again.present and list(export_tenant(target.store, "t1")) == records
+    changed = records[0].model_copy(
+        update={"memory": records[0].memory.model_copy(update={"content": "Other"})}
+    )
+    with pytest.raises(InvalidInputError, match="already exists in tenant `t1` with other content"):
+        restorer.restore(changed)
 
 
 def test_a_restore_moves_to_another_tenant_and_survives_a_broken_embedder(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -144,6 +144,14 @@ def export_tenant(store: MemoryStore, tenant_id: str) -> Iterator[ExportRecord]:
             return
 
 
+class Restored(NamedTuple):
+    """What `Restorer.restore` did with one record."""
+
+    memory: Memory
+    present: bool
+    """The record was restored whole already: nothing was written."""
+
+
 class Restorer:
     """Writes export records back into the service's store as they were, and indexes them in batches.
 
@@ -157,11 +165,14 @@ class Restorer:
         self.unindexed = 0
         """How many restored memories could not be indexed (embedder or index unavailable)."""
 
-    def restore(self, record: ExportRecord, tenant_id: str | None = None) -> Memory:
+    def restore(self, record: ExportRecord, tenant_id: str | None = None) -> Restored:
         """Store the record's memory and history unchanged (moved to `tenant_id` if given).
 
-        InvalidInputError, writing nothing, if the record fails `check_restorable`, if a memory with
-        its id already exists in the tenant, or if its idempotency key belongs to another memory.
+        A record restored whole already (the same memory, with every event of its history) is left
+        as it is: `Restored.present`, nothing written, so importing an export again is a no-op.
+        InvalidInputError, writing nothing, if the record fails `check_restorable`, if another
+        memory with its id exists in the tenant (other content, version or history), or if its
+        idempotency key belongs to another memory.
         The memory lands with its first event in one commit and each later event in a commit of
         its own (a store transaction may not put one record twice); a restore cut short in between
         left this very memory with the first events of this very history, and restoring the
@@ -171,6 +182,8 @@ class Restorer:
         memory, history = _moved(record, tenant_id)
         store = self._service.store
         done = self._restored_part(memory, history)
+        if done == len(history) > 0:
+            return Restored(memory, present=True)
         if done == 0 and memory.idempotency_key is not None:
             holder = store.find_by_idempotency_key(memory.tenant_id, memory.idempotency_key)
             if holder is not None:
@@ -184,13 +197,13 @@ class Restorer:
             self._pending.append(memory)
             if len(self._pending) >= REINDEX_BATCH:
                 self.flush()
-        return memory
+        return Restored(memory, present=False)
 
     def _restored_part(self, memory: Memory, history: list[HistoryEvent]) -> int:
-        """How many of `history`'s events an earlier, interrupted restore of this record committed.
+        """How many of `history`'s events an earlier restore of this record committed.
 
-        0 when the memory is absent; InvalidInputError when it exists otherwise (another memory with
-        this id, or this record restored whole already).
+        0 when the memory is absent; all of them when this record was restored whole already;
+        InvalidInputError when another memory with this id exists (other content, version or history).
         """
         store = self._service.store
         stored = store.get(memory.tenant_id, memory.id)
@@ -198,12 +211,14 @@ class Restorer:
             return 0
         have = [e.id for e in store.history(memory.tenant_id, memory.id)]
         started = [e.id for e in history[: len(have)]]
+        if stored == memory and have == [e.id for e in history]:
+            return len(history)
         if stored == memory and 0 < len(have) < len(history) and have == started:
             log.info(
                 "finishing the interrupted restore of %s: %d of %d events", memory.id, len(have), len(history)
             )
             return len(have)
-        where = f"already exists in tenant `{memory.tenant_id}`"
+        where = f"already exists in tenant `{memory.tenant_id}` with other content, version or history"
         raise InvalidInputError("memory.id", f"memory `{memory.id}` {where}")
 
     def flush(self) -> None:

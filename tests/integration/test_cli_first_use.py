@@ -1,4 +1,5 @@
-"""Mistakes a new user makes at the terminal get one line saying what to do, never a traceback (issue 34.3).
+"""What a new user meets at the terminal (issue 34): mistakes get one line saying what to do, never a
+traceback; importing an export again changes nothing.
 
 Run as subprocesses, the way a person meets them: the exit status and stderr are what they see.
 """
@@ -66,3 +67,18 @@ def test_an_aws_backend_without_the_aws_extra_says_what_to_install(tmp_path: Pat
     assert result.returncode == 2
     line = _one_line_error(result)
     assert "pip install 'rearview[aws]'" in line and "is not installed" in line
+
+
+def test_importing_an_export_again_changes_nothing_and_succeeds(tmp_path: Path) -> None:
+    source = tmp_path / "memories.jsonl"
+    source.write_text('{"content": "The user likes green tea"}\n{"content": "Deploys go out on Tuesdays"}\n')
+    assert _rearview(tmp_path, "import", str(source)).returncode == 0
+    exported = _rearview(tmp_path, "export")
+    assert exported.returncode == 0
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text(exported.stdout)
+    for flags in ((), ("--continue-on-error",)):
+        again = _rearview(tmp_path, "import", *flags, str(backup))
+        assert again.returncode == 0, again.stderr
+        assert "already present 2" in again.stdout + again.stderr
+    assert _rearview(tmp_path, "export").stdout == exported.stdout  # nothing rewritten
