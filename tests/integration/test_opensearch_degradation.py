@@ -28,7 +28,7 @@ def test_engine_stopped_mid_test_degrades_search_and_keeps_writes(
         replicas=0,
         refresh="true",
         alias="rv-degrade",
-        timeout_s=1.0,
+        timeout_s=5.0,  # the healthy searches must not time out on a loaded host
     )
     index = OpenSearchMemoryIndex(config)
     index.ensure_schema()
@@ -45,7 +45,7 @@ def test_engine_stopped_mid_test_degrades_search_and_keeps_writes(
     assert service.get("t1", written.memory.id).content == "The user's cat is called Miso"
     started = time.monotonic()
     result = service.search("t1", SearchRequest(query="green tea"))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < config.timeout_s + 5  # a refused connection fails fast
     assert result.degraded and "index unavailable" in (result.degraded_reason or "")
     assert [h.id for h in result.results][:1] == [tea]
     assert service.search("t1", SearchRequest(query="cat Miso")).results[0].id == written.memory.id
