@@ -122,6 +122,14 @@ def _figures(rows: list[tuple[Labelled, list[ranking.Ranked]]], policy: RankingP
         out["hit@3"] = fmean(any(i in a.answers for i in ids[:3]) for a, ids in answered)
         right = sum(sum(i in a.relevant for i in ids) for a, ids in answered)
         out["precision"] = right / returned if returned else 1.0
+        likely = [
+            (a, r.memory.id)
+            for a, kept in rows
+            if a.answers
+            for r in kept
+            if r.fused.relevance >= policy.relevant_at
+        ]
+        out["likely right"] = fmean(i in a.relevant for a, i in likely) if likely else 1.0
     if nothing:
         out["empty"] = fmean(not kept for _, kept in nothing)
         out["none relevant"] = fmean(
@@ -208,7 +216,8 @@ def render(results: list[tuple[dict[str, float], dict[str, dict[str, float]]]]) 
         )
         lines.append(
             f"{point}  hit@1 {a['hit@1']:.3f} hit@3 {a['hit@3']:.3f} precision {a['precision']:.3f}"
-            f" empty {n.get('empty', 0):.3f} none-relevant {n.get('none relevant', 0):.3f}  [{kinds}]"
+            f" likely-right {a.get('likely right', 0):.3f} empty {n.get('empty', 0):.3f}"
+            f" none-relevant {n.get('none relevant', 0):.3f}  [{kinds}]"
         )
     return "\n".join(lines)
 
