@@ -260,8 +260,6 @@ class Fused:
     (`RankingPolicy.relative_vector_order`): what `admitted` judges. None: `relevance` is."""
     hop_lifted: bool = False
     """`relevance` is the second hop's lift (`second_hop`)."""
-    archived: float = 1.0
-    """`ARCHIVED_RELEVANCE` for an archived match (already in `relevance`), else 1."""
 
     @property
     def admission(self) -> float:
@@ -315,7 +313,6 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
                     f.keyword_score,
                     0.0,
                     f.keyword_rank,
-                    archived=ARCHIVED_RELEVANCE,
                 )
             )
     fused = second_hop(fused, candidates.second_hop, policy)
