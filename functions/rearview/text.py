@@ -8,7 +8,7 @@ import re
 import unicodedata
 
 _WS = re.compile(r"\s+")
-_TRAILING_PUNCT = re.compile(r"[\s.!?。！？]+$")
+_TRAILING_PUNCT = re.compile(r"(?<![\s.!?。！？])[\s.!?。！？]++$")
 # CJK ideographs, kana and hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)

@@ -54,6 +54,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 from typing import Final, Protocol
 
 from rearview.models import ExtractionMode, MemoryType
@@ -66,6 +67,10 @@ __all__ = [
 NOT_A_PERSON: Final = frozenset({"assistant", "system", "tool", "function", "developer", "model", "ai"})
 """Roles whose messages are never read for self-statements (casefolded)."""
 MAX_SUBJECT_WORDS: Final = 3
+MAX_CLAUSES: Final = 64
+"""The most statements one sentence is cut into (`CLAUSE_BREAK`); a longer one's rest stays in its
+last part. A part that states nothing is read again glued to the one before it, so this bounds a
+sentence's cost to this many rule matches over its length: linear, whatever the input."""
 """`my X is Y`: X longer than this is more likely a clause than a thing the speaker has."""
 
 VAGUE_OBJECT: Final = re.compile(
@@ -76,7 +81,7 @@ VAGUE_OBJECT: Final = re.compile(
 POINTER: Final = re.compile(r"\b(?:it|this|that|these|those|them)\b", re.IGNORECASE)
 """A word anywhere in an object that names its thing by pointing into the conversation."""
 AFTERTHOUGHT: Final = re.compile(
-    r"\s+[-–—]\s+|,\s+(?=(?:it|it's|they|they're|he|she|that's|this|'cause|cause|because|but|so|which)\b)",
+    r"(?<!\s)\s++[-–—]\s+|,\s++(?=(?:it|it's|they|they're|he|she|that's|this|'cause|cause|because|but|so|which)\b)",
     re.IGNORECASE,
 )
 """Where a statement's own clause ends and a remark about it begins (English)."""
@@ -104,14 +109,14 @@ ORDER: Final = re.compile(
 )
 """The start of a "remember" object that is an order to carry out, not a fact to keep."""
 CLAUSE_BREAK: Final = re.compile(
-    r"(?:,\s*|\s+)(?i:and|but|also|plus)\s+(?=(?:I\b|I['’]m\b|(?i:my)\b|(?i:(?:please\s+)?remember)\b))"
-    r"|\s*[，,；;]\s*(?:而且|并且|还有|另外|也)?(?=我|请?记住)"
+    r"(?:,\s*+|(?<!\s)\s++)(?i:and|but|also|plus)\s++(?=(?:I\b|I['’]m\b|(?i:my)\b|(?i:(?:please\s+)?remember)\b))"
+    r"|(?<!\s)\s*+[，,；;]\s*+(?:而且|并且|还有|另外|也)?(?=我|请?记住)"
 )
 """Where a second statement starts inside a sentence: a conjunction before I/my/remember; ，before 我/记住."""
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
-_LEAD = r"^(?:(?:oh|well|actually|honestly|also|btw|by the way|and|but|so|yeah|yes|no)\s*,?\s+)?"
+_LEAD = r"^(?:(?:oh|well|actually|honestly|also|btw|by the way|and|but|so|yeah|yes|no)(?:\s*+,\s++|\s++))?"
 _VERBS = {"like": "likes", "love": "loves", "hate": "hates", "enjoy": "enjoys", "dislike": "dislikes"}
-_TRAILING = re.compile(r"[\s.!。！;；,，]+$")
+_TRAILING = re.compile(r"(?<![\s.!。！;；,，])[\s.!。！;；,，]++$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,10 +309,10 @@ def _sentences(content: str) -> list[str]:
 def _claims(sentence: str, speaker: str) -> list[str]:
     """The statements of one sentence: cut at each `CLAUSE_BREAK` whose both sides state something.
 
-    One pass over the cuts (a part that states nothing stays glued to the one before it), so a
-    message of many "and I ..." costs a rule match per part, not one per way of grouping them.
+    One pass over at most `MAX_CLAUSES - 1` cuts (a part that states nothing stays glued to the one
+    before it), so a message of many "and I ..." costs a bounded number of rule matches, each linear.
     """
-    cuts = list(CLAUSE_BREAK.finditer(sentence))
+    cuts = list(islice(CLAUSE_BREAK.finditer(sentence), MAX_CLAUSES - 1))
     spans = zip([0, *(c.end() for c in cuts)], [*(c.start() for c in cuts), len(sentence)], strict=True)
     parts: list[tuple[int, int, str | None]] = []  # start, end, and the part's statement
     for start, end in spans:

@@ -16,6 +16,7 @@ it, and every turn of a speaker would match. Only the keyword channel runs again
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from typing import Final
 
@@ -31,7 +32,6 @@ HOP_LIMIT: Final = 10
 
 _WORD = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|[\"“(]\s*)$")
 _NOT_NAMES: Final = frozenset(
     (
         "i", "i'm", "i've", "i'll", "i'd", "i’m", "i’ve", "hey", "hi", "hello", "oh", "wow", "yeah", "yes",
@@ -43,15 +43,36 @@ _NOT_NAMES: Final = frozenset(
 """Capitalized words that are not names: greetings, pronouns, a sentence's first function word."""
 
 
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether a word at `at` starts a sentence.
+
+    It does at the text's start, after a line break, an opening quote or bracket, or sentence
+    punctuation and a space. Reads back over one whitespace run only: linear over a text's words.
+    """
+    start = at
+    while start and text[start - 1].isspace():
+        start -= 1
+    gap = text[start:at]
+    if not start or "\n" in gap:
+        return True
+    before = text[start - 1]
+    return before in '"“(' or (bool(gap) and before in ".!?:;")
+
+
 def names_in(text: str) -> list[str]:
-    """The names in `text`: capitalized words not opening a sentence (adjacent ones as one), quoted titles."""
+    """The names in `text`: capitalized words not opening a sentence (adjacent ones as one), quoted titles.
+
+    Linear in `text`: quoted titles are found once and looked up by position (they never overlap).
+    """
     quoted = [(m.start(), m.end()) for m in _QUOTED.finditer(text)]
+    starts = [start for start, _ in quoted]
     runs: list[tuple[str, int]] = []  # (name, end offset)
     for m in _WORD.finditer(text):
         word = m.group(0).rstrip("'’")
-        if word.casefold() in _NOT_NAMES or _SENTENCE_START.search(text[: m.start()]):
+        if word.casefold() in _NOT_NAMES or _opens_sentence(text, m.start()):
             continue
-        if any(start < m.start() < end for start, end in quoted):
+        inside = bisect_left(starts, m.start()) - 1  # the last title starting before the word
+        if inside >= 0 and m.start() < quoted[inside][1]:
             continue  # part of a title, which counts whole
         if runs and text[runs[-1][1] : m.start()].isspace():
             runs[-1] = (f"{runs[-1][0]} {word}", m.end())  # "New York"
