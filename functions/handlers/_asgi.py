@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import contextlib
 import logging
 from collections.abc import Mapping
@@ -67,21 +68,29 @@ class HttpRequest:
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any]) -> HttpRequest:
-        """Parse a payload-2.0 event (HTTP API or Function URL); UnsupportedEventError otherwise."""
-        context = event.get("requestContext")
+        """Parse a payload-2.0 event (HTTP API or Function URL).
+
+        Raises UnsupportedEventError, never anything else, for an event of another shape: not an
+        object, another payload version, headers that are not an object, cookies that are not a
+        list, or a body marked base64 that is not base64.
+        """
+        context = event.get("requestContext") if isinstance(event, Mapping) else None
         http = context.get("http") if isinstance(context, Mapping) else None
-        if event.get("version") != "2.0" or not isinstance(http, Mapping):
+        if not isinstance(context, Mapping) or event.get("version") != "2.0" or not isinstance(http, Mapping):
             raise UnsupportedEventError(
                 "expected an API Gateway HTTP API (payload format 2.0) or Function URL event"
             )
-        assert isinstance(context, Mapping)
-        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+        raw_headers = event.get("headers") or {}
+        if not isinstance(raw_headers, Mapping):
+            raise UnsupportedEventError("event.headers must be an object of header names to values")
+        headers = {str(k).lower(): str(v) for k, v in raw_headers.items()}
         cookies = event.get("cookies") or []
+        if not isinstance(cookies, list):
+            raise UnsupportedEventError("event.cookies must be a list of strings")
         if cookies:
             headers["cookie"] = "; ".join(str(c) for c in cookies)
         raw_path = _strip_stage(str(event.get("rawPath") or http.get("path") or "/"), context.get("stage"))
-        body = event.get("body") or ""
-        payload = base64.b64decode(body) if event.get("isBase64Encoded") else str(body).encode("utf-8")
+        payload = _body(event.get("body") or "", bool(event.get("isBase64Encoded")))
         host = headers.get("host") or str(context.get("domainName") or "localhost")
         scheme = headers.get("x-forwarded-proto", "https")
         source_ip = http.get("sourceIp")
@@ -315,6 +324,16 @@ def _resolve(future: asyncio.Future[None], error: BaseException | None = None) -
         future.set_result(None)
     else:
         future.set_exception(error)
+
+
+def _body(body: object, encoded: bool) -> bytes:
+    """The request body's bytes; UnsupportedEventError for a body marked base64 that is not."""
+    if not encoded:
+        return str(body).encode("utf-8")
+    try:
+        return base64.b64decode(str(body), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UnsupportedEventError("event.body is marked isBase64Encoded but is not valid base64") from exc
 
 
 def _strip_stage(raw_path: str, stage: object) -> str:

@@ -411,6 +411,43 @@ def test_handler_entry_point_is_warm_after_the_first_call(
     assert "pnpm" not in logs.getvalue() and "rv-example-tenant-a-key" not in logs.getvalue()
 
 
+def _malformed_events() -> dict[str, Any]:
+    write = load_event("mcp-2026-07-28/tools-call-memory_write")
+    not_base64 = {**write, "isBase64Encoded": True, "body": "{not base64!"}
+    list_headers = {**write, "headers": ["content-type", "application/json"]}
+    text_cookies = {**write, "cookies": "a=1"}
+    list_context = {**write, "requestContext": ["http"]}
+    return {
+        "list": [write],
+        "string": "GET /mcp",
+        "null": None,
+        "not-base64": not_base64,
+        "headers-not-an-object": list_headers,
+        "cookies-not-a-list": text_cookies,
+        "request-context-not-an-object": list_context,
+    }
+
+
+@pytest.mark.parametrize("name", list(_malformed_events()))
+def test_the_entry_point_answers_400_to_any_malformed_event(
+    lambda_env: None, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33.5: a client's malformed event is a 400 with a reason and a log line, never a raise (502)."""
+    mcp.runtime.cache_clear()
+    logs = io.StringIO()
+    previous = mcp.logger.registered_handler.setStream(logs)
+    try:
+        result = mcp.handler(_malformed_events()[name], FakeLambdaContext())  # type: ignore[arg-type]
+    finally:
+        mcp.runtime().close()
+        mcp.runtime.cache_clear()
+        mcp.logger.registered_handler.setStream(previous)
+    assert result["statusCode"] == 400
+    assert json.loads(result["body"])["error"] == "unsupported_event"
+    assert '"message":"unsupported event"' in logs.getvalue()
+    assert "Traceback" not in logs.getvalue() + capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- stream and jobs
 
 
