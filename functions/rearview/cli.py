@@ -316,6 +316,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.api.app import LOOPBACK, create_app
     from rearview.api.auth import ApiKeyResolver
     from rearview.api.http_limits import server_options
+    from rearview.api.jwt_auth import JwtVerifier
     from rearview.bootstrap import build_checkpoints, build_service
 
     settings = settings.model_copy(
@@ -324,15 +325,21 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         }
     )
     keys = settings.api_keys()
-    if not keys and settings.host not in LOOPBACK:
+    verifier = JwtVerifier.from_settings(settings)  # REARVIEW_JWT_ISSUER: OAuth on, tokens checked here
+    if not keys and verifier is None and settings.host not in LOOPBACK:
         raise ConfigurationError(
             "--host",
             f"refusing to serve on {settings.host} without API keys: add [api_keys] to "
-            f"{settings.config_file or settings.data_dir / 'config.toml'} or bind to 127.0.0.1",
+            f"{settings.config_file or settings.data_dir / 'config.toml'}, set REARVIEW_JWT_ISSUER "
+            "or bind to 127.0.0.1",
         )
     ensure_port_free(settings.host, settings.port)  # before the banner, the store and the embedder
     service = build_service(settings)
-    resolver = ApiKeyResolver(keys, settings.default_tenant if not keys else None)
+    open_tenant = settings.default_tenant if not keys and verifier is None else None
+    resolver = ApiKeyResolver(keys, open_tenant)
+    if settings.ui and verifier is not None and not keys:
+        print("Memory browser off: it signs in with API keys, and [api_keys] has none")
+        settings = settings.model_copy(update={"ui": False})
     revocations = None
     if settings.ui and keys:  # signed-out UI sessions outlive a restart (the secret may too)
         revocations = build_checkpoints(settings)
@@ -342,6 +349,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         resolver,
         host=settings.host,
         public_url=settings.public_url,
+        authorization_server=settings.jwt_issuer if verifier else None,
+        token_verifier=verifier,
         trust_forwarded_headers=settings.trust_forwarded_headers,
         forwarded_proxies=settings.forwarded_proxies,
         refusals_per_minute=settings.auth_refusals_per_minute,
@@ -350,7 +359,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,
         ui_revocations=revocations,
     )
-    mode = plural(len(keys), "API key") if keys else f"no API keys: single tenant '{settings.default_tenant}'"
+    mode = describe_auth(settings, len(keys))
     print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; {describe_data(settings)})")
     if settings.ui:
         print(f"Memory browser at http://{settings.host}:{settings.port}/ui")
@@ -379,6 +388,15 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         if timer is not None:
             timer.stop()
     return EXIT_OK
+
+
+def describe_auth(settings: Settings, keys: int) -> str:
+    """Who may call: the API keys, the OAuth issuer whose tokens are accepted, or the one open tenant."""
+    parts = [plural(keys, "API key")] if keys else []
+    if settings.jwt_issuer:
+        audience = settings.jwt_audience or "any (set REARVIEW_JWT_AUDIENCE)"
+        parts.append(f"OAuth on: tokens of {settings.jwt_issuer}, audience {audience}")
+    return "; ".join(parts) or f"no API keys: single tenant '{settings.default_tenant}'"
 
 
 def describe_data(settings: Settings) -> str:

@@ -8,7 +8,8 @@ holder of the same key: give each agent its own bound key for that.
 
 Key maps (`[api_keys]` in `config.toml`, the Lambda's JSON key map) give each key either a
 tenant id (`"key" = "alice"`) or a table (`"key" = { tenant = "alice", agent = "claude-code" }`);
-`principal_from_entry` reads both.
+`principal_from_entry` reads both. A verified JWT names its principal in claims
+(`principal_from_token`), whoever verified it: API Gateway on Lambda, `rearview serve` locally.
 """
 
 from __future__ import annotations
@@ -50,3 +51,21 @@ def principal_from_entry(value: object) -> Principal | None:
     if not is_principal_id(tenant) or (agent is not None and not is_principal_id(agent)):
         return None
     return Principal(str(tenant), None if agent is None else str(agent))
+
+
+def principal_from_token(
+    claims: Mapping[str, object], tenant_claim: str, agent_claim: str | None = None
+) -> Principal | None:
+    """The principal a verified token's claims name, None when they name no usable one.
+
+    The tenant is `claims[tenant_claim]`; with `agent_claim`, the agent is `claims[agent_claim]`
+    and a token without it is refused (None), so it cannot act as any agent it likes. Only a
+    usable id (`is_principal_id`) counts: lists, numbers and blank strings do not.
+    """
+    tenant = claims.get(tenant_claim)
+    if not is_principal_id(tenant):
+        return None
+    if agent_claim is None:
+        return Principal(str(tenant))
+    agent = claims.get(agent_claim)
+    return Principal(str(tenant), str(agent)) if is_principal_id(agent) else None

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rearview.config_file import ANY, ANY_HIDDEN, Shape, read_config
@@ -65,7 +65,31 @@ CONFIG_SHAPE: Shape = {
 """Every table and key `config.toml` may hold; any other name refuses to start (`read_config`)."""
 
 
-class Settings(BaseSettings):
+def _blank_is_unset(value: object) -> object:
+    """A variable declared empty (SAM templates declare unused ones with "") means unset."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+class ClaimSettings(BaseSettings):
+    """Which claims of a verified JWT name the caller.
+
+    Read alike by `rearview serve`, which verifies tokens itself (`rearview.api.jwt_auth`), and by
+    the Lambda, behind API Gateway's JWT authorizer (`rearview.api.lambda_auth`).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="REARVIEW_", extra="ignore")
+
+    tenant_claim: str = Field(default="sub", min_length=1)
+    """The JWT claim whose value is the tenant id, e.g. `sub`, `org_id`, `custom:tenant`."""
+    agent_claim: str | None = None
+    """The JWT claim whose value is the caller's agent id, e.g. `client_id`, `azp`. Set, it binds every
+    token to that agent (a token without the claim is refused); unset, callers name their agent in
+    `agent_id`."""
+
+    _blank_agent_claim = field_validator("agent_claim", mode="before")(_blank_is_unset)
+
+
+class Settings(ClaimSettings):
     """Everything that selects backends and shapes behaviour. Defaults = the local embedded setup."""
 
     model_config = SettingsConfigDict(env_prefix="REARVIEW_", extra="ignore")
@@ -103,7 +127,16 @@ class Settings(BaseSettings):
     """`memory_search` calls run at once per process; the rest queue. Unset: the CPU count, which keeps
     p95 lowest under many clients (`api/tools.py` `search_lane`)."""
     jwt_issuer: str | None = None
-    """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server)."""
+    """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server).
+    `rearview serve` then verifies bearer JWTs itself (`api/jwt_auth.py`); on Lambda, API Gateway does."""
+    jwt_audience: str | None = None
+    """With `jwt_issuer`: `rearview serve` accepts only tokens whose `aud` names this; unset, `aud` is
+    not checked (any token of the issuer is accepted)."""
+    jwt_jwks_url: str | None = None
+    """With `jwt_issuer`: where `rearview serve` fetches the issuer's signing keys (JWKS); unset, the
+    `jwks_uri` of `{jwt_issuer}/.well-known/openid-configuration` (OIDC discovery)."""
+
+    _blank_jwt = field_validator("jwt_issuer", "jwt_audience", "jwt_jwks_url", mode="before")(_blank_is_unset)
     ui: bool = True
     """`rearview serve` also serves the memory browser at `/ui` (`--no-ui` or `REARVIEW_UI=false`: off)."""
     ui_secret: SecretStr | None = None

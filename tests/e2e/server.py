@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
+from rearview.api.jwt_auth import JwtVerifier
 from rearview.bootstrap import build_service
 from rearview.settings import Settings
 
@@ -33,14 +34,23 @@ def running_server(
 ) -> Iterator[str]:
     """Serve Rearview (SQLite store + index, hashing embedder unless `embedder=`) and yield its MCP URL.
 
-    `authorization_server` turns on OAuth discovery (protected-resource metadata naming it).
+    `authorization_server` turns on OAuth discovery (protected-resource metadata naming it). With
+    `jwt_issuer=`, as in `rearview serve`, the issuer is advertised and its bearer JWTs are verified
+    here (`rearview.api.jwt_auth`), beside any API keys.
     """
     overrides.setdefault("embedder", "hashing")
     settings = Settings.load(data_dir=data_dir, config_file=config_file, **overrides)
     keys = settings.api_keys()
     service = build_service(settings)
-    resolver = ApiKeyResolver(keys, None if keys else settings.default_tenant)
-    with serving(create_app(service, resolver, authorization_server=authorization_server)) as url:
+    verifier = JwtVerifier.from_settings(settings)
+    resolver = ApiKeyResolver(keys, None if keys or verifier else settings.default_tenant)
+    app = create_app(
+        service,
+        resolver,
+        authorization_server=authorization_server or (settings.jwt_issuer if verifier else None),
+        token_verifier=verifier,
+    )
+    with serving(app) as url:
         yield url
 
 

@@ -2,6 +2,7 @@
 
 With `--header "Authorization: Bearer <key>"` it lists the tools; without a key, or with a wrong
 one, it stops at once with the server's own message (there is no metadata to start OAuth from).
+Against a server with an OAuth issuer (`REARVIEW_JWT_ISSUER`), a bearer JWT of that issuer lists them.
 
 Needs Node >= 20 (the package's `engines` says 22.19, but its CLI runs on 20: these tests ran on
 20.20) and the Inspector: `REARVIEW_INSPECTOR` names an
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.server import running_server
+from tests.oauth_issuer import local_issuer
 
 pytestmark = pytest.mark.slow
 
@@ -132,3 +134,13 @@ def test_in_ci_the_inspector_reports_auth_required(inspector: Path, keyed_url: s
     code, out = _run(inspector, keyed_url, tmp_path, "--stored-auth-only")
     assert code == 3, out  # the Inspector's exit code for auth_required
     assert '"auth_required"' in out
+
+
+def test_the_inspector_lists_the_tools_with_a_jwt_of_the_servers_issuer(
+    inspector: Path, tmp_path: Path
+) -> None:
+    with local_issuer() as issuer, running_server(tmp_path / "data", jwt_issuer=issuer.url) as url:
+        header = f"Authorization: Bearer {issuer.token('alice')}"
+        code, out = _run(inspector, url, tmp_path, "--header", header)
+    assert code == 0, out
+    assert "memory_search" in {tool["name"] for tool in json.loads(out[out.index("{") :])["tools"]}

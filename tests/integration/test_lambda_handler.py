@@ -213,6 +213,32 @@ def test_unknown_memory_is_a_tool_error_not_a_crash(invoke: Invoke) -> None:
     assert tool_error(invoke(event)).count("not_found: memory")
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_protocol_errors_are_the_specs_on_lambda_too(invoke: Invoke, era: str) -> None:
+    """The guard and the SDK middleware of `create_app` (issue 33 item 4) serve the Lambda path alike."""
+    stats = load_event(f"{era}/tools-call-memory_stats")
+
+    def with_body(body: str, name: str) -> dict[str, Any]:
+        out = with_header(with_header(stats, "mcp-name", name), "content-length", str(len(body.encode())))
+        out["body"] = body
+        if era == "mcp-2025-11-25":
+            del out["headers"]["mcp-name"]
+        return out
+
+    duplicated = stats["body"].replace('"name":"memory_stats"', '"name":"memory_stats","name":"memory_write"')
+    refused = invoke(
+        with_body(duplicated.replace('"arguments":{}', '"arguments":{"content":"x"}'), "memory_write")
+    )
+    assert refused["statusCode"] == 400
+    assert json.loads(refused["body"])["error"] == {
+        "code": -32600,
+        "message": 'Invalid Request: duplicate key "name" in a JSON object',
+    }
+    assert tool_result(invoke(stats))["total"] == 0  # memory_write never ran
+    unknown = invoke(with_body(stats["body"].replace('"memory_stats"', '"memory_nope"'), "memory_nope"))
+    assert json.loads(unknown["body"])["error"] == {"code": -32602, "message": "Unknown tool: memory_nope"}
+
+
 def test_function_url_events(invoke: Invoke) -> None:
     init = reply(invoke(load_event("function-url/initialize")))
     assert init["result"]["protocolVersion"] == "2025-11-25"

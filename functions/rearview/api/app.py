@@ -19,10 +19,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rearview import __version__
 from rearview.api import tools
 from rearview.api.access_log import AccessLog, quiet_library_loggers
-from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth
+from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth, TokenOrKeyResolver, TokenVerifier
 from rearview.api.body_timeout import BODY_TIMEOUT_S, BodyTimeout
 from rearview.api.errors import error_body
 from rearview.api.origin import request_origin
+from rearview.api.protocol import ProtocolChecks
 from rearview.api.refusals import REFUSALS_PER_WINDOW, RefusedKeyLimiter
 from rearview.api.request_ids import RequestIdGuard
 from rearview.ports import CheckpointStore
@@ -100,6 +101,7 @@ def build_mcp(service: MemoryService, search_concurrency: int | None = None) -> 
         subscriptions=False,
     )
     tools.register(mcp, service)
+    mcp.middleware.append(ProtocolChecks(mcp))  # unknown names and cursors: -32602 (`rearview.api.protocol`)
     return mcp
 
 
@@ -109,6 +111,7 @@ def create_app(
     host: str = "127.0.0.1",
     public_url: str | None = None,
     authorization_server: str | None = None,
+    token_verifier: TokenVerifier | None = None,
     trust_forwarded_headers: bool = False,
     ui: bool = False,
     ui_secret: str | None = None,
@@ -125,13 +128,17 @@ def create_app(
 
     `authorization_server` (an OAuth/OIDC issuer) turns OAuth discovery on: the protected-resource
     metadata (RFC 9728) names it, and the 401 points at that metadata. API-key deployments leave it
-    unset: no metadata is served and the 401 names no URL (`rearview.api.auth`).
+    unset: no metadata is served and the 401 names no URL (`rearview.api.auth`). Where nothing in
+    front verifies that issuer's tokens (`rearview serve`), `token_verifier` does: `/mcp` then
+    accepts them beside `resolver`'s keys and refuses requests without a credential even when
+    `resolver` is open (`auth.TokenOrKeyResolver`).
 
     `ui` serves the memory browser at `/ui` (`rearview.ui`), outside `TenantAuth`: it signs users
     in with an API key and keeps them signed in with a cookie signed by `ui_secret` (a random
     per-process secret when None: sessions then end on restart); signing out revokes the session
     in `ui_revocations` (in this process only when None). Only `/ui` and paths below it
-    reach the UI; everything else, `/mcp` included, still passes `TenantAuth`.
+    reach the UI; everything else, `/mcp` included, still passes `TenantAuth`. The UI signs in
+    with `resolver`'s keys only, never with tokens.
 
     `refusals_per_minute` refused keys from one address (on `/mcp` and the UI's sign-in together)
     answer it 429 for a while (`rearview.api.refusals`); 0 never does. With
@@ -181,8 +188,9 @@ def create_app(
     refusals = RefusedKeyLimiter(  # one per app: /mcp and the UI together
         refusals_per_minute or None, proxies=forwarded_proxies if trust_forwarded_headers else 0
     )
+    callers = TokenOrKeyResolver(resolver, token_verifier) if token_verifier else resolver
     api: ASGIApp = MethodGuard(
-        TenantAuth(guarded, resolver, metadata_path, public_url, trust_forwarded_headers, refusals)
+        TenantAuth(guarded, callers, metadata_path, public_url, trust_forwarded_headers, refusals)
     )
     if ui:
         from rearview.ui.app import UiConfig, build_ui

@@ -9,6 +9,11 @@ server then binds to loopback only).
 A client whose credentials keep being refused gets 429 with `Retry-After` for a while, whatever it
 presents (`rearview.api.refusals`).
 
+Where nothing in front verifies OAuth tokens (`rearview serve` with an issuer), `TokenOrKeyResolver`
+accepts the issuer's bearer JWTs beside the API keys (`rearview.api.jwt_auth` verifies them): a
+refused token is refused like a wrong key (401 `invalid_token`, counted); a token that cannot be
+checked because the issuer's keys cannot be fetched is the server's failure (503), not counted.
+
 Unauthenticated requests get 401 with an RFC 6750 `WWW-Authenticate: Bearer` challenge, shaped by
 the deployment's mode so that an OAuth-capable client (Claude Code, the MCP Inspector, the SDKs)
 does the right thing:
@@ -28,12 +33,15 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rearview.api.errors import error_body
+from rearview.api.errors import error_body, error_kind
 from rearview.api.origin import quoted_string, request_origin
 from rearview.api.refusals import RefusedKeyLimiter, client_address
+from rearview.errors import BackendError
 from rearview.principal import Principal
 from rearview.settings import hash_key
 
@@ -44,6 +52,8 @@ REALM = "rearview"
 TENANT_STATE_KEY = "tenant_id"
 AGENT_STATE_KEY = "agent_id"
 """The agent the credential is bound to, None when it is not bound."""
+UNAVAILABLE_RETRY_S = 30
+"""`Retry-After` of the 503 answered when a credential cannot be checked (the issuer is unreachable)."""
 FINGERPRINT_CHARS = 24
 """Hex digits of a key's hash that name it in a browser session (96 bits)."""
 
@@ -64,6 +74,11 @@ class ApiKeyResolver:
     def verifies_credentials(self) -> bool:
         """Whether a presented credential is checked here (so can be guessed here, so is rate-limited)."""
         return True
+
+    @property
+    def may_block(self) -> bool:
+        """Whether `principal_for` may wait on the network (`TenantAuth` then calls it off the event loop)."""
+        return False
 
     def principal_for(self, presented: str | None) -> Principal | None:
         """Who a presented key authenticates, the default tenant (no agent) when open, else None."""
@@ -89,6 +104,55 @@ class ApiKeyResolver:
             if hmac.compare_digest(key_fingerprint(stored), fingerprint):
                 return principal
         return None
+
+
+class TokenVerifier(Protocol):
+    """Checks a bearer token itself (signature, issuer, audience, expiry): `rearview.api.jwt_auth`."""
+
+    def principal_for_token(self, token: str) -> Principal | None:
+        """Who a valid token authenticates; None when it is refused.
+
+        Raises `BackendError` when it cannot be checked now (the issuer's keys cannot be fetched).
+        """
+        ...
+
+
+class TokenOrKeyResolver(ApiKeyResolver):
+    """A configured API key's principal, else, for a JWT-shaped credential, the verified token's.
+
+    Never open: with OAuth on, a request without a credential is refused even when no keys are
+    configured. Sessions (`principal_for_fingerprint`) name API keys only: the memory browser signs
+    in with keys, never with tokens.
+    """
+
+    def __init__(self, keys: ApiKeyResolver, verifier: TokenVerifier) -> None:
+        super().__init__({}, default_tenant=None)
+        self.keys = keys
+        self.verifier = verifier
+
+    @property
+    def open(self) -> bool:
+        return False
+
+    @property
+    def may_block(self) -> bool:
+        """True: the issuer's keys are fetched at the first token and when they expire."""
+        return True
+
+    def principal_for(self, presented: str | None) -> Principal | None:
+        if not presented:
+            return None
+        principal = None if self.keys.open else self.keys.principal_for(presented)
+        if principal is None and presented.count(".") == JWT_DOTS:
+            principal = self.verifier.principal_for_token(presented)
+        return principal
+
+    def principal_for_fingerprint(self, fingerprint: str) -> Principal | None:
+        return self.keys.principal_for_fingerprint(fingerprint)
+
+
+JWT_DOTS = 2
+"""A compact JWS is three base64url parts joined by dots; anything else is not worth verifying."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +241,16 @@ class TenantAuth:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         presented = presented_key(headers)
         client = client_address(scope, self.limiter.proxies)
-        verdict = authenticate(self.resolver, self.limiter, presented, client)
+        try:
+            if self.resolver.may_block:
+                verdict = await run_in_threadpool(
+                    authenticate, self.resolver, self.limiter, presented, client
+                )
+            else:
+                verdict = authenticate(self.resolver, self.limiter, presented, client)
+        except BackendError as exc:  # the credential could not be checked: not the client's fault
+            await _unavailable(send, exc)
+            return
         principal = verdict.principal
         if verdict.retry_after:
             await throttled(send, verdict.retry_after)
@@ -245,6 +318,21 @@ def _repeated_credential(raw_headers: list[tuple[bytes, bytes]]) -> str | None:
                 return _CREDENTIAL_HEADERS[lowered]
             seen.add(lowered)
     return None
+
+
+async def _unavailable(send: Send, exc: BackendError) -> None:
+    kind = error_kind(exc)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": kind.status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"retry-after", str(UNAVAILABLE_RETRY_S).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": error_body(kind.kind, str(exc))})
 
 
 async def _bad_request(send: Send, message: str) -> None:

@@ -34,11 +34,12 @@ from contextvars import ContextVar
 from typing import Any, Final, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from rearview.api.auth import ApiKeyResolver
 from rearview.errors import ConfigurationError
-from rearview.principal import Principal, is_principal_id, principal_from_entry
+from rearview.principal import Principal, principal_from_entry, principal_from_token
+from rearview.settings import ClaimSettings
 
 __all__ = [
     "AuthMode",
@@ -61,8 +62,12 @@ gateway_principal: ContextVar[Principal | None] = ContextVar("rearview_gateway_p
 """The principal API Gateway authenticated for the request being served (jwt mode), else None."""
 
 
-class LambdaAuthSettings(BaseSettings):
-    """How the Lambda function authenticates callers (environment variables `REARVIEW_*`)."""
+class LambdaAuthSettings(ClaimSettings):
+    """How the Lambda function authenticates callers (environment variables `REARVIEW_*`).
+
+    In jwt mode the token's claims name the caller as `ClaimSettings` says (`tenant_claim`,
+    `agent_claim`), the same settings `rearview serve` reads.
+    """
 
     model_config = SettingsConfigDict(env_prefix="REARVIEW_", extra="ignore")
 
@@ -76,14 +81,8 @@ class LambdaAuthSettings(BaseSettings):
     """Id or ARN of a Secrets Manager secret holding the JSON key map."""
     api_keys_max_age_s: float = Field(default=300.0, ge=0)
     """Re-fetch the key map when it is older than this (0: never re-fetch)."""
-    tenant_claim: str = Field(default="sub", min_length=1)
-    """The JWT claim whose value is the tenant id (jwt mode), e.g. `sub`, `org_id`, `custom:tenant`."""
-    agent_claim: str | None = None
-    """The JWT claim whose value is the caller's agent id (jwt mode), e.g. `client_id`, `azp`. Set, it
-    binds every token to that agent (a token without the claim is refused); unset, callers name
-    their agent in `agent_id`."""
 
-    @field_validator("api_keys_json", "api_keys_parameter", "api_keys_secret", "agent_claim", mode="before")
+    @field_validator("api_keys_json", "api_keys_parameter", "api_keys_secret", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         """The template declares these variables with "" when unused (so `sam local` can override them)."""
@@ -229,21 +228,14 @@ def principal_from_claims(
 ) -> Principal | None:
     """The principal in `requestContext.authorizer.jwt.claims` of an HTTP API event, if usable.
 
-    The tenant is `claims[tenant_claim]`; with `agent_claim`, the agent is `claims[agent_claim]`
-    and a token without it is refused (None), so it cannot act as any agent it likes. Only a
-    non-empty string of at most 256 characters counts as an id; lists and numbers do not.
+    The claims are read as `rearview serve` reads a token it verified itself
+    (`rearview.principal.principal_from_token`).
     """
     context = event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
     jwt = authorizer.get("jwt") if isinstance(authorizer, Mapping) else None
     claims = jwt.get("claims") if isinstance(jwt, Mapping) else None
-    if not isinstance(claims, Mapping) or not is_principal_id(claims.get(tenant_claim)):
-        return None
-    tenant = str(claims[tenant_claim])
-    if agent_claim is None:
-        return Principal(tenant)
-    agent = claims.get(agent_claim)
-    return Principal(tenant, str(agent)) if is_principal_id(agent) else None
+    return principal_from_token(claims, tenant_claim, agent_claim) if isinstance(claims, Mapping) else None
 
 
 @contextmanager
