@@ -5,6 +5,7 @@
     ├── ConfigurationError     bad deploy-time setting (environment, config file, key map); names it
     ├── NotFoundError          no such memory for this tenant (absent, expired or purged)
     ├── ConflictError          optimistic-concurrency check failed (stale `expected_version`)
+    ├── NotPermittedError      the caller's agent may not change another agent's memory
     ├── AuthenticationError    missing or unknown credentials
     ├── BusyError              the tenant already runs its share of a kind of work; retry later
     └── BackendError           a storage/index/embedding backend failed
@@ -70,6 +71,18 @@ class ConflictError(RearviewError):
         self.actual = actual
         detail = f"expected version {expected}" + (f", found {actual}" if actual is not None else "")
         super().__init__(f"memory `{memory_id}` was modified concurrently ({detail})")
+
+
+class NotPermittedError(RearviewError):
+    """A credential bound to one agent tried to change a memory another agent wrote (DESIGN: authorship)."""
+
+    def __init__(self, memory_id: str, writer: str, action: str, instead: str) -> None:
+        self.memory_id = memory_id
+        self.writer = writer
+        super().__init__(
+            f"memory `{memory_id}` was written by agent `{writer}`: a credential bound to another agent "
+            f"may not {action} it; {instead}"
+        )
 
 
 class AuthenticationError(RearviewError):

@@ -141,6 +141,11 @@ class MemoryView(BaseModel):
     """Who said it, for an ingested message or fact: the message's speaker, not the writing agent."""
     consolidated_into: str | None = None
     """The summary (`memory_summarize`) that consolidated this memory: it ranks below the summary."""
+    source_agents: list[str] = Field(default_factory=list)
+    """A summary's lineage: the agents who wrote the memories it carries words of (`derived_from`),
+    in order of first appearance; empty for a memory holding only its writer's words."""
+    source_speakers: list[str] = Field(default_factory=list)
+    """A summary's lineage: the speakers of the ingested messages it carries words of."""
 
 
 class Memory(MemoryView):
@@ -247,6 +252,10 @@ class WriteRequest(ValidRequest):
     source: MemorySource = MemorySource.TOOL
     """Provenance: set by the service for what it writes itself (ingest, summary); a tool call is `tool`."""
     speaker: SpeakerText | None = None
+    source_agents: list[AgentIdText] = Field(default_factory=list)
+    """A summary's lineage (set by the service): the agents whose words it carries."""
+    source_speakers: list[SpeakerText] = Field(default_factory=list)
+    """A summary's lineage (set by the service): the speakers of the messages whose words it carries."""
 
 
 class WriteResult(BaseModel):
@@ -381,6 +390,8 @@ class UpdateRequest(ValidRequest):
     ttl_days: TtlDays | None = None
     expected_version: int | None = None
     agent_id: AgentIdText = DEFAULT_AGENT
+    agent_bound: bool = False
+    """The credential is bound to `agent_id`: it may update only memories that agent wrote."""
 
 
 Channel = Literal["keyword", "vector"]
@@ -450,6 +461,9 @@ class SearchHit(BaseModel):
     vector_rank: int | None = None
     source: MemorySource = MemorySource.TOOL
     speaker: str | None = None
+    source_agents: list[str] = Field(default_factory=list)
+    """A summary's lineage: the agents whose words it carries (`MemoryView.source_agents`)."""
+    source_speakers: list[str] = Field(default_factory=list)
     why: HitExplanation
     """The terms of `score`: normalized channel scores and re-rank factors."""
     related: list[str] = Field(default_factory=list)
@@ -471,21 +485,32 @@ class SearchResult(BaseModel):
 class ForgetRequest(ValidRequest):
     """Input of `MemoryService.forget`: explicit ids, or a filter (at least one criterion).
 
-    `agent_id` is the caller's agent: it scopes `filter` and must see every id.
+    `agent_id` is the caller's agent: it scopes `filter` and must see every id. With `agent_bound`
+    (the credential is bound to that agent) it may forget only memories the agent wrote: an id of
+    another agent's memory is refused, a filter reaches only the agent's own memories.
     """
 
     ids: MemoryIds = Field(default_factory=list)
     filter: MemoryFilter | None = None
     hard: bool = False
     agent_id: AgentIdText = DEFAULT_AGENT
+    agent_bound: bool = False
 
 
 class ForgetResult(BaseModel):
-    """Which memories were forgotten; `more` is true when a filter matched more than one batch."""
+    """The receipt of a forget: what was forgotten, and every derived copy the forget reached.
+
+    `more` is true when a filter matched more than one batch. A hard forget erases the words
+    everywhere: `derived_erased` lists the memories derived from a forgotten one (a summary that
+    consolidated it, a fact extracted from it) that were erased with it, and
+    `archive_copies_erased` counts the archive objects it was erased from.
+    """
 
     forgotten: list[str]
     hard: bool
     more: bool = False
+    derived_erased: list[str] = Field(default_factory=list)
+    archive_copies_erased: int = 0
 
 
 class StoreStats(BaseModel):

@@ -18,6 +18,7 @@ from rearview.api.errors import ERRORS, UNMAPPED, error_body, error_kind, http_s
         (errors.AuthenticationError("no key"), "unauthenticated", 401),
         (errors.NotFoundError("m1"), "not_found", 404),
         (errors.ConflictError("m1", 1, 2), "conflict", 409),
+        (errors.NotPermittedError("m1", "alice", "update", "write your own"), "not_permitted", 403),
         (errors.BusyError("tenant has 2 memory_ingest calls running"), "busy", 429),
         (errors.IndexUnavailableError("down"), "unavailable", 503),  # inherits BackendError's row
         (errors.StorageFullError("disk full"), "storage_full", 507),
@@ -37,7 +38,7 @@ def test_every_error_class_but_the_root_is_mapped() -> None:
     unmapped = [
         c.__name__ for c in classes if c is not errors.RearviewError and error_kind(c.__new__(c)) == UNMAPPED
     ]
-    assert unmapped == [] and len(ERRORS) == 9
+    assert unmapped == [] and len(ERRORS) == 10
 
 
 def test_configuration_errors_are_not_bad_arguments() -> None:

@@ -52,6 +52,10 @@ class WriteReceipt(BaseModel):
     not_merged_because: str | None = None
     idempotent_replay: bool = False
     indexed: bool = True
+    content: str | None = None
+    """A summary's text (`memory_summarize`), so the caller sees what it stored; None for a write."""
+    source_agents: list[str] | None = None
+    """A summary's lineage: the agents whose words it carries."""
 
 
 class HitOutput(BaseModel):
@@ -70,6 +74,9 @@ class HitOutput(BaseModel):
     source: MemorySource = MemorySource.TOOL
     agent_id: str
     speaker: str | None = None
+    source_agents: list[str] | None = None
+    """A summary's lineage: the agents whose words it carries (absent for any other memory)."""
+    source_speakers: list[str] | None = None
     tags: list[str] = Field(default_factory=list)
     status: MemoryStatus = MemoryStatus.ACTIVE
     related: list[str] = Field(default_factory=list)
@@ -85,10 +92,15 @@ class SearchOutput(BaseModel):
     degraded_reason: str | None = None
 
 
-def write_receipt(result: WriteResult) -> WriteReceipt:
-    """The receipt of a write: its id, action and the memories it touched (not the memory itself)."""
+def write_receipt(result: WriteResult, with_content: bool = False) -> WriteReceipt:
+    """The receipt of a write: its id, action and the memories it touched (not the memory itself).
+
+    `with_content` (a summary's receipt) adds the stored text and its lineage.
+    """
     memory = result.memory
     return WriteReceipt(
+        content=memory.content if with_content else None,
+        source_agents=(memory.source_agents or None) if with_content else None,
         action=result.action, id=memory.id, agent_id=memory.agent_id, status=memory.status,
         merged_into=result.merged_into, similarity=result.similarity,
         superseded_ids=result.superseded_ids, superseded_by=result.superseded_by,
@@ -103,6 +115,7 @@ def _hit(hit: SearchHit, explain: bool) -> HitOutput:
         relevant=hit.relevant,
         confidence=hit.confidence, importance=hit.importance, event_time=hit.event_time,
         source=hit.source, agent_id=hit.agent_id, speaker=hit.speaker, tags=hit.tags,
+        source_agents=hit.source_agents or None, source_speakers=hit.source_speakers or None,
         status=hit.status, related=hit.related, why=hit.why if explain else None,
     )  # fmt: skip
 

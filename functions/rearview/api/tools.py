@@ -199,6 +199,11 @@ def agent_of(ctx: Context, claimed: str | None) -> str:
     return str(bound)
 
 
+def is_agent_bound(ctx: Context) -> bool:
+    """Whether the credential is bound to an agent: it may then change only what that agent wrote."""
+    return _auth_state(ctx).get(AGENT_STATE_KEY) is not None
+
+
 async def _call(fn: Callable[[], T], lane: anyio.CapacityLimiter | None = None) -> T:
     """Run blocking service code off the event loop (in `lane` when given, else anyio's shared pool)."""
     return await anyio.to_thread.run_sync(fn, limiter=lane)
@@ -429,6 +434,7 @@ class MemoryTools:
             memory_id=memory_id, content=content, tags=tags, importance=importance, confidence=confidence,
             metadata=metadata, event_time=_time(event_time, "event_time"), ttl_days=ttl_days,
             expected_version=expected_version, agent_id=agent_of(ctx, agent_id),
+            agent_bound=is_agent_bound(ctx),
         )  # fmt: skip
         return structured(await _call(partial(self.service.update, tenant_of(ctx), req)))
 
@@ -449,7 +455,13 @@ class MemoryTools:
         """Forget memories that are wrong, obsolete, or that the user asked you to forget. Soft by default
         (kept in history); `hard` erases everything."""
         flt = None if ids else _filter(session_id, types, tags, time_from, time_to)
-        req = ForgetRequest(ids=ids or [], filter=flt, hard=hard, agent_id=agent_of(ctx, agent_id))
+        req = ForgetRequest(
+            ids=ids or [],
+            filter=flt,
+            hard=hard,
+            agent_id=agent_of(ctx, agent_id),
+            agent_bound=is_agent_bound(ctx),
+        )
         return structured(await _call(partial(self.service.forget, tenant_of(ctx), req)))
 
     async def memory_restore(
@@ -493,14 +505,14 @@ class MemoryTools:
         type: Annotated[MemoryType, Field(description="Type of the summary memory.")] = MemoryType.EPISODIC,
         agent_id: AgentId = None,
     ) -> CallToolResult:
-        """Consolidate a session's (or a time range's) working and episodic memories into one memory that
-        links its sources. Call at the end of a long session."""
+        """Consolidate a session's (or a time range's) episodic memories into one memory of their salient
+        statements that links its sources (working memory is left out). Call at the end of a long session."""
         call = partial(
             self.service.summarize, tenant_of(ctx), session_id=session_id,
             time_from=_time(time_from, "time_from"), time_to=_time(time_to, "time_to"), summary_type=type,
-            agent_id=agent_of(ctx, agent_id),
+            agent_id=agent_of(ctx, agent_id), agent_bound=is_agent_bound(ctx),
         )  # fmt: skip
-        return structured(write_receipt(await _call(call)))
+        return structured(write_receipt(await _call(call), with_content=True))
 
     async def profile(self, agent_id: str, ctx: Context) -> str:
         """The `memory://profile/{agent_id}` resource: the agent's profile as a markdown list.
@@ -508,7 +520,7 @@ class MemoryTools:
         A credential bound to an agent reads that agent's profile only.
         """
         memories = await _call(partial(self.service.profile, tenant_of(ctx), agent_of(ctx, agent_id)))
-        return render_profile(memories)
+        return render_profile(memories, agent_of(ctx, agent_id))
 
 
 def memory_guidelines() -> str:

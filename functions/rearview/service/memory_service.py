@@ -37,6 +37,8 @@ from rearview.errors import (
     EmbedderError,
     IndexUnavailableError,
     InvalidInputError,
+    NotFoundError,
+    NotPermittedError,
 )
 from rearview.limits import MAX_FORGET_BATCH, MAX_TAGS, AgentIdText, checked
 from rearview.models import (
@@ -78,7 +80,12 @@ from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
 from rearview.service.ingest.extraction import Extractor, RulesExtractor
 from rearview.service.ingest.ingester import Ingester
-from rearview.service.lifecycle.archival import ARCHIVABLE_STATUSES, RestoreResult, archive_refs
+from rearview.service.lifecycle.archival import (
+    ARCHIVABLE_STATUSES,
+    RestoreResult,
+    archive_refs,
+    verified_archive_content,
+)
 from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.lifecycle.strength import StrengthPoint, strength_points
 from rearview.service.search.searcher import Searcher
@@ -96,6 +103,8 @@ log = logging.getLogger(__name__)
 SUMMARY_MAX_SOURCES = 200
 PROFILE_MAX_MEMORIES = 100
 """How many of an agent's most recently updated semantic memories its profile shows."""
+DERIVED_SCAN_LIMIT = 500
+"""Memories of a forgotten one's session (or instant) read to find the facts extracted from it."""
 DUE_LOOKAHEAD = LifecycleConfig().lookahead
 """How far ahead `due_for_archival` looks for expiring memories: the lifecycle jobs' default."""
 UPDATE_ATTEMPTS = 5
@@ -176,6 +185,12 @@ class MemoryService:
         Without it the caller asked for no version, so losing a race to a concurrent change is not
         theirs to handle: the memory is re-read and the change re-applied, up to `UPDATE_ATTEMPTS`
         times (then ConflictError). Another agent's private memory is NotFoundError.
+
+        Authorship (DESIGN.md): a credential bound to an agent (`req.agent_bound`) may update only
+        memories that agent wrote (NotPermittedError otherwise: it writes its own memory, with
+        `supersedes` for a correction). An unbound credential may update any memory it sees; when it
+        changes another agent's text, the memory is attributed to the editor from then on (writer,
+        `source` tool, no speaker, no lineage), and `memory_history` keeps who wrote what before.
         """
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
             try:
@@ -194,8 +209,21 @@ class MemoryService:
             )
         if req.expected_version is not None and req.expected_version != current.version:
             raise ConflictError(current.id, req.expected_version, current.version)
+        if req.agent_bound and current.agent_id != req.agent_id:
+            raise NotPermittedError(
+                current.id, current.agent_id, "update",
+                "write your own memory instead (with `supersedes` to retire this one)",
+            )  # fmt: skip
         changes = self._update_changes(tenant_id, current, req)
         content_changed = "content" in changes
+        if content_changed and current.agent_id != req.agent_id:  # the current text is the editor's
+            changes.update(
+                agent_id=req.agent_id,
+                source=MemorySource.TOOL,
+                speaker=None,
+                source_agents=[],
+                source_speakers=[],
+            )
         vector = indexing.embed_document(self.embedder, str(changes["content"])) if content_changed else None
         updated = current.model_copy(
             update={**changes, "updated_at": self.clock.now(), "version": current.version + 1}
@@ -235,17 +263,29 @@ class MemoryService:
 
         By ids (all must exist and be visible to `req.agent_id`, else NotFoundError and nothing
         changes) or by a filter with at least one criterion, scoped to what `req.agent_id` may see
-        (archived memories included); a filter forgets at most
-        `MAX_FORGET_BATCH` per call (`more` says so). A hard forget erases the memory from every
-        archive object it was ever written to before purging the store, so a failed one can be
-        repeated until it completes.
+        (archived memories included); a filter forgets at most `MAX_FORGET_BATCH` per call (`more`
+        says so). A credential bound to its agent (`req.agent_bound`) forgets only what that agent
+        wrote: an id of another agent's memory is NotPermittedError (nothing changes), a filter
+        passes over other agents' memories.
+
+        A hard forget reaches every copy: each archive object the memory was ever written to, and
+        what was derived from it (a summary that consolidated it, a fact extracted from it), which
+        is erased with it; the receipt lists both. It erases the archives before purging the store,
+        so a failed one can be repeated until it completes.
         """
         targets, more = self._forget_targets(tenant_id, req)
         now = self.clock.now()
+        derived: list[Memory] = []
+        erased_copies = 0
         if req.hard:
-            for memory in targets:
-                self._erase_archived(tenant_id, memory)
+            derived = self._derived_from(tenant_id, targets)
+            for memory in [*targets, *derived]:
+                erased_copies += self._erase_archived(tenant_id, memory)
                 self.store.purge(tenant_id, memory.id)
+            erased = [m for m in [*targets, *derived] if m.source is MemorySource.SUMMARY]
+            self._unlink_consolidated(
+                tenant_id, erased, {m.id for m in [*targets, *derived]}, now, req.agent_id
+            )
         else:
             writes = []
             for memory in targets:
@@ -261,14 +301,24 @@ class MemoryService:
                 )
             for start in range(0, len(writes), MAX_WRITES_PER_COMMIT):  # atomic per chunk only
                 self.store.commit(writes[start : start + MAX_WRITES_PER_COMMIT])
-        indexing.delete(self.index, tenant_id, [m.id for m in targets], erase=req.hard)
-        gone = [m.model_copy(update={"status": MemoryStatus.DELETED}) for m in targets]
+        gone_ids = [m.id for m in [*targets, *derived]]
+        indexing.delete(self.index, tenant_id, gone_ids, erase=req.hard)
+        gone = [m.model_copy(update={"status": MemoryStatus.DELETED}) for m in [*targets, *derived]]
         indexing.upsert(self.index, keyword_context.neighbour_documents(self.store, tenant_id, gone))
-        return ForgetResult(forgotten=[m.id for m in targets], hard=req.hard, more=more)
+        return ForgetResult(
+            forgotten=[m.id for m in targets], hard=req.hard, more=more,
+            derived_erased=[m.id for m in derived], archive_copies_erased=erased_copies,
+        )  # fmt: skip
 
     def _forget_targets(self, tenant_id: str, req: ForgetRequest) -> tuple[list[Memory], bool]:
         if req.ids:
             found = load_all_visible(self.store, tenant_id, req.ids, req.agent_id, "ids")
+            if req.agent_bound:
+                for memory in found:
+                    if memory.agent_id != req.agent_id:
+                        raise NotPermittedError(
+                            memory.id, memory.agent_id, "forget", "forget only memories your agent wrote"
+                        )
             return [m for m in found if req.hard or m.status is not MemoryStatus.DELETED], False
         flt = req.filter
         if flt is None or not any((flt.session_id, flt.types, flt.tags, flt.time_from, flt.time_to)):
@@ -278,18 +328,73 @@ class MemoryService:
         statuses = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED, MemoryStatus.ARCHIVED) + (
             (MemoryStatus.DELETED,) if req.hard else ()
         )
-        page = self.store.list_memories(
-            tenant_id, scoped(flt, req.agent_id).model_copy(update={"statuses": statuses}),
-            limit=MAX_FORGET_BATCH,
-        )  # fmt: skip
-        return page.items, page.cursor is not None
+        listing = scoped(flt, req.agent_id).model_copy(update={"statuses": statuses})
+        targets: list[Memory] = []
+        cursor: str | None = None
+        while True:  # a bound agent passes over the others' memories, a page at a time
+            page = self.store.list_memories(tenant_id, listing, cursor=cursor, limit=MAX_FORGET_BATCH)
+            own = [m for m in page.items if not req.agent_bound or m.agent_id == req.agent_id]
+            room = MAX_FORGET_BATCH - len(targets)
+            targets.extend(own[:room])
+            cursor = page.cursor
+            if cursor is None or len(own) > room or len(targets) >= MAX_FORGET_BATCH:
+                return targets, cursor is not None or len(own) > room
 
-    def _erase_archived(self, tenant_id: str, memory: Memory) -> None:
+    def _derived_from(self, tenant_id: str, sources: Sequence[Memory]) -> list[Memory]:
+        """Memories holding words of `sources`: summaries that consolidated them, facts extracted from them.
+
+        A summary is found by its sources' `consolidated_into`; an extracted fact by its
+        `derived_from` among the memories of its source's session (or, without one, its event time),
+        one bounded listing per source: no scan of the tenant.
+        """
+        ids = {m.id for m in sources}
+        found: dict[str, Memory] = {}
+        for memory in sources:
+            if memory.consolidated_into and memory.consolidated_into not in ids:
+                summary = self.store.get(tenant_id, memory.consolidated_into)
+                if summary is not None:
+                    found[summary.id] = summary
+            if memory.source is MemorySource.SUMMARY:
+                continue
+            nearby = MemoryFilter(
+                session_id=memory.session_id,
+                time_from=None if memory.session_id else memory.event_time,
+                time_to=None if memory.session_id else memory.event_time,
+                statuses=tuple(MemoryStatus),
+            )
+            page = self.store.list_memories(tenant_id, nearby, limit=DERIVED_SCAN_LIMIT)
+            for other in page.items:
+                if memory.id in other.derived_from and other.id not in ids:
+                    found[other.id] = other
+        return list(found.values())
+
+    def _unlink_consolidated(
+        self, tenant_id: str, erased: Sequence[Memory], forgotten: set[str], now: datetime, actor: str
+    ) -> None:
+        """The surviving sources of an erased summary rank on their own again (no `consolidated_into`)."""
+        for summary in erased:
+            for source_id in summary.derived_from:
+                source = None if source_id in forgotten else self.store.get(tenant_id, source_id)
+                if source is None or source.consolidated_into != summary.id:
+                    continue
+                after = source.model_copy(
+                    update={"consolidated_into": None, "updated_at": now, "version": source.version + 1}
+                )
+                note = f"its summary {summary.id} was erased with a forgotten source"
+                try:
+                    event = change_event(after, HistoryAction.UPDATED, source, now, actor, note=note)
+                    self.store.commit([StoreWrite(after, event, source.version)])
+                except ConflictError:
+                    log.info("source %s of erased summary changed meanwhile: left linked", source_id)
+
+    def _erase_archived(self, tenant_id: str, memory: Memory) -> int:
+        """Erase `memory` from every archive object it was written to; how many."""
         refs = archive_refs(memory, self.store.history(tenant_id, memory.id))
         if refs and self.archive is None:
             raise ArchiveError(f"memory {memory.id} has archived copies but no archive is configured")
         for ref in refs:
             self._require_archive().delete(tenant_id, ref, memory.id)
+        return len(refs)
 
     # ------------------------------------------------------------------------------- restore
 
@@ -298,6 +403,11 @@ class MemoryService:
 
         A soft-forgotten memory comes back too (`_undelete`): with the status it had before the
         forget, re-indexed, and a `restored` event; `restored_from` is then `forgotten`.
+
+        Only the text comes from the archive object, and only when it is the text the store's record
+        was archived with (its `content_hash`) within a write's limits: every other field (agent,
+        visibility, tags, metadata, provenance) is the store's. A tampered or foreign object is an
+        ArchiveError naming what is wrong, and nothing changes.
 
         It returns with the status it had when archived (active or superseded), a fresh retention
         counted from now, its strength reinforced as by a recall, and its history intact (plus a
@@ -315,20 +425,25 @@ class MemoryService:
                 f"memory is {stub.status.value}; only archived or soft-forgotten memories can be restored",
             )
         ref = stub.archive_ref
-        full, _ = self._require_archive().get(tenant_id, ref, stub.id)
+        try:
+            full, _ = self._require_archive().get(tenant_id, ref, stub.id)
+        except NotFoundError as exc:  # the memory exists: it is its archived copy that is missing
+            raise ArchiveError(f"archived copy of {stub.id} is missing from {ref}: cannot restore") from exc
+        content = verified_archive_content(stub, full, ref)
         now = self.clock.now()
-        restored = full.model_copy(
+        restored = stub.model_copy(  # the store's record, with the archived body that matches it
             update={
+                "content": content,
                 "status": full.status if full.status in ARCHIVABLE_STATUSES else MemoryStatus.ACTIVE,
                 "archive_ref": None,
                 "version": stub.version + 1,
                 "updated_at": now,
                 "last_accessed_at": now,
                 "strength": self.config.reinforcement.reinforced(
-                    full.strength, self.config.reinforcement.recall_boost
+                    stub.strength, self.config.reinforcement.recall_boost
                 ),
                 "expires_at": self.config.policy(tenant_id).retention.expires_at(
-                    full.type, full.importance, None, now
+                    stub.type, stub.importance, None, now
                 ),
             }
         )
@@ -450,6 +565,7 @@ class MemoryService:
         time_to: datetime | None = None,
         summary_type: MemoryType = MemoryType.EPISODIC,
         agent_id: str = DEFAULT_AGENT,
+        agent_bound: bool = False,
     ) -> WriteResult:
         """Consolidate a session's (or time range's) episodic memories into one memory that is found first.
 
@@ -460,6 +576,11 @@ class MemoryService:
         them. The sources stay active and are linked back (`consolidated_into`, a history event):
         ranking puts them below the summary (`RankingPolicy.consolidated_factor`), so a search
         finds the consolidation first and the details after it.
+
+        Lineage: the summary is written by `agent_id` and names the agents and speakers whose words
+        it carries (`source_agents`, `source_speakers`), so another agent's text never reads as the
+        summarizer's. A credential bound to its agent (`agent_bound`) consolidates only the sources
+        that agent wrote: other agents' memories are summarized but keep their rank.
         """
         checked(AgentIdText, agent_id, "agent_id")
         if session_id is None and time_from is None and time_to is None:
@@ -479,6 +600,7 @@ class MemoryService:
         except EmbedderError:
             vectors = np.ones((len(sources), 1), dtype=np.float32)
         label = f"session {session_id}" if session_id else "time range"
+        in_order = sorted(sources, key=lambda m: (m.event_time, m.id))
         summary = self.consolidator.summarize(sources, vectors, label)
         metadata: dict[str, MetadataValue] = {"summary_method": summary.method}
         if summary.model_id:
@@ -497,9 +619,12 @@ class MemoryService:
             event_time=max(m.event_time for m in sources),
             derived_from=[m.id for m in sources],
             source=MemorySource.SUMMARY,
+            source_agents=list(dict.fromkeys(m.agent_id for m in in_order)),
+            source_speakers=list(dict.fromkeys(m.speaker for m in in_order if m.speaker)),
         )
         result = self.write(tenant_id, req)
-        self._link_sources(tenant_id, sources, result.memory.id)
+        owned = [m for m in sources if not agent_bound or m.agent_id == agent_id]
+        self._link_sources(tenant_id, owned, result.memory.id)
         return result
 
     def _link_sources(self, tenant_id: str, sources: Sequence[Memory], summary_id: str) -> None:

@@ -23,8 +23,11 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from rearview.errors import ArchiveError, InvalidInputError
+from rearview.limits import ContentText, checked
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryStatus, MemoryView
 from rearview.service.history import history_event
+from rearview.text import content_hash
 
 PREVIEW_CHARS = 280
 ARCHIVABLE_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
@@ -85,3 +88,23 @@ def archive_refs(memory: Memory | None, history: Sequence[HistoryEvent]) -> list
     refs: list[str] = [memory.archive_ref] if memory is not None and memory.archive_ref else []
     refs += [str(e.after["archive_ref"]) for e in history if e.after and e.after.get("archive_ref")]
     return list(dict.fromkeys(refs))
+
+
+def verified_archive_content(stub: Memory, archived: Memory, ref: str) -> str:
+    """The text of `archived` if it is the body `stub` (the store's record) was archived with.
+
+    ArchiveError, saying what is wrong, when the object holds another memory or tenant, or a text
+    that is not the archived one (its hash differs from the record's `content_hash`) or breaks a
+    write's limits.
+    """
+    if (archived.tenant_id, archived.id) != (stub.tenant_id, stub.id):
+        raise ArchiveError(f"archive object {ref} holds another memory, not {stub.id}: refused")
+    try:
+        checked(ContentText, archived.content, "content")
+    except InvalidInputError as exc:
+        raise ArchiveError(
+            f"archived copy of {stub.id} in {ref} is not a valid memory ({exc}): refused"
+        ) from exc
+    if content_hash(archived.content) != stub.content_hash:
+        raise ArchiveError(f"archived copy of {stub.id} in {ref} is not the text that was archived: refused")
+    return archived.content

@@ -285,6 +285,8 @@ def _hit(ranked: Ranked, related: list[str], relevant_at: float) -> SearchHit:
         vector_rank=fused.vector_rank,
         source=memory.source,
         speaker=memory.speaker,
+        source_agents=memory.source_agents,
+        source_speakers=memory.source_speakers,
         why=HitExplanation(
             relevance=round(fused.relevance, 6),
             keyword_score=round(fused.keyword_score, 6),

@@ -426,6 +426,10 @@ class Writer:
         req, now, existing = draft.req, draft.now, decision.into
         merged = self._merged(tenant_id, existing, req, now).model_copy(update={"scope_key": draft.scope_key})
         note = f"merged duplicate (similarity {decision.similarity:.3f}): {req.content}"
+        if existing.agent_id != req.agent_id:
+            note = (
+                f"corroborated by agent {req.agent_id} (similarity {decision.similarity:.3f}): {req.content}"
+            )
         event = change_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
         changes = Changes()
         changes.put(StoreWrite(merged, event, existing.version), None)
@@ -443,7 +447,23 @@ class Writer:
         )
 
     def _merged(self, tenant_id: str, existing: Memory, req: WriteRequest, now: datetime) -> Memory:
-        """`existing` reinforced by the duplicate write: labels and metadata united, higher scores kept."""
+        """`existing` reinforced by the duplicate write: labels and metadata united, higher scores kept.
+
+        Authorship (DESIGN.md): a duplicate from another agent only corroborates: the memory's
+        strength is reinforced as by a recall, and its text, labels, metadata, importance,
+        confidence and lifetime stay what its writer gave it.
+        """
+        if existing.agent_id != req.agent_id:
+            return existing.model_copy(
+                update={
+                    "strength": self.config.reinforcement.reinforced(
+                        existing.strength, self.config.reinforcement.merge_boost
+                    ),
+                    "updated_at": now,
+                    "last_accessed_at": now,
+                    "version": existing.version + 1,
+                }
+            )
         importance = max(existing.importance, req.importance)
         retention = self.config.policy(tenant_id).retention
         return existing.model_copy(
@@ -495,6 +515,8 @@ class Writer:
             embedding_model=self.embedder.model_id,
             source=req.source,
             speaker=req.speaker,
+            source_agents=req.source_agents,
+            source_speakers=req.source_speakers,
         )
 
     def replay(self, tenant_id: str, idempotency_key: str | None) -> WriteResult | None:
