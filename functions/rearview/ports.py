@@ -92,6 +92,15 @@ class MemoryStore(Protocol):
     def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         """The memories that exist and have not expired, in no particular order."""
 
+    def list_expired(self, tenant_id: str, limit: int = 100) -> list[Memory]:
+        """Records past `expires_at` that the store still holds, soonest expired first, at most `limit`.
+
+        Reads treat them as absent; the archive job archives or erases them (`expiry.sweep_expired`),
+        so no expired text outlives the job. A store whose own TTL deletes expired records and
+        reports each deletion (DynamoDB: TTL + its stream, `LifecycleService.handle_expired`)
+        returns [].
+        """
+
     def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
         """The active memory with this content hash in this dedup scope, if any."""
 

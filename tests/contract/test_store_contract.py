@@ -91,6 +91,21 @@ def test_expired_memories_read_as_absent(store: MemoryStore, clock: ManualClock)
     assert store.stats("t1").total == 0
 
 
+def test_list_expired_hands_the_archive_job_what_the_store_still_holds(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    """Embedded stores keep expired records until the job sweeps them; DynamoDB's TTL + stream do it."""
+    soon, later, never = (make_memory(expires_at=T0 + minutes(m)) for m in (5, 10, 600))
+    store.commit([created(soon), created(later), created(never), created(make_memory(tenant_id="t2",
+                  expires_at=T0 + minutes(5)))])  # fmt: skip
+    assert store.list_expired("t1") == []
+    clock.advance(minutes=11)
+    expired = [m.id for m in store.list_expired("t1")]
+    deletes_itself = type(store).__name__.startswith("DynamoDB")
+    assert expired == ([] if deletes_itself else [soon.id, later.id])
+    assert [m.id for m in store.list_expired("t1", limit=1)] == expired[:1]
+
+
 def test_find_by_hash_only_active_in_scope(store: MemoryStore) -> None:
     m = make_memory(scope_key="s1")
     old = make_memory("User prefers tea", scope_key="s1", status=MemoryStatus.SUPERSEDED)

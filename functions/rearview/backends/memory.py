@@ -155,6 +155,11 @@ class InMemoryMemoryStore:
     def tenants(self) -> list[str]:
         return sorted({tenant for tenant, _ in self._memories})
 
+    def list_expired(self, tenant_id: str, limit: int = 100) -> list[Memory]:
+        now = self._clock.now()
+        expired = [m for (t, _), m in list(self._memories.items()) if t == tenant_id and m.is_expired(now)]
+        return sorted(expired, key=lambda m: (m.expires_at, m.id))[:limit]
+
     def _tenant(self, tenant_id: str) -> Iterator[Memory]:
         now = self._clock.now()
         for (tenant, _), m in list(self._memories.items()):

@@ -162,6 +162,15 @@ class SQLiteMemoryStore:
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
         return self.find_by_idempotency_keys(tenant_id, [key]).get(key)
 
+    def list_expired(self, tenant_id: str, limit: int = 100) -> list[Memory]:
+        sql = (
+            "SELECT body FROM memories INDEXED BY memories_by_expiry WHERE tenant_id = ? "
+            "AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?"
+        )
+        with self._db.reading() as conn:
+            rows = conn.execute(sql, (tenant_id, self._now(), limit)).fetchall()
+        return [Memory.model_validate_json(r[0]) for r in rows]
+
     def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
         unique = list(dict.fromkeys(keys))
         out: dict[str, Memory] = {}

@@ -238,6 +238,10 @@ class DynamoDBMemoryStore:
         """The unexpired memory first written with this idempotency key, if any."""
         return self.find_by_idempotency_keys(tenant_id, [key]).get(key)
 
+    def list_expired(self, tenant_id: str, limit: int = 100) -> list[Memory]:
+        """[]: DynamoDB's TTL deletes expired items and the stream archives each (`handlers/stream.py`)."""
+        return []
+
     def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
         """Each key's idempotency item (BatchGetItem), then their memories (BatchGetItem): two round trips."""
         unique = list(dict.fromkeys(keys))

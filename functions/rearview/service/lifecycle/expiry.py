@@ -1,5 +1,10 @@
 """`handle_expired`: what happens to a memory the store's TTL removed (a DynamoDB stream REMOVE).
 
+`sweep_expired` does the same for a store that never deletes on its own (SQLite, in-memory): the
+archive job hands it every record that expired while no job ran (the timer off, the server down
+longer than the look-ahead), so an expired memory is always archived (restorable, forgettable)
+or, when it was soft-forgotten, erased, text included.
+
 The old image and the history still in the store go to the archive; a stub (status
 `archived`, pointing at the archive object) takes the memory's place, so `memory_restore` and
 `include_archived` find it; the index document is dropped. A repeated record finds the stub
@@ -44,6 +49,23 @@ def archive_expired(ctx: JobContext, old_image: Memory) -> ExpiryReport:
             return _already(ctx, report, current)
         return report.model_copy(update={"reason": "the store changed it concurrently"})
     return report.model_copy(update={"action": "archived", "archive_ref": ref, "reason": reason})
+
+
+SWEEP_LIMIT = 500
+"""Expired records one archive run handles; the rest are the next run's."""
+
+
+def sweep_expired(ctx: JobContext, limit: int = SWEEP_LIMIT) -> tuple[int, int]:
+    """Archive the expired records the store still holds, erase soft-forgotten ones: (archived, erased)."""
+    archived = erased = 0
+    for memory in ctx.service.store.list_expired(ctx.tenant_id, limit):
+        if memory.status in ARCHIVABLE_STATUSES:
+            archived += archive_expired(ctx, memory).action == "archived"
+            continue
+        ctx.service.store.purge(ctx.tenant_id, memory.id)
+        indexing.delete(ctx.service.index, ctx.tenant_id, [memory.id], erase=True)
+        erased += 1
+    return archived, erased
 
 
 def _already(ctx: JobContext, report: ExpiryReport, current: Memory) -> ExpiryReport:

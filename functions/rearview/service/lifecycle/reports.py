@@ -53,6 +53,10 @@ class RetentionReport(JobReport):
     job: JobName = "archive"
     expiring: int = 0
     renewed: int = 0
+    expired_archived: int = 0
+    """Memories that had already expired (no run in time) found still stored, and archived."""
+    expired_erased: int = 0
+    """Soft-forgotten memories that had expired, erased (text included)."""
 
 
 class ReconcileReport(JobReport):

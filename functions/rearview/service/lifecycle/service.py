@@ -10,7 +10,7 @@ from rearview.ports import Archive, CheckpointStore
 from rearview.service.lifecycle.archiving import ArchivingScan
 from rearview.service.lifecycle.budget import Budget, Unlimited
 from rearview.service.lifecycle.context import JobContext, LifecycleConfig, ServiceParts
-from rearview.service.lifecycle.expiry import archive_expired
+from rearview.service.lifecycle.expiry import archive_expired, sweep_expired
 from rearview.service.lifecycle.job_names import DEFAULT_JOBS, JOBS, JobName
 from rearview.service.lifecycle.reconcile import ReconcileJob
 from rearview.service.lifecycle.reports import (
@@ -91,6 +91,8 @@ class LifecycleService:
         report = RetentionReport(tenant_id=tenant_id, started_at=ctx.now())
         retention = self.service.config.policy(tenant_id).retention
         rule = RetentionRule(ctx, retention, self.config.lookahead, report)
+        archived, erased = sweep_expired(ctx)  # what expired while no run came in time
+        report.expired_archived, report.expired_erased = archived, erased
         self._run(ArchivingScan(ctx, rule), budget)
         return report
 
