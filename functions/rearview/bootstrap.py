@@ -126,6 +126,7 @@ def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
                 engine=settings.opensearch_engine,
                 dimension=dimension,
                 timeout_s=settings.opensearch_timeout_s,
+                refresh=settings.opensearch_refresh,
             )
         )
     from rearview.backends.sqlite_index import SQLiteMemoryIndex

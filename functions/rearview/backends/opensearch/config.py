@@ -51,7 +51,8 @@ class OpenSearchConfig:
     ef_search: int | None = 100
     m: int = 16
     ef_construction: int = 128
-    refresh: Refresh = "false"
+    refresh: Refresh = "wait_for"
+    """When a write returns (`Settings.opensearch_refresh`): `wait_for` = once searchable."""
     assigned_ids: bool | None = None
     shards: int | None = None
     replicas: int | None = None

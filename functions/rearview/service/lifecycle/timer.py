@@ -19,8 +19,10 @@ log = logging.getLogger(__name__)
 class LifecycleTimer:
     """Runs `LifecycleService.run_all` every `interval_s` in a daemon thread (for `rearview serve`).
 
-    The first run starts `first_delay_s` after `start()`. A failing run is logged and the timer
-    goes on; `stop()` asks the thread to finish after the current page at the latest.
+    At `start()` the thread first runs `startup_jobs` (default `reconcile`: index what a crash
+    between a store commit and its index write left out, drop what it left behind), then the first
+    round `first_delay_s` later. A failing run is logged and the timer goes on; `stop()` asks the
+    thread to finish after the current page at the latest.
     """
 
     def __init__(
@@ -30,6 +32,7 @@ class LifecycleTimer:
         budget_s: float,
         jobs: Sequence[JobName] = DEFAULT_JOBS,
         first_delay_s: float = 60.0,
+        startup_jobs: Sequence[JobName] = ("reconcile",),
     ) -> None:
         if interval_s <= 0:
             raise InvalidInputError(
@@ -39,6 +42,7 @@ class LifecycleTimer:
         self.interval_s = interval_s
         self.budget_s = budget_s
         self.jobs = tuple(jobs)
+        self.startup_jobs = tuple(startup_jobs)
         self.first_delay_s = min(first_delay_s, interval_s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -55,15 +59,20 @@ class LifecycleTimer:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def run_once(self) -> list[JobReport]:
-        """One round of every job for every tenant, within `budget_s` (stops early on `stop()`)."""
+    def run_once(self, jobs: Sequence[JobName] | None = None) -> list[JobReport]:
+        """One round of `jobs` (default: the timer's) for every tenant, within `budget_s` or to `stop()`."""
         budget = _Stoppable(Deadline(self.budget_s), self._stop)
-        reports = self.lifecycle.run_all(self.jobs, budget=budget)
+        reports = self.lifecycle.run_all(self.jobs if jobs is None else tuple(jobs), budget=budget)
         for report in reports:
             log.info("lifecycle %s", report.model_dump_json())
         return reports
 
     def _loop(self) -> None:
+        if self.startup_jobs:
+            try:
+                self.run_once(self.startup_jobs)
+            except Exception:
+                log.exception("lifecycle startup round failed; the regular rounds go on")
         delay = self.first_delay_s
         while not self._stop.wait(delay):
             try:
