@@ -374,6 +374,9 @@ class IngestResult(BaseModel):
     """Why the language model's extraction was not used (`mode` is `fallback`), else None."""
     dropped_items: int = 0
     """Items the language model extracted but cited no message of the call for (not written)."""
+    cancelled: bool = False
+    """The caller cancelled: `messages` lists those stored before it stopped (whole chunks); re-send
+    the call to store the rest (what is stored replays)."""
 
 
 class UpdateRequest(ValidRequest):

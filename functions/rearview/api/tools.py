@@ -11,6 +11,7 @@ model-facing description of every parameter, and the tools read best side by sid
 
 # No `from __future__ import annotations`: the SDK reads these signatures at registration time.
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial, wraps
@@ -209,6 +210,21 @@ async def _call(fn: Callable[[], T], lane: anyio.CapacityLimiter | None = None) 
     return await anyio.to_thread.run_sync(fn, limiter=lane)
 
 
+async def _cancellable(fn: Callable[[Callable[[], bool]], T]) -> T:
+    """Run `fn(cancelled)` off the event loop; when the call is cancelled, `cancelled()` turns True.
+
+    The request's task is cancelled when the client sends `notifications/cancelled` or drops the
+    connection; the thread cannot be interrupted, so it is abandoned to finish on its own and `fn`
+    polls `cancelled` to stop early (`Ingester.ingest`: between messages).
+    """
+    gone = threading.Event()
+    try:
+        return await anyio.to_thread.run_sync(partial(fn, gone.is_set), abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        gone.set()
+        raise
+
+
 def search_lane(width: int | None = None) -> anyio.CapacityLimiter:
     """The limiter `memory_search` calls run in: at most `width` at once (default: the usable CPU count).
 
@@ -347,7 +363,7 @@ class MemoryTools:
             messages=[m.message(f"messages[{i}]") for i, m in enumerate(messages)],
             session_id=session_id, agent_id=agent_of(ctx, agent_id), visibility=visibility,
         )  # fmt: skip
-        return structured(await _call(partial(self.service.ingest, tenant_of(ctx), req)))
+        return structured(await _cancellable(partial(self.service.ingest, tenant_of(ctx), req)))
 
     async def memory_search(
         self,

@@ -79,7 +79,7 @@ from rearview.service.browsing import BrowsePage, DueList, DueMemory, browse_pag
 from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
 from rearview.service.ingest.extraction import Extractor, RulesExtractor
-from rearview.service.ingest.ingester import Ingester
+from rearview.service.ingest.ingester import NEVER, Cancelled, Ingester
 from rearview.service.lifecycle.archival import (
     ARCHIVABLE_STATUSES,
     RestoreResult,
@@ -152,13 +152,14 @@ class MemoryService:
         """Store one memory, or merge it into a duplicate, or supersede an older one: see `Writer.write`."""
         return self._writer.write(tenant_id, req)
 
-    def ingest(self, tenant_id: str, req: IngestRequest) -> IngestResult:
+    def ingest(self, tenant_id: str, req: IngestRequest, cancelled: Cancelled = NEVER) -> IngestResult:
         """Turn a conversation's messages into memories, idempotently and in bounds: see `Ingester`.
 
         At most `config.tenant_ingest_concurrency` run per tenant at once; one more is `BusyError`.
+        `cancelled` (polled between messages) stops it early with what it stored.
         """
         with self._ingest_slots.slot(tenant_id):
-            return self._ingester.ingest(tenant_id, req)
+            return self._ingester.ingest(tenant_id, req, cancelled)
 
     def search(self, tenant_id: str, req: SearchRequest) -> SearchResult:
         """Hybrid recall that never fails for an index or embedder outage: see `Searcher.search`."""

@@ -125,6 +125,15 @@ BatchFn = Callable[[str], Batch]
 """A new batch of writes for the tenant (`MemoryService`: a `WriteBatch`)."""
 
 
+Cancelled = Callable[[], bool]
+"""Polled between messages: True once the caller has gone (`api/tools.py` sets it on cancellation)."""
+
+
+def NEVER() -> bool:  # noqa: N802 - a constant-like default
+    """The default `Cancelled`: an ingest runs to the end."""
+    return False
+
+
 class Ingester:
     """`MemoryService.ingest`: checks every message, extracts, embeds all at once, then writes in order.
 
@@ -137,8 +146,12 @@ class Ingester:
         self.extractor = extractor
         self.batch = batch
 
-    def ingest(self, tenant_id: str, req: IngestRequest) -> IngestResult:
-        """Write the messages of `req` (see the module docstring); what each one became, in order."""
+    def ingest(self, tenant_id: str, req: IngestRequest, cancelled: Cancelled = NEVER) -> IngestResult:
+        """Write the messages of `req` (see the module docstring); what each one became, in order.
+
+        `cancelled` is polled between messages: once it is set, the call commits what it holds and
+        returns with `cancelled` true and the outcomes of the messages it stored.
+        """
         plan = self._plan(req)
         extraction = self._extract(tenant_id, req.agent_id, plan)
         self._plan_facts(plan, extraction)
@@ -146,13 +159,23 @@ class Ingester:
         vectors = self._embed([m.episode.content for m in plan] + [f.content for f in facts])
         fact_vectors = dict(zip(map(id, facts), vectors[len(plan) :], strict=True))
         try:
-            outcomes, indexed = self._write_all(tenant_id, plan, extraction.mode, vectors, fact_vectors)
+            outcomes, indexed = self._write_all(
+                tenant_id, plan, extraction.mode, vectors, fact_vectors, cancelled
+            )
         except ConflictError as exc:
             # A concurrent writer (the same messages sent twice at once) got there first: nothing
             # of the conflicting chunk landed, and writing everything again replays what it wrote.
             log.info("ingest conflicted with a concurrent write; writing again: %s", exc)
-            outcomes, indexed = self._write_all(tenant_id, plan, extraction.mode, vectors, fact_vectors)
+            outcomes, indexed = self._write_all(
+                tenant_id, plan, extraction.mode, vectors, fact_vectors, cancelled
+            )
+        stopped = len(outcomes) < len(plan)
+        if stopped:
+            log.info(
+                "ingest cancelled by the caller after %d of %d messages (stored)", len(outcomes), len(plan)
+            )
         return IngestResult(
+            cancelled=stopped,
             session_id=req.session_id,
             mode=extraction.mode,
             messages=outcomes,
@@ -293,14 +316,21 @@ class Ingester:
         mode: ExtractionMode,
         vectors: Sequence[Embedded],
         fact_vectors: dict[int, Embedded],
+        cancelled: Cancelled = NEVER,
     ) -> tuple[list[MessageOutcome], bool]:
-        """Every planned write through one batch; each message's outcome, and whether all are indexed."""
+        """Every planned write through one batch; each message's outcome, and whether all are indexed.
+
+        Stops before the next message once `cancelled()`, committing what it holds: every outcome
+        returned is stored, and no message is half-written (its episode and facts commit together).
+        """
         batch = self.batch(tenant_id)
         batch.look_up([m.episode for m in plan] + [write for m in plan for write, _ in m.facts])
         outcomes: list[MessageOutcome] = []
         episode_ids: dict[int, str] = {}
         indexed = True
         for message, episode_vector in zip(plan, vectors[: len(plan)], strict=True):
+            if cancelled():
+                break
             outcome, ok = self._write_one(batch, message, mode, episode_vector, fact_vectors, episode_ids)
             outcomes.append(outcome)
             indexed = indexed and ok
