@@ -11,18 +11,18 @@ import itertools
 
 import numpy as np
 
-from rearview.backends.sqlite_index import _DocRow, _TenantMatrix
+from rearview.backends.sqlite_vectors import DocRow, TenantMatrix
 from rearview.models import MemoryFilter, MemoryStatus, MemoryType
 from tests.factories import T0, minutes, unit_vector, varied_memories
 
 DIMENSION = 8
 
 
-def _matrix(removed: set[str]) -> tuple[_TenantMatrix, list[str]]:
-    tm = _TenantMatrix(DIMENSION)
+def _matrix(removed: set[str]) -> tuple[TenantMatrix, list[str]]:
+    tm = TenantMatrix(DIMENSION)
     rows = varied_memories()
     for i, m in enumerate(rows):
-        tm.put(m.id, _DocRow.of(m), unit_vector(i, DIMENSION))
+        tm.put(m.id, DocRow.of(m), unit_vector(i, DIMENSION))
     for memory_id in removed:
         tm.remove(memory_id)
     return tm, [m.id for m in rows]

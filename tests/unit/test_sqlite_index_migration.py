@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rearview.backends.sqlite_common import SQLiteDatabase
-from rearview.backends.sqlite_index import _MIGRATIONS, SQLiteMemoryIndex
+from rearview.backends.sqlite_index import SQLiteMemoryIndex
+from rearview.backends.sqlite_index_schema import MIGRATIONS
 from rearview.models import MemoryFilter
 from rearview.ports import IndexDocument, IndexQuery
 from tests.factories import make_memory, unit_vector
@@ -14,7 +15,7 @@ from tests.factories import make_memory, unit_vector
 def test_documents_indexed_before_the_context_column_are_still_found(tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite3"
     old = SQLiteDatabase(path)
-    old.migrate("index", _MIGRATIONS[:2])  # the schema as it was: one FTS5 column
+    old.migrate("index", MIGRATIONS[:2])  # the schema as it was: one FTS5 column
     with old.transaction() as conn:
         conn.execute(
             "INSERT INTO docs (rowid, tenant_id, memory_id, agent_id, visibility, session_id, type, status,"

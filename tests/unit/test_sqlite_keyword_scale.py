@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rearview.backends.sqlite_index import INDEX_CACHE_MIB, SQLiteMemoryIndex, _fts_rows
+from rearview.backends.sqlite_index import INDEX_CACHE_MIB, SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
+from rearview.backends.sqlite_terms import fts_rows
 from rearview.bm25 import CorpusStats
 from rearview.models import MemoryFilter
 from rearview.ports import IndexDocument, IndexQuery
@@ -20,7 +21,7 @@ def _tenant_rows(path: Path, tenant_id: str) -> tuple[int | None, int]:
     try:
         (n,) = conn.execute("SELECT n FROM fts_tenants WHERE tenant_id = ?", (tenant_id,)).fetchone()
         counted = conn.execute("SELECT COUNT(*) FROM docs WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
-        return _fts_rows(conn, f"docs_fts_{n}"), int(counted)
+        return fts_rows(conn, f"docs_fts_{n}"), int(counted)
     finally:
         conn.close()
 

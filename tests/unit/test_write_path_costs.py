@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.backends.sqlite_index import _fts_text
+from rearview.backends.sqlite_terms import fts_text
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, WriteRequest
@@ -30,8 +30,8 @@ from tests.factories import T0
     ],
 )
 def test_line_by_line_tokens_are_the_texts_tokens(text: str) -> None:
-    assert _fts_text(text) == " ".join(tokens(text))
-    assert _fts_text(text) == " ".join(tokens(text))  # and again, from the cache
+    assert fts_text(text) == " ".join(tokens(text))
+    assert fts_text(text) == " ".join(tokens(text))  # and again, from the cache
 
 
 class RecordingIndex(InMemoryMemoryIndex):

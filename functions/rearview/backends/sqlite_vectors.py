@@ -1,0 +1,167 @@
+"""The embedded index's vector channel: a per-tenant numpy matrix with the filter as a boolean mask.
+
+`TenantMatrix` holds one tenant's vectors and the filterable fields of each document (`DocRow`,
+coded as small integers per column), built lazily from the index file and updated in place on
+writes; `mask` applies a `MemoryFilter` before ranking, so a small scope still gets its results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from rearview.models import Memory, MemoryFilter, Visibility
+from rearview.ports import Vector
+
+
+@dataclass(frozen=True, slots=True)
+class DocRow:
+    """The filterable fields of one indexed memory, as stored in the `docs` table."""
+
+    agent_id: str
+    visibility: str
+    session_id: str | None
+    type: str
+    status: str
+    scope_key: str
+    event_time: float
+    tags: frozenset[str]
+
+    @classmethod
+    def of(cls, m: Memory) -> DocRow:
+        return cls(
+            m.agent_id,
+            m.visibility.value,
+            m.session_id,
+            m.type.value,
+            m.status.value,
+            m.scope_key,
+            m.event_time.timestamp(),
+            frozenset(m.tags),
+        )
+
+    def sql_values(self) -> tuple[object, ...]:
+        return (
+            self.agent_id,
+            self.visibility,
+            self.session_id,
+            self.type,
+            self.status,
+            self.scope_key,
+            self.event_time,
+            json.dumps(sorted(self.tags)),
+        )
+
+
+CODED_COLUMNS = ("agent_id", "visibility", "session_id", "type", "status", "scope_key")
+
+
+class TenantMatrix:
+    """One tenant's vectors and filter columns, row-aligned, updated in place (O(1) per write).
+
+    String columns are dictionary-coded to int32 so a filter is a few vectorized comparisons;
+    tags keep an inverted list (tag -> rows). Removed rows stay allocated and are masked out.
+    """
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.ids: list[str] = []
+        self.pos: dict[str, int] = {}
+        self.size = 0
+        self.matrix = np.zeros((0, dimension), np.float32)
+        self.alive = np.zeros(0, bool)
+        self.event_time = np.zeros(0, np.float64)
+        self.codes = {name: np.zeros(0, np.int32) for name in CODED_COLUMNS}
+        self.vocab: dict[str, dict[str | None, int]] = {name: {} for name in CODED_COLUMNS}
+        self.row_tags: list[frozenset[str]] = []
+        self.tag_rows: dict[str, set[int]] = {}
+
+    def put(self, memory_id: str, doc: DocRow, vector: Vector | None) -> None:
+        row = self.pos.get(memory_id)
+        if row is None:
+            if vector is None:
+                return
+            row = self._append(memory_id)
+        for name in CODED_COLUMNS:
+            self.codes[name][row] = self.vocab[name].setdefault(getattr(doc, name), len(self.vocab[name]))
+        self.event_time[row] = doc.event_time
+        self._set_tags(row, doc.tags)
+        self.alive[row] = True
+        if vector is not None:
+            self.matrix[row] = vector
+
+    def remove(self, memory_id: str) -> None:
+        row = self.pos.pop(memory_id, None)
+        if row is not None:
+            self.alive[row] = False
+            self._set_tags(row, frozenset())
+
+    def _append(self, memory_id: str) -> int:
+        row = self.size
+        if row >= self.matrix.shape[0]:
+            capacity = max(64, row * 2)
+            self.matrix = _grown(self.matrix, capacity)
+            self.alive = _grown(self.alive, capacity)
+            self.event_time = _grown(self.event_time, capacity)
+            self.codes = {name: _grown(col, capacity) for name, col in self.codes.items()}
+        self.ids.append(memory_id)
+        self.row_tags.append(frozenset())
+        self.pos[memory_id] = row
+        self.size += 1
+        return row
+
+    def _set_tags(self, row: int, tags: frozenset[str]) -> None:
+        for tag in self.row_tags[row] - tags:
+            self.tag_rows[tag].discard(row)
+        for tag in tags - self.row_tags[row]:
+            self.tag_rows.setdefault(tag, set()).add(row)
+        self.row_tags[row] = tags
+
+    def _is(self, name: str, values: Iterable[str | None]) -> npt.NDArray[np.bool_]:
+        """Rows whose `name` column is one of `values`: one vectorized `==` per known value.
+
+        (`np.isin` sorts both sides on every call: ~0.4 ms per column at 10k rows, for what is
+        almost always one or two values.)
+        """
+        column = self.codes[name][: self.size]
+        out = np.zeros(self.size, bool)
+        for code in {self.vocab[name][v] for v in values if v in self.vocab[name]}:
+            out |= column == code
+        return out
+
+    def mask(self, flt: MemoryFilter) -> npt.NDArray[np.bool_]:
+        """Rows that are alive and satisfy `flt` (same semantics as `MemoryFilter.matches`)."""
+        ok = self.alive[: self.size].copy()
+        if flt.agent_id is not None:
+            ok &= self._is("visibility", [Visibility.SHARED.value]) | self._is("agent_id", [flt.agent_id])
+        if flt.session_id is not None:
+            ok &= self._is("session_id", [flt.session_id])
+        if flt.types is not None:
+            ok &= self._is("type", [t.value for t in flt.types])
+        ok &= self._is("status", [s.value for s in flt.statuses])
+        if flt.scope_key is not None:
+            ok &= self._is("scope_key", [flt.scope_key])
+        times = self.event_time[: self.size]
+        if flt.time_from is not None:
+            ok &= times >= flt.time_from.timestamp()
+        if flt.time_to is not None:
+            ok &= times <= flt.time_to.timestamp()
+        for tag in flt.tags or ():
+            has = np.zeros(self.size, bool)
+            has[list(self.tag_rows.get(tag, ()))] = True
+            ok &= has
+        return ok
+
+
+_A = TypeVar("_A", bound=np.generic)
+
+
+def _grown(array: npt.NDArray[_A], capacity: int) -> npt.NDArray[_A]:
+    out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    out[: array.shape[0]] = array
+    return out
