@@ -1,0 +1,134 @@
+"""The Python API (`from rearview import Memory`): the README's example, embedded and against a server."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rearview import Memory
+from rearview.client.remote import rebuilt_error
+from rearview.errors import BackendError, ConflictError, InvalidInputError, NotFoundError, RearviewError
+from rearview.models import MemoryStatus
+from rearview.settings import Settings
+from tests.e2e.server import running_server
+
+
+def _example() -> str:
+    """The example in `Memory`'s docstring, as runnable code."""
+    doc = Memory.__doc__ or ""
+    block = doc.split("Example (the README's)::", 1)[1]
+    return textwrap.dedent(block).strip()
+
+
+def _run(code: str) -> list[str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "<example>", "exec"), {})
+    return out.getvalue().splitlines()
+
+
+def _check(printed: list[str]) -> None:
+    assert printed[0] == "The user prefers pnpm over npm"
+    assert '"The user prefers pnpm over npm"' in "\n".join(printed[1:-1])  # the context block
+    assert printed[-1] == "2"
+
+
+def test_the_example_runs_embedded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REARVIEW_EMBEDDER", "hashing")
+    monkeypatch.chdir(tmp_path)
+    _check(_run(_example()))
+    assert (tmp_path / "memories" / "memories.sqlite3").exists()
+
+
+def test_the_example_runs_against_a_server(tmp_path: Path) -> None:
+    with running_server(tmp_path) as url:
+        code = _example().replace('Memory(data_dir="./memories")', f"Memory(url={url!r})")
+        _check(_run(code))
+
+
+def test_every_operation_answers_the_same_models_both_ways(tmp_path: Path) -> None:
+    settings = Settings.load(data_dir=tmp_path / "embedded", embedder="hashing")
+    with running_server(tmp_path / "served") as url:
+        for memory in (Memory(settings=settings), Memory(url=url)):
+            with memory:
+                first = memory.write("Standup is at 9:30", type="episodic", session_id="s1", tags=["team"])
+                memory.write("Retro is on Fridays", type="episodic", session_id="s1", event_time="2026-03-02")
+                assert memory.get(first.id).session_id == "s1"
+                assert memory.update(first.id, importance=4).version == 2
+                assert [e.action for e in memory.history(first.id).events] == ["created", "updated"]
+                recall = memory.search("standup", types=["episodic"], explain=True)
+                assert recall.results[0].id == first.id and recall.results[0].why is not None
+                summary = memory.summarize(session_id="s1")
+                assert summary.content and "Standup" in summary.content
+                ingested = memory.ingest([{"role": "user", "content": "I live in Lisbon"}], session_id="s2")
+                assert ingested.created >= 1
+                assert memory.forget([first.id]).forgotten == [first.id]
+                assert memory.restore(first.id).memory.status is MemoryStatus.ACTIVE
+                assert memory.stats().by_type["episodic"] >= 3
+
+
+def test_errors_are_the_rearview_hierarchy_both_ways(tmp_path: Path) -> None:
+    settings = Settings.load(data_dir=tmp_path / "embedded", embedder="hashing")
+    with running_server(tmp_path / "served") as url:
+        for memory in (Memory(settings=settings), Memory(url=url)):
+            with memory:
+                with pytest.raises(NotFoundError) as missing:
+                    memory.get("01ARZ3NDEKTSV4RRFFQ69G5FAV")
+                assert missing.value.memory_id == "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+                written = memory.write("Lunch is at noon")
+                with pytest.raises(ConflictError):
+                    memory.update(written.id, content="Lunch is at one", expected_version=7)
+        with Memory(url=url) as remote, pytest.raises(InvalidInputError) as bad:
+            remote.write("x", importance=9)  # refused here, before anything is sent
+        assert bad.value.field == "importance"
+
+
+def test_a_server_error_is_rebuilt_with_its_fields() -> None:
+    error = rebuilt_error(
+        "Error executing tool memory_write: invalid_input: invalid `tags[0]`: must not be empty"
+    )
+    assert isinstance(error, InvalidInputError) and error.field == "tags[0]"
+    assert str(error) == "invalid `tags[0]`: must not be empty"
+    assert type(rebuilt_error("teapot: short and stout")) is RearviewError
+
+
+def test_a_refused_key_is_an_authentication_error(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[api_keys]\n"right-key" = "alice"\n')
+    with running_server(tmp_path) as url:
+        with Memory(url=url, api_key="right-key") as memory:
+            assert memory.stats().total == 0
+        with Memory(url=url, api_key="wrong-key") as memory, pytest.raises(RearviewError, match="refused"):
+            memory.stats()
+
+
+def test_a_url_and_a_data_dir_are_refused_together(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError) as both:
+        Memory(tmp_path, url="http://127.0.0.1:8080/mcp")
+    assert both.value.field == "url"
+    with pytest.raises(InvalidInputError, match="api_key"):
+        Memory(api_key="k")
+
+
+def test_import_rearview_stays_light() -> None:
+    code = (
+        "import sys, rearview; assert 'rearview.client' not in sys.modules and 'pydantic' not in sys.modules; "
+        "from rearview import Memory; assert 'numpy' not in sys.modules and 'mcp' not in sys.modules; "
+        "print(Memory.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Memory"
+
+
+def test_an_unreachable_server_is_a_backend_error() -> None:
+    with (
+        Memory(url="http://127.0.0.1:9/mcp", timeout=2) as memory,
+        pytest.raises(BackendError, match=r"127\.0\.0\.1:9"),
+    ):
+        memory.stats()
