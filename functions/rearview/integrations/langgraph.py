@@ -1,0 +1,425 @@
+"""LangGraph's long-term memory on Rearview: `RearviewStore`, a `langgraph.store.base.BaseStore`.
+
+A graph compiled with `store=RearviewStore(Memory(...))` keeps what its nodes `put` as Rearview
+memories, and its `store.search(namespace, query=...)` is Rearview's hybrid recall. How an item
+maps onto a memory:
+
+- an item `(namespace, key)` is one memory tagged `lg:<digest>` (a digest of namespace and key),
+  holding the item's record in `metadata["lg:<digest>"]`: its namespace, key and the rest of its value;
+- its `namespace`, e.g. `("users", "alice")`, is a tag per prefix (`lg-ns:users`, `lg-ns:users/alice`;
+  labels percent-escaped, a tag over 100 characters `lg-ns#<digest>`), and every item is tagged `langgraph`;
+- its `value` is the memory's `content`: the first text field of `text_fields` (default `content`,
+  then `text`), the other fields kept in the record; a value without one, or whose other fields do
+  not fit a record (500 characters), is stored whole as JSON;
+- `put` of a new key is `memory_write` (as the store's `type` and `visibility`; `ttl` minutes as
+  `ttl_days`); of an existing key, `memory_update` (a new version of the same memory, history kept);
+- `get` lists the memory tagged with the item's digest (no ranking, no reinforcement);
+- `put(..., None)` and `delete` are `memory_forget` (soft by default; `hard_delete=True` purges);
+- `search(prefix, query=...)` is `memory_search` within the prefix's tag, best first, `score` being
+  Rearview's score (it reinforces what it recalls, as every recall does); without a query, the
+  listing of the prefix's tag, newest `updated_at` first;
+- `list_namespaces` reads the namespaces of the listed items, sorted.
+
+What differs from LangGraph's `InMemoryStore`, on purpose (Rearview is a memory, not a key-value store):
+
+- Rearview keeps one memory per statement: a `put` whose text repeats (or nearly repeats, with no
+  fact lost) another memory in its scope is merged into it, and its key becomes one more key of
+  that memory (its tag and record join it). `get` by either key answers it; updating one key
+  detaches it into a memory of its own; deleting one key forgets the memory only with its last key.
+- A query ranks by relevance and leaves out what is not relevant (an empty answer is a correct
+  answer): it may return fewer than `limit` items. At most 50 memories are recalled per search
+  (`offset + limit` beyond that is cut), and `filter` on value fields is applied to them.
+- Without a query, items come newest first (not in insertion order), and `filter` reads every item
+  under the prefix; `list_namespaces` reads every item of the store (under the prefix's tag when the
+  prefix has no wildcard): listing is a walk, not an index.
+- Finding an item by key and listing need the embedded store (`Memory(data_dir=...)`): a Rearview
+  server has no listing tool, so against a server only `search` with a query works (the others
+  answer InvalidInputError on `url`) until it has one.
+- Ops of one `batch` run in order (a `get` after a `put` in the same batch sees it); `abatch` runs
+  the batch on a worker thread.
+
+Example (docs/integrations.md's)::
+
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.store.base import BaseStore
+
+    from rearview import Memory
+    from rearview.integrations.langgraph import RearviewStore
+
+    store = RearviewStore(Memory(data_dir="./memories"))
+    store.put(("users", "alice"), "diet", {"content": "Alice is vegetarian"})
+    print(store.get(("users", "alice"), "diet").value)  # {'content': 'Alice is vegetarian'}
+    print(store.search(("users",), query="is Alice vegetarian?")[0].key)  # diet
+
+
+    def respond(state: MessagesState, *, store: BaseStore) -> dict:
+        facts = store.search(("users", "alice"), query=state["messages"][-1].content)
+        return {"messages": [("ai", "; ".join(f.value["content"] for f in facts))]}
+
+
+    graph = StateGraph(MessagesState).add_node(respond).add_edge(START, "respond").compile(store=store)
+    answer = graph.invoke({"messages": [("user", "what does Alice eat? is she vegetarian")]})
+    print(answer["messages"][-1].content)  # Alice is vegetarian
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    validate_op_namespace,
+)
+
+from rearview.client import Memory
+from rearview.errors import InvalidInputError
+from rearview.limits import MAX_LABEL_CHARS, MAX_METADATA_VALUE_CHARS, MAX_TOP_K
+from rearview.models import MemoryType, MemoryView, Visibility
+
+__all__ = ["ROOT_TAG", "RearviewStore"]
+
+ROOT_TAG = "langgraph"
+"""The tag on every memory this store writes: what `list_namespaces` and `search(())` list."""
+RECORD = "lg:"
+"""The prefix of an item's tag and of its record's metadata key (`lg:<digest>`)."""
+NAMESPACE_TAG = "lg-ns:"
+HASHED_NAMESPACE_TAG = "lg-ns#"
+PAGE = 100
+"""The listing's page (the most `Memory.browse` returns at once)."""
+MINUTES_PER_DAY = 1440.0
+
+Namespace = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One item as a memory holds it: its place, its value, and the memory (shared by its keys)."""
+
+    namespace: Namespace
+    key: str
+    value: dict[str, Any]
+    memory: MemoryView
+
+    def item(self) -> Item:
+        return Item(
+            value=self.value, key=self.key, namespace=self.namespace,
+            created_at=self.memory.created_at, updated_at=self.memory.updated_at,
+        )  # fmt: skip
+
+    def hit(self, score: float | None) -> SearchItem:
+        return SearchItem(
+            namespace=self.namespace, key=self.key, value=self.value,
+            created_at=self.memory.created_at, updated_at=self.memory.updated_at, score=score,
+        )  # fmt: skip
+
+
+class RearviewStore(BaseStore):
+    """A LangGraph store whose items are Rearview memories (the module docstring maps one onto the other).
+
+    `memory` is the Python API, embedded or remote (listing needs embedded). `type` and `visibility`
+    are what each item is written as (default: a `semantic` memory every agent of the tenant sees);
+    `text_fields` are the value fields tried, in order, for the memory's text; `hard_delete` purges
+    a deleted item instead of forgetting it softly (restorable, kept in `memory_history`).
+    Constructing the store does no I/O: the `Memory` opens on the first op.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        type: MemoryType | str = MemoryType.SEMANTIC,
+        visibility: Visibility | str = Visibility.SHARED,
+        text_fields: Sequence[str] = ("content", "text"),
+        hard_delete: bool = False,
+    ) -> None:
+        self.memory = memory
+        self.type = MemoryType(type)
+        self.visibility = Visibility(visibility)
+        self.text_fields = tuple(text_fields)
+        self.hard_delete = hard_delete
+
+    # ------------------------------------------------------------------------------ BaseStore
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Each op in order: a `get` or `search` after a `put` of the same batch sees the put."""
+        ops = list(ops)
+        for op in ops:
+            validate_op_namespace(op)
+        return [self._run(op) for op in ops]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """`batch` on a worker thread (the `Memory` is synchronous)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def _run(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            entry = self._entry(op.namespace, op.key)
+            return entry.item() if entry is not None else None
+        if isinstance(op, PutOp):
+            self._put(op)
+            return None
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        if isinstance(op, ListNamespacesOp):
+            return self._list_namespaces(op)
+        raise InvalidInputError("op", f"unknown store operation {type(op).__name__}")
+
+    # ------------------------------------------------------------------------------ get/put/delete
+
+    def _entry(self, namespace: Namespace, key: str) -> _Entry | None:
+        page = self.memory.browse(tags=[_item_tag(namespace, key)], limit=1)
+        if not page.items:
+            return None
+        return next((e for e in _entries(page.items[0]) if e.namespace == namespace and e.key == key), None)
+
+    def _put(self, op: PutOp) -> None:
+        current = self._entry(op.namespace, op.key)
+        if op.value is None:
+            if current is not None:
+                self._remove(current)
+            return
+        content, record = self._encoded(op.namespace, op.key, op.value)
+        ttl_days = None if op.ttl is None else op.ttl / MINUTES_PER_DAY
+        name = _item_tag(op.namespace, op.key)
+        if current is not None and _record_names(current.memory) == {name}:
+            self.memory.update(current.memory.id, content=content, metadata={name: record}, ttl_days=ttl_days)
+            return
+        if current is not None:  # a key of a merged memory: it gets a memory of its own
+            self._detach(current)
+        tags = [ROOT_TAG, *_namespace_tags(op.namespace), name]
+        receipt = self.memory.write(
+            content, type=self.type, visibility=self.visibility, tags=tags, metadata={name: record},
+            ttl_days=ttl_days,
+        )  # fmt: skip
+        held = self.memory.get(receipt.id)
+        if name not in held.tags or held.metadata.get(name) != record:
+            # Merged into a memory that kept its own labels (another agent's): this key joins it.
+            self.memory.update(
+                held.id, tags=_united(held.tags, tags), metadata={**held.metadata, name: record}
+            )
+
+    def _remove(self, entry: _Entry) -> None:
+        if _record_names(entry.memory) == {_item_tag(entry.namespace, entry.key)}:
+            self.memory.forget([entry.memory.id], hard=self.hard_delete)
+        else:
+            self._detach(entry)
+
+    def _detach(self, entry: _Entry) -> None:
+        """Take the entry's key off a memory that other keys share (its tag, record and namespace tags)."""
+        name = _item_tag(entry.namespace, entry.key)
+        metadata = {k: v for k, v in entry.memory.metadata.items() if k != name}
+        kept = {e.namespace for e in _entries(entry.memory) if _item_tag(e.namespace, e.key) != name}
+        needed = {tag for ns in kept for tag in _namespace_tags(ns)}
+        tags = [t for t in entry.memory.tags if t != name and (not _is_namespace_tag(t) or t in needed)]
+        self.memory.update(entry.memory.id, tags=tags, metadata=metadata)
+
+    def _encoded(self, namespace: Namespace, key: str, value: Mapping[str, Any]) -> tuple[str, str]:
+        """The memory's text and the item's record: a text field apart if the rest fits, else all JSON."""
+        place: dict[str, Any] = {"ns": list(namespace), "key": key}
+        for field in self.text_fields:
+            text = value.get(field)
+            if isinstance(text, str) and text.strip():
+                rest = {k: v for k, v in value.items() if k != field}
+                record = _json({**place, "f": field, "v": rest})
+                if len(record) <= MAX_METADATA_VALUE_CHARS:
+                    return text, record
+                break
+        record = _json(place)
+        if len(record) > MAX_METADATA_VALUE_CHARS:
+            raise InvalidInputError("key", f"namespace and key exceed {MAX_METADATA_VALUE_CHARS} characters")
+        return _json(dict(value)), record
+
+    # ------------------------------------------------------------------------------ search/list
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        wanted = max(op.offset, 0) + max(op.limit, 0)
+        if op.query:
+            found = self._recalled(op, wanted)
+        else:
+            found = ((e, None) for m in self._listed(_prefix_tag(op.namespace_prefix)) for e in _entries(m))
+        hits: list[SearchItem] = []
+        for entry, score in found:
+            if _under(entry.namespace, op.namespace_prefix) and _matches(entry.value, op.filter):
+                hits.append(entry.hit(score))
+                if len(hits) >= wanted:
+                    break
+        return hits[op.offset : op.offset + op.limit]
+
+    def _recalled(self, op: SearchOp, wanted: int) -> Iterator[tuple[_Entry, float | None]]:
+        """The recalled memories' entries, best first: a filter or a merged key reads past `wanted`."""
+        top_k = MAX_TOP_K if op.filter else min(MAX_TOP_K, max(wanted, 1))
+        recall = self.memory.search(op.query or "", tags=[_prefix_tag(op.namespace_prefix)], top_k=top_k)
+        for hit in recall.results:
+            for entry in _entries(self.memory.get(hit.id)):
+                yield entry, hit.score
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
+        head: Namespace = ()
+        for condition in op.match_conditions or ():
+            if condition.match_type == "prefix":
+                fixed = tuple(label for label in _until_wildcard(condition.path))
+                head = fixed if len(fixed) > len(head) else head
+        found = {
+            entry.namespace
+            for memory in self._listed(_prefix_tag(head))
+            for entry in _entries(memory)
+            if all(_does_match(c, entry.namespace) for c in op.match_conditions or ())
+        }
+        if op.max_depth is not None:
+            found = {ns[: op.max_depth] for ns in found}
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+    def _listed(self, tag: str) -> Iterator[MemoryView]:
+        """Every active memory with `tag`, newest first, a page at a time."""
+        cursor: str | None = None
+        while True:
+            page = self.memory.browse(tags=[tag], cursor=cursor, limit=PAGE)
+            yield from page.items
+            cursor = page.cursor
+            if cursor is None:
+                return
+
+
+# ---------------------------------------------------------------------------------- the mapping
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(_json(parts).encode()).hexdigest()[:24]
+
+
+def _item_tag(namespace: Namespace, key: str) -> str:
+    """The tag (and record name) of the item `(namespace, key)`."""
+    return RECORD + _digest(list(namespace), key)
+
+
+def _namespace_tag(namespace: Namespace) -> str:
+    tag = NAMESPACE_TAG + "/".join(quote(label, safe="") for label in namespace)
+    return tag if len(tag) <= MAX_LABEL_CHARS else HASHED_NAMESPACE_TAG + _digest(list(namespace))
+
+
+def _is_namespace_tag(tag: str) -> bool:
+    return tag.startswith((NAMESPACE_TAG, HASHED_NAMESPACE_TAG))
+
+
+def _namespace_tags(namespace: Namespace) -> list[str]:
+    """One tag per prefix of `namespace`, shortest first: what `search` and `list_namespaces` filter by."""
+    return [_namespace_tag(namespace[: n + 1]) for n in range(len(namespace))]
+
+
+def _prefix_tag(prefix: Namespace) -> str:
+    return _namespace_tag(prefix) if prefix else ROOT_TAG
+
+
+def _record_names(memory: MemoryView) -> set[str]:
+    return {name for name in memory.metadata if name.startswith(RECORD)}
+
+
+def _entries(memory: MemoryView) -> list[_Entry]:
+    """The items a memory holds: one per record (several when writes of equal text were merged)."""
+    entries = []
+    for name in sorted(_record_names(memory)):
+        raw = memory.metadata[name]
+        record = json.loads(raw) if isinstance(raw, str) else None
+        if not isinstance(record, dict) or "ns" not in record or "key" not in record:
+            continue  # not this store's record
+        value = _value(memory.content, record)
+        entries.append(_Entry(tuple(record["ns"]), str(record["key"]), value, memory))
+    return entries
+
+
+def _value(content: str, record: Mapping[str, Any]) -> dict[str, Any]:
+    field = record.get("f")
+    if isinstance(field, str):
+        return {field: content, **record.get("v", {})}
+    try:
+        value = json.loads(content)
+    except ValueError:
+        value = None
+    # JSON the memory no longer holds (merged into a text one, or edited as text): its text.
+    return value if isinstance(value, dict) else {"content": content}
+
+
+def _united(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
+
+
+def _under(namespace: Namespace, prefix: Namespace) -> bool:
+    return namespace[: len(prefix)] == prefix
+
+
+def _until_wildcard(path: Sequence[str]) -> Iterator[str]:
+    for label in path:
+        if label == "*":
+            return
+        yield label
+
+
+def _does_match(condition: MatchCondition, namespace: Namespace) -> bool:
+    """LangGraph's namespace match: `path` (with `*` for any label) at the start or the end."""
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    start = 0 if condition.match_type == "prefix" else len(namespace) - len(path)
+    labels = namespace[start : start + len(path)]
+    return all(p in ("*", label) for label, p in zip(labels, path, strict=True))
+
+
+def _matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
+    """LangGraph's filter: every field equal, or satisfying its `$eq`/`$ne`/`$gt`/`$gte`/`$lt`/`$lte`."""
+    return not flt or all(_compare(value.get(field), wanted) for field, wanted in flt.items())
+
+
+def _compare(actual: Any, wanted: Any) -> bool:
+    if isinstance(wanted, dict):
+        if any(k.startswith("$") for k in wanted):
+            return all(_operator(actual, name, operand) for name, operand in wanted.items())
+        return isinstance(actual, dict) and all(_compare(actual.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (
+            isinstance(actual, list | tuple)
+            and len(actual) == len(wanted)
+            and all(_compare(a, w) for a, w in zip(actual, wanted, strict=True))
+        )
+    return bool(actual == wanted)
+
+
+_ORDERED = {
+    "$gt": lambda a, b: a > b,
+    "$gte": lambda a, b: a >= b,
+    "$lt": lambda a, b: a < b,
+    "$lte": lambda a, b: a <= b,
+}
+
+
+def _operator(actual: Any, name: str, operand: Any) -> bool:
+    if name == "$eq":
+        return bool(actual == operand)
+    if name == "$ne":
+        return bool(actual != operand)
+    if name not in _ORDERED:
+        raise InvalidInputError("filter", f"unknown operator {name!r}", allowed=["$eq", "$ne", *_ORDERED])
+    try:
+        return bool(_ORDERED[name](float(actual), float(operand)))
+    except (TypeError, ValueError):
+        return False  # a missing or non-numeric field is not in an ordered range
