@@ -249,7 +249,7 @@ class MemoryIndex(Protocol):
 
         Embedded indexes rewrite their segments and truncate their write-ahead log (costly: one
         call per hard forget, not per delete); engines such as OpenSearch delete the document and
-        drop its bytes when the segments holding it are merged (README).
+        drop its bytes when the segments holding it are merged (docs/lifecycle.md).
         """
 
     def search(self, query: IndexQuery) -> ChannelHits:

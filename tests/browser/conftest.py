@@ -10,7 +10,7 @@ tests/engines/chromium/ensure.sh). Missing, every browser test FAILS saying so; 
 downloads a browser of its own here.
 
 Screenshots: `screenshot(page, name)` always writes `<tmp>/screenshots/<name>.png`; with
-`REARVIEW_SCREENSHOTS=1` it also copies them to `docs/screenshots/` (the ones the README shows).
+`REARVIEW_SCREENSHOTS=1` it also copies them to `docs/screenshots/` (the ones docs/local-server.md shows).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A tour of the main screens with realistic memories (tenant `demo`), screenshotted as it goes.
 
 `REARVIEW_SCREENSHOTS=1 pytest tests/browser/test_screenshots.py` refreshes docs/screenshots/
-(the README shows them); without it the PNGs go to pytest's temporary directory only. Each
-screen is checked before it is shot, so a broken page fails here rather than in the README.
+(docs/local-server.md shows them); without it the PNGs go to pytest's temporary directory only. Each
+screen is checked before it is shot, so a broken page fails here rather than in the docs.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every `rearview …` command the README shows works as written (embedded backend, hashing embedder).
+"""Every `rearview …` command the README and the docs pages show works as written (embedded backend, hashing embedder).
 
 Placeholders are filled in by the option they follow (`[--port P]` -> `--port 8080`), an optional
 group `[a | b]` takes its first form, and `decay|archive|reconcile` is each of the three.
@@ -14,7 +14,9 @@ import pytest
 
 from rearview.cli import build_parser, main
 
-README = Path(__file__).parents[2] / "README.md"
+ROOT = Path(__file__).parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+"""Where the commands are shown: the README, then every page of the documentation site."""
 SNIPPET = re.compile(r"`(rearview [^`]+)`")
 REQUIRED = {
     "serve",
@@ -28,13 +30,14 @@ REQUIRED = {
     "export",
     "ingest",
 }
-"""Commands the README must show."""
+"""Commands the README and the docs pages, together, must show."""
 
 
 def _commands(values: dict[str, str], positional: str) -> list[list[str]]:
-    """The README's commands as argv lists (without the leading `rearview`), in README order."""
+    """The documents' commands as argv lists (without the leading `rearview`), in document order."""
     found: list[list[str]] = []
-    for snippet in SNIPPET.findall(README.read_text(encoding="utf-8")):
+    shown = "\n".join(document.read_text(encoding="utf-8") for document in DOCUMENTS)
+    for snippet in SNIPPET.findall(shown):
         text = re.sub(r"\[([^\]]*)\]", lambda group: group[1].split(" | ")[0], snippet)
         tokens = shlex.split(text)[1:]
         filled = [
@@ -77,7 +80,7 @@ def test_the_readme_shows_every_command_and_each_parses(workdir: Path) -> None:
     assert {argv[0] for argv in commands} >= REQUIRED
     for argv in commands:
         args = build_parser().parse_args(argv)
-        if argv[0] == "serve" and "--data-dir" in argv:  # the README's full serve line
+        if argv[0] == "serve" and "--data-dir" in argv:  # the full serve line (docs/local-server.md)
             assert (args.host, args.port) == ("127.0.0.1", 8080)
             assert (args.config, args.data_dir) == (Path(values["--config"]), Path(values["--data-dir"]))
 

@@ -218,7 +218,7 @@ class OpenSearchMemoryIndex:
         self._bulk(ops, refresh=self._config.refresh)
 
     def erase(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
-        """`delete`: Lucene drops the bytes when it merges the segments holding them (README)."""
+        """`delete`: Lucene drops the bytes when it merges the segments holding them (docs/lifecycle.md)."""
         self.delete(tenant_id, memory_ids)
 
     def search(self, query: IndexQuery) -> ChannelHits:
