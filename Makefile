@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 SERVE_STAMP := $(VENV)/.serving-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 .PHONY: help install dist serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
-	bench bench-locomo bench-latency bench-cold-start fmt clean
+	bench bench-locomo bench-latency bench-cold-start fmt clean docs
 
 help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -78,7 +78,11 @@ security: $(STAMP)  ## hostile tier: tenant/agent isolation matrix, argument fuz
 opensearch: $(STAMP) opensearch-engine  ## start a standalone OpenSearch test node (Ctrl-C to stop)
 	$(BIN)/python -m tests.engines.opensearch_node
 
-serve-aws-local: $(STAMP) opensearch-engine  ## rearview serve on DynamoDB + S3 (moto server) + the OpenSearch test node
+# The ports are checked first, with the standard library only: a taken port is one line at once,
+# not after minutes of installing `.[dev]` (prerequisites would run before any recipe line).
+serve-aws-local:  ## rearview serve on DynamoDB + S3 (moto server) + the OpenSearch test node
+	@$(PYTHON) infra/ports_free.py $(if $(ARGS),-- $(ARGS))
+	@$(MAKE) --no-print-directory $(STAMP) opensearch-engine
 	$(BIN)/python -m infra.local_aws $(if $(ARGS),-- $(ARGS))
 
 # The Lambda runtime is Python 3.13 and the bundle's bytecode is version-specific, so the build
@@ -112,9 +116,12 @@ bench-cold-start: $(STAMP)  ## Lambda handler cold init and warm latency
 
 bench: bench-locomo bench-latency bench-cold-start  ## every benchmark
 
+docs: $(STAMP)  ## build the documentation site: docs/ into site/ with MkDocs (offline; strict, so a broken link fails)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 fmt: $(STAMP)  ## format and autofix
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
 clean:  ## remove the venv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info functions/*.egg-info .aws-sam
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info functions/*.egg-info .aws-sam site

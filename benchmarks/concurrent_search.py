@@ -180,7 +180,12 @@ def _cpu_s(pid: int) -> float:
 def serving(data_dir: Path, env: dict[str, str], log: Path) -> Iterator[tuple[str, int]]:
     """`rearview serve` on a free loopback port with `env` on top of ours: yields (MCP URL, pid)."""
     port = _free_port()
-    environ = {**os.environ, "REARVIEW_DEFAULT_TENANT": TENANT, "REARVIEW_LIFECYCLE_INTERVAL_S": "0", **env}
+    environ = {
+        **os.environ, "REARVIEW_DEFAULT_TENANT": TENANT, "REARVIEW_LIFECYCLE_INTERVAL_S": "0",
+        "REARVIEW_TENANT_REQUESTS_PER_SECOND": "0",  # one tenant on purpose, far faster than an agent
+        "REARVIEW_TENANT_SEARCH_CONCURRENCY": str(len(os.sched_getaffinity(0))),  # the whole lane, as before
+        **env,
+    }  # fmt: skip
     cmd = [sys.executable, "-m", "rearview.cli", "--data-dir", str(data_dir), "serve", "--port", str(port)]
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, env=environ, stdout=out, stderr=subprocess.STDOUT)

@@ -87,7 +87,7 @@ def service_for(data_dir: Path, embedder: str, unchunked: bool) -> MemoryService
         return bootstrap.build_service(settings)
     engine, _ = bootstrap.build_local_engine(settings)  # the engine alone: one call per batch
     original = bootstrap.build_embedder
-    bootstrap.build_embedder = lambda s: BatchingEmbedder(engine, max_batch=bootstrap.QUERY_BATCH)  # type: ignore[assignment]
+    bootstrap.build_embedder = lambda s, **_: BatchingEmbedder(engine, max_batch=bootstrap.QUERY_BATCH)  # type: ignore[assignment]
     try:
         return bootstrap.build_service(settings)
     finally:

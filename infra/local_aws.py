@@ -40,7 +40,7 @@ from typing import Any
 
 import boto3
 
-from rearview.cli import ensure_port_free
+from infra.ports_free import taken_port
 from tests.fixtures.aws import REGION, provision_bucket, provision_table
 
 DEFAULT_TABLE = "rearview-memories"
@@ -129,29 +129,14 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     return parser.parse_args(own), serve_args
 
 
-def serve_address(serve_args: Sequence[str]) -> tuple[str, int]:
-    """The host and port `rearview serve` will bind: its `--host`/`--port`, else REARVIEW_*, else defaults."""
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--host", default=os.environ.get("REARVIEW_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("REARVIEW_PORT", "8080")))
-    known, _ = parser.parse_known_args(serve_args)
-    return known.host, known.port
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Start what is missing, create the table and bucket, run `rearview serve` until it exits."""
     args, serve_args = parse_args(sys.argv[1:] if argv is None else argv)
     rearview = shutil.which("rearview") or str(Path(sys.executable).with_name("rearview"))
-    host, port = serve_address(serve_args)
-    checks = [(host, port, f"-- --port {port + 1}, or make serve-aws-local ARGS='--port {port + 1}'")]
-    if not args.aws_endpoint:
-        checks.append(("127.0.0.1", args.moto_port, f"--moto-port {args.moto_port + 1}"))
-    for check_host, check_port, advice in checks:  # before moto and the OpenSearch node start
-        try:
-            ensure_port_free(check_host, check_port)
-        except OSError as exc:
-            print(f"local_aws: error: {str(exc).replace('--port', advice)}", file=sys.stderr)
-            return 1
+    problem = taken_port(serve_args, None if args.aws_endpoint else args.moto_port)
+    if problem is not None:  # before moto and the OpenSearch node start
+        print(problem, file=sys.stderr)
+        return 1
     with ExitStack() as stack:
         endpoint = args.aws_endpoint or stack.enter_context(moto_server(args.moto_port))
         opensearch_url = args.opensearch_url

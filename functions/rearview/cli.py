@@ -7,10 +7,10 @@ formats live in `import_file.py` and `ingest_file.py`, the domain in `service/`.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
-import socket
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from rearview.console import counts, plural, printable, progress
 from rearview.errors import ConfigurationError, InvalidInputError, RearviewError
 from rearview.models import DEFAULT_AGENT
+from rearview.port_check import ensure_port_free
 from rearview.settings import Settings
 
 if TYPE_CHECKING:
@@ -91,12 +92,39 @@ def _settings(args: argparse.Namespace) -> Settings:
     from pydantic import ValidationError
 
     try:
-        return Settings.load(data_dir=args.data_dir, config_file=args.config)
+        settings = Settings.load(data_dir=args.data_dir, config_file=args.config)
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "REARVIEW_" + "_".join(str(part) for part in first["loc"]).upper()
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ConfigurationError(name, f"{first['msg']}, got {first['input']!r}{more}") from exc
+    _check_data_dir(settings.data_dir, "--data-dir" if args.data_dir is not None else "REARVIEW_DATA_DIR")
+    check_configuration(settings)
+    return settings
+
+
+def check_configuration(settings: Settings) -> None:
+    """`ConfigurationError` for what `serve` would refuse in the settings and the config file.
+
+    Every command runs it (through `_settings`), so `stats` or an import never accepts a config file
+    that `serve` refuses: the `[api_keys]` entries, the `[lifecycle]` tables, the OAuth settings.
+    """
+    settings.api_keys()
+    settings.tenant_lifecycle()
+    if settings.jwt_issuer:
+        from rearview.api.jwt_auth import JwtVerifier
+
+        JwtVerifier.from_settings(settings)
+
+
+def _check_data_dir(path: Path, name: str) -> None:
+    """`ConfigurationError` naming the flag when the data directory is, or lies below, a file."""
+    for place in (path, *path.parents):
+        if place.is_dir():
+            return
+        if place.exists():
+            where = "" if place == path else f" (it would be inside {place}, which is a file)"
+            raise ConfigurationError(name, f"{path} is a file, not a directory{where}")
 
 
 def _failure(exc: Exception) -> tuple[int, str] | None:
@@ -186,7 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     serve.set_defaults(func=_serve)
 
-    _add_import(command("import", "load memories from a JSON Lines file (WriteRequests or an export)"))
+    _add_import(
+        command("import", "load memories from a JSON Lines file or a JSON array (WriteRequests or an export)")
+    )
     _add_ingest(
         command("ingest", "turn a conversation (JSON Lines of messages or a chat transcript) into memories")
     )
@@ -226,7 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_import(imp: argparse.ArgumentParser) -> None:
     imp.add_argument(
-        "file", type=Path, metavar="FILE", help="JSON Lines: a WriteRequest or an export record per line"
+        "file",
+        type=Path,
+        metavar="FILE",
+        help="JSON Lines, a WriteRequest or an export record per line; or one JSON array of them",
     )
     imp.add_argument(
         "--tenant",
@@ -243,6 +276,13 @@ def _add_import(imp: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip bad lines and import the rest (default: import nothing if a line does not parse, "
         "stop at the first line the service refuses)",
+    )
+    imp.add_argument(
+        "--from",
+        dest="source",
+        choices=("mem0", "openmemory", "zep", "graphiti", "letta", "mempalace"),
+        help="FILE (or folder) is another memory system's export: map its records to memories, "
+        "skipping what an earlier run imported (exact duplicates merge; no near-duplicate merge)",
     )
     imp.set_defaults(func=_import)
 
@@ -315,7 +355,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.api.access_log import install_console_handler
     from rearview.api.app import LOOPBACK, create_app
     from rearview.api.auth import ApiKeyResolver
-    from rearview.api.http_limits import server_options
+    from rearview.api.fair_share import Fairness
+    from rearview.api.http_limits import Limits, server_options
     from rearview.api.jwt_auth import JwtVerifier
     from rearview.bootstrap import build_checkpoints, build_service
 
@@ -333,7 +374,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             f"{settings.config_file or settings.data_dir / 'config.toml'}, set REARVIEW_JWT_ISSUER "
             "or bind to 127.0.0.1",
         )
-    ensure_port_free(settings.host, settings.port)  # before the banner, the store and the embedder
+    port = ensure_port_free(settings.host, settings.port)  # before the banner, the store and the embedder
+    settings = settings.model_copy(update={"port": port})  # --port 0: the banner shows the port it got
     service = build_service(settings)
     open_tenant = settings.default_tenant if not keys and verifier is None else None
     resolver = ApiKeyResolver(keys, open_tenant)
@@ -355,6 +397,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         forwarded_proxies=settings.forwarded_proxies,
         refusals_per_minute=settings.auth_refusals_per_minute,
         search_concurrency=settings.search_concurrency,
+        fairness=Fairness.from_settings(settings),  # each tenant's rate and share (`api/fair_share.py`)
         ui=settings.ui,
         ui_secret=settings.ui_secret.get_secret_value() if settings.ui_secret else None,
         ui_revocations=revocations,
@@ -368,15 +411,18 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         # uvicorn rewrites the scheme and client from X-Forwarded-* by default; only behind a proxy
         proxied = settings.trust_forwarded_headers
         install_console_handler()  # our key=value access line replaces uvicorn's access log
-        uvicorn.run(
-            app,
-            host=settings.host,
-            port=settings.port,
-            log_level="warning",
-            proxy_headers=proxied,
-            access_log=False,
-            **server_options(),  # idle, slow-head and size limits (`rearview.api.http_limits`)
-        )
+        with _interrupts() as interrupted:
+            uvicorn.run(
+                app,
+                host=settings.host,
+                port=settings.port,
+                log_level="warning",
+                proxy_headers=proxied,
+                access_log=False,
+                **server_options(Limits.from_settings(settings)),  # idle, slow-head, size, per-address limits
+            )
+        if interrupted:  # Ctrl-C: shut down cleanly, then the status a shell expects of an interrupt
+            return EXIT_INTERRUPTED
     except SystemExit as exc:
         # uvicorn exits 3 when it cannot start (its bind error is already on stderr): that is a
         # runtime failure here, and 3 means a lifecycle job stopped at its budget.
@@ -388,6 +434,25 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         if timer is not None:
             timer.stop()
     return EXIT_OK
+
+
+@contextmanager
+def _interrupts() -> Iterator[list[int]]:
+    """The SIGINTs received in the block, recorded instead of raised (main thread only; else none).
+
+    uvicorn handles Ctrl-C itself, shuts down gracefully and then re-raises the signal to the handler
+    it found: this one, which records it, so `serve` can exit 130 after a clean shutdown (uvicorn's
+    return alone looked like success: exit 0).
+    """
+    seen: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: seen.append(signum))
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def describe_auth(settings: Settings, keys: int) -> str:
@@ -415,23 +480,6 @@ def describe_data(settings: Settings) -> str:
     return "data in " + ", ".join(places)
 
 
-def ensure_port_free(host: str, port: int) -> None:
-    """OSError naming the port when `host:port` cannot be listened on; bound and released as uvicorn binds.
-
-    `rearview serve` and `make serve-aws-local` ask before they print a banner or start anything,
-    so a taken port is one line and exit 1, not a banner followed by uvicorn's traceback.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
-        try:
-            probe.bind((host.strip("[]"), port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise OSError(f"port {port} is in use (try --port)") from exc
-            raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-
-
 def _lifecycle_timer(settings: Settings, service: MemoryService) -> LifecycleTimer | None:
     """The background decay + archive rounds of `rearview serve` (None when the interval is 0)."""
     if settings.lifecycle_interval_s <= 0:
@@ -453,7 +501,7 @@ def _job(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_lifecycle, build_service
     from rearview.service.lifecycle import Deadline
 
-    service = build_service(settings)
+    service = build_service(settings, embedder_on_demand=True)  # decay and archive never embed
     lifecycle = build_lifecycle(settings, service)
     budget = Deadline(args.budget_s) if args.budget_s is not None else None
     tenants = [args.tenant] if args.tenant else sorted(service.store.tenants())
@@ -487,6 +535,8 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
     from rearview.import_file import ImportRun, lines
 
+    if args.source is not None:
+        return _import_from(settings, args)
     size = args.file.stat().st_size
     bad: list[tuple[int, str]] = []
     if not args.continue_on_error:  # first pass: check every line, write nothing
@@ -513,6 +563,24 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
     _print_skipped(args.file, bad)
     print(_import_summary(run, bad, stopped=bool(bad) and (run.stopped or not args.continue_on_error)))
     return EXIT_FAILED if bad else EXIT_OK
+
+
+def _import_from(settings: Settings, args: argparse.Namespace) -> int:
+    """`import --from SOURCE`: another system's export through the write path (`rearview.importers`)."""
+    from rearview.bootstrap import build_service
+    from rearview.importers import ImportRunner, read_source
+
+    if not args.file.exists():
+        raise InvalidInputError(str(args.file), "no such file or folder")
+    settings = settings.model_copy(
+        update={"near_duplicate_threshold": NO_MERGE_THRESHOLD, "contradiction_check": False}
+    )
+    runner = ImportRunner(build_service(settings), _tenant(settings, args))
+    report = runner.run(read_source(args.source, args.file))
+    for line in report.details():
+        print(f"{args.file}: {printable(line)}", file=sys.stderr)
+    print(report.summary())
+    return EXIT_FAILED if report.refused or report.stopped else EXIT_OK
 
 
 def _import_summary(run: ImportRun, bad: list[tuple[int, str]], stopped: bool) -> str:
@@ -558,7 +626,7 @@ def _export(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
     from rearview.service.portability import export_tenant
 
-    store = build_service(settings).store
+    store = build_service(settings, embedder_on_demand=True).store
     tenants = sorted(store.tenants()) if args.all_tenants else [_tenant(settings, args)]
     count = 0
     with _output(args.output) as out:
@@ -608,7 +676,8 @@ def _search(settings: Settings, args: argparse.Namespace) -> int:
 def _stats(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
 
-    print(build_service(settings).stats(_tenant(settings, args)).model_dump_json(indent=2))
+    service = build_service(settings, embedder_on_demand=True)
+    print(service.stats(_tenant(settings, args)).model_dump_json(indent=2))
     return EXIT_OK
 
 

@@ -1,7 +1,9 @@
-"""`rearview import`: read a JSON Lines file and apply each line to the service.
+"""`rearview import`: read a JSON Lines file (or one JSON array) and apply each line to the service.
 
 A line is either a `WriteRequest` (written through the normal write path: dedup, merge, new id)
 or an export record (`service/portability.py`: restored exactly, same id, versions and history).
+A file that is one JSON array of those is read item by item, numbered like lines (parsed whole, so
+up to `MAX_ARRAY_BYTES`).
 
 The file is streamed, one line at a time, never held whole: the default run reads it twice (check
 every line, then apply), `--continue-on-error` once. A line is read as bytes and decoded on its
@@ -28,6 +30,8 @@ Problem = tuple[int, str]
 
 MAX_LINE_BYTES = 32 * 1024 * 1024
 """Longest line read: an export record with a long history fits many times over; a 1 GB line does not."""
+MAX_ARRAY_BYTES = 256 * 1024 * 1024
+"""Largest file read as one JSON array (it is parsed whole); JSON Lines have no such limit."""
 WRITE_FIELDS = frozenset(WriteRequest.model_fields)
 MESSAGE_KEYS = frozenset({"role", "speaker", "name"})
 """Keys that make a line a chat message (what `rearview ingest` reads), never a memory."""
@@ -37,8 +41,12 @@ def lines(path: Path, advance: Callable[[int], object] = lambda _n: None) -> Ite
     """Each non-blank line's number and its parsed form, or why it does not parse; `advance(bytes)` per line.
 
     InvalidInputError naming the file when it is a conversation rather than memories (checked on
-    its first line, before anything else is read).
+    its first line, before anything else is read). A file that starts with `[` is one JSON array:
+    each item is a "line", numbered from 1.
     """
+    if _first_byte(path) == b"[":
+        yield from _array_items(path, advance)
+        return
     with path.open("rb") as fh:
         number = 0
         while raw := fh.readline(MAX_LINE_BYTES + 1):
@@ -74,15 +82,53 @@ def _parsed(path: Path, number: int, raw: bytes) -> Line | str:
         return _reason(exc)
 
 
-def _check_kind(path: Path, data: Any) -> None:
-    """InvalidInputError when the first line shows a conversation (a transcript or a message)."""
+def _first_byte(path: Path) -> bytes:
+    """The file's first byte that is not whitespace (b"" for a blank file)."""
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 16):
+            if stripped := chunk.lstrip():
+                return stripped[:1]
+    return b""
+
+
+def _array_items(path: Path, advance: Callable[[int], object]) -> Iterator[tuple[int, Line | str]]:
+    """Each item of a file that is one JSON array, numbered from 1, parsed as a line is."""
+    size = path.stat().st_size
+    if size > MAX_ARRAY_BYTES:
+        raise InvalidInputError(
+            str(path),
+            f"is a JSON array of {size} bytes, over the {MAX_ARRAY_BYTES} read whole: convert it to "
+            f"JSON Lines first (jq -c '.[]' {path} > memories.jsonl)",
+        )
+    raw = path.read_bytes()
+    advance(len(raw))
+    try:
+        items = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        raise InvalidInputError(
+            str(path),
+            f"starts with `[` but is not one JSON array ({why}): expected a JSON array of memories "
+            "(WriteRequest objects or export records), or JSON Lines with one per line",
+        ) from None
+    for number, item in enumerate(items, start=1):
+        if number == 1:
+            _check_kind(path, item, "item")
+        try:
+            yield number, parse_line(item)
+        except (ValueError, InvalidInputError) as exc:
+            yield number, _reason(exc)
+
+
+def _check_kind(path: Path, data: Any, unit: str = "line") -> None:
+    """InvalidInputError when the first line (or array item) shows a conversation (transcript, message)."""
     if isinstance(data, list):
-        _refuse_conversation(path, "its first line is a JSON array")
+        _refuse_conversation(path, f"its first {unit} is a JSON array")
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         _refuse_conversation(path, "it holds a `messages` list")
     if isinstance(data, dict) and not is_export_line(data) and MESSAGE_KEYS & data.keys():
         key = sorted(MESSAGE_KEYS & data.keys())[0]
-        _refuse_conversation(path, f"its first line is a message (`{key}`)")
+        _refuse_conversation(path, f"its first {unit} is a message (`{key}`)")
 
 
 def _refuse_conversation(path: Path, why: str) -> None:

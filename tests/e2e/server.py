@@ -14,9 +14,14 @@ from starlette.types import ASGIApp
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
+from rearview.api.fair_share import Fairness
 from rearview.api.jwt_auth import JwtVerifier
 from rearview.bootstrap import build_service
 from rearview.settings import Settings
+
+UNLIMITED = Fairness(requests_per_second=0)
+"""The tiers drive one tenant far faster than an agent does: no request rate (tests/unit/test_tenant_rate.py
+tests it)."""
 
 
 def free_port() -> int:
@@ -49,6 +54,7 @@ def running_server(
         resolver,
         authorization_server=authorization_server or (settings.jwt_issuer if verifier else None),
         token_verifier=verifier,
+        fairness=UNLIMITED,
     )
     with serving(app) as url:
         yield url

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
-from infra import local_aws
+from infra import local_aws, ports_free
 from tests.e2e.server import free_port
 from tests.fixtures.aws import REGION, resource_properties
 
@@ -86,5 +87,31 @@ def test_the_serve_address_comes_from_the_arguments_then_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("REARVIEW_PORT", "9001")
-    assert local_aws.serve_address([]) == ("127.0.0.1", 9001)
-    assert local_aws.serve_address(["--port", "9002", "--no-ui"]) == ("127.0.0.1", 9002)
+    assert ports_free.serve_address([]) == ("127.0.0.1", 9001)
+    assert ports_free.serve_address(["--port", "9002", "--no-ui"]) == ("127.0.0.1", 9002)
+
+
+def test_make_serve_aws_local_reports_a_taken_port_before_it_installs_anything(tmp_path: Path) -> None:
+    """Issue 34.11: with 8080 busy it installed `.[dev]` for 161 s, then said the port was taken.
+
+    A fresh virtual environment (`VENV`, `STAMP` in the temporary directory) is what an install would
+    create first: it must not exist after the refusal.
+    """
+    import socket
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    venv = tmp_path / "venv"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            ["make", "--no-print-directory", "serve-aws-local", f"ARGS=--port {port}",
+             f"PYTHON={sys.executable}", f"VENV={venv}", f"STAMP={venv}/.installed"],
+            cwd=root, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert result.returncode != 0
+    assert f"local_aws: error: port {port} is in use" in result.stderr
+    assert not venv.exists() and "pip" not in result.stdout + result.stderr

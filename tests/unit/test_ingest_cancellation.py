@@ -14,6 +14,7 @@ from datetime import timedelta
 import anyio
 import pytest
 
+from rearview.api.fair_share import FairLane
 from rearview.api.tools import _cancellable
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.clock import ManualClock
@@ -83,7 +84,7 @@ async def test_cancelling_the_call_reaches_the_worker_thread() -> None:
         return 1
 
     async with anyio.create_task_group() as group:
-        group.start_soon(_cancellable, work)
+        group.start_soon(_cancellable, FairLane("memory_ingest", 1, 1), "t1", work)
         await anyio.to_thread.run_sync(started.wait, 30)
         group.cancel_scope.cancel()  # what the SDK does to the request's task
     assert await anyio.to_thread.run_sync(saw_cancel.wait, 30)

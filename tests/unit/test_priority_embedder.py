@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -124,3 +124,56 @@ def test_queries_never_wait_on_a_reentrant_engine_and_chunks_run_one_at_a_time()
 def test_chunk_chars_must_be_positive() -> None:
     with pytest.raises(InvalidInputError, match="chunk_chars"):
         PriorityEmbedder(RecordingEngine(), exclusive=True, chunk_chars=0)
+
+
+class GatedEngine(RecordingEngine):
+    """A re-entrant engine whose chunks of `x` texts each wait for one `permits.release()` (none: held)."""
+
+    def __init__(self) -> None:
+        super().__init__(reentrant=True)
+        self.permits = threading.Semaphore(0)
+        self.order: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        self.order.append(texts[0][:2])
+        if texts[0].startswith("x"):
+            assert self.permits.acquire(timeout=10), "the test never let the chunk through"
+        return super().embed_documents(texts)
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the embedder"
+        time.sleep(0.001)
+
+
+def test_chunks_take_turns_first_come_first_served() -> None:
+    """Issue 33.3: the thread that just ran a chunk took the turn again ahead of one already waiting."""
+    engine = GatedEngine()
+    wrapped = PriorityEmbedder(engine, exclusive=False, chunk_chars=10, express_chars=0)
+    ingest = threading.Thread(target=wrapped.embed_documents, args=([f"x{i}-------" for i in range(4)],))
+    ingest.start()
+    _until(lambda: engine.order == ["x0"])
+    write = threading.Thread(target=wrapped.embed_documents, args=(["y0 a memory"],))  # ungated
+    write.start()
+    _until(lambda: wrapped._tickets == 2)  # the write's chunk waits for its turn
+    for _ in range(4):
+        engine.permits.release()
+    ingest.join(10)
+    write.join(10)
+    assert engine.order == ["x0", "y0", "x1", "x2", "x3"]
+
+
+def test_one_short_text_goes_as_a_query_and_waits_for_no_chunk() -> None:
+    engine = GatedEngine()
+    wrapped = PriorityEmbedder(engine, exclusive=False, chunk_chars=10)
+    ingest = threading.Thread(target=wrapped.embed_documents, args=([f"x{i}-------" for i in range(3)],))
+    ingest.start()
+    _until(lambda: engine.order == ["x0"])  # a chunk is held inside the engine
+    out = wrapped.embed_documents(["The user prefers green tea"])
+    assert np.array_equal(out, HashingEmbedder(64).embed_documents(["The user prefers green tea"]))
+    assert engine.order == ["x0", "Th"]
+    for _ in range(3):
+        engine.permits.release()
+    ingest.join(10)

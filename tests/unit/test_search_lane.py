@@ -1,5 +1,7 @@
 """`memory_search` runs in a lane as wide as `search_concurrency`: more calls queue, other tools never wait.
 
+One tenant runs at most all of the lane but one (issue 33.3): another tenant's search starts at once.
+
 The service's `search` is replaced by one that blocks until released, so what runs at once is read
 from the threads themselves, not from timings.
 """
@@ -61,8 +63,8 @@ def _served(service: MemoryService, width: int) -> tuple[MCPServer[Any], _HeldSe
     return build_mcp(service, search_concurrency=width), held
 
 
-async def _search(mcp: MCPServer[Any]) -> None:
-    await mcp.call_tool("memory_search", {"query": "tea"}, tool_context())
+async def _search(mcp: MCPServer[Any], tenant: str = "t1") -> None:
+    await mcp.call_tool("memory_search", {"query": "tea"}, tool_context(tenant))
 
 
 async def test_searches_beyond_the_width_queue_and_writes_do_not_wait(service: MemoryService) -> None:
@@ -81,19 +83,35 @@ async def test_searches_beyond_the_width_queue_and_writes_do_not_wait(service: M
 
 
 async def test_searches_up_to_the_width_run_together(service: MemoryService) -> None:
+    mcp, held = _served(service, width=3)
+    async with anyio.create_task_group() as tasks:
+        for tenant in ("t1", "t1", "t2", "t1"):
+            tasks.start_soon(_search, mcp, tenant)
+        await held.until_entered(3)
+        await anyio.sleep(0.05)
+        assert held.entered == 3
+        held.release.set()
+    assert (held.entered, held.most_inside) == (4, 3)
+
+
+async def test_one_tenant_leaves_a_search_free_for_another(service: MemoryService) -> None:
     mcp, held = _served(service, width=2)
     async with anyio.create_task_group() as tasks:
-        for _ in range(3):
-            tasks.start_soon(_search, mcp)
-        await held.until_entered(2)
+        for _ in range(5):  # tenant t1 floods the lane: one of its searches runs, the rest wait
+            tasks.start_soon(_search, mcp, "t1")
+        await held.until_entered(1)
         await anyio.sleep(0.05)
-        assert held.entered == 2
+        assert held.entered == 1, "one tenant took the whole lane"
+        tasks.start_soon(_search, mcp, "t2")
+        await held.until_entered(2)  # t2's search started beside t1's, ahead of t1's waiting four
         held.release.set()
-    assert (held.entered, held.most_inside) == (3, 2)
+    assert (held.entered, held.most_inside) == (6, 2)
 
 
 def test_the_default_width_is_the_usable_cpu_count() -> None:
-    assert search_lane().total_tokens == len(os.sched_getaffinity(0))
+    lane = search_lane()
+    assert lane.width == len(os.sched_getaffinity(0))
+    assert lane.per_tenant == max(1, lane.width - 1)
 
 
 def test_a_width_below_one_is_refused() -> None:

@@ -111,6 +111,18 @@ def test_functions_ship_precompiled_bytecode() -> None:
         assert f"build-{name}" in makefile
 
 
+def test_the_archive_look_ahead_covers_the_daily_schedule() -> None:
+    """No timer runs on Lambda: the look-ahead must span the daily ArchiveSchedule, not an hourly timer's."""
+    from datetime import timedelta
+
+    from rearview.settings import Settings
+
+    env = template()["Globals"]["Function"]["Environment"]["Variables"]
+    settings = Settings(lifecycle_interval_s=float(env["REARVIEW_LIFECYCLE_INTERVAL_S"]))
+    assert "1 day" in template()["Parameters"]["DecaySchedule"]["Default"]
+    assert settings.lifecycle_lookahead >= timedelta(hours=24)
+
+
 def test_the_functions_share_one_dependency_layer_for_their_runtime() -> None:
     function_globals = template()["Globals"]["Function"]
     assert function_globals["Layers"] == [{"Ref": "DependenciesLayer"}]

@@ -148,6 +148,22 @@ def test_private_memories_stay_with_their_agent(app: ASGIApp, service: MemorySer
     assert private.id in ids_on(alice.get("/ui/memories", params={"agent_id": "agent-x"}).text)
 
 
+def test_a_bound_key_edits_and_forgets_only_its_agents_memories(app: ASGIApp, service: MemoryService) -> None:
+    """Issue 32: the browser enforces authorship as the tools do (a bound key changes only its agent's)."""
+    shared = service.write(
+        "alice", WriteRequest(content="The on-call number is 0100", agent_id="agent-x")
+    ).memory
+    client = session(app, "key-y")
+    edited = post(client, shared.id, "edit", content="The on-call number is 0199", version="1")
+    assert edited.status_code == 403 and "written by agent `agent-x`" in edited.text
+    forgotten = post(client, shared.id, "forget", mode="soft")
+    assert forgotten.status_code == 403
+    after = service.get("alice", shared.id, "agent-x")
+    assert (after.content, after.version, after.status) == (shared.content, 1, MemoryStatus.ACTIVE)
+    own = post(session(app, "key-x"), shared.id, "edit", content="The on-call number is 0101", version="1")
+    assert own.status_code == 303
+
+
 def test_edit_makes_a_version_shown_in_the_history(app: ASGIApp, service: MemoryService) -> None:
     memory = service.write("alice", WriteRequest(content="User prefers tea", tags=["drinks"])).memory
     client = session(app, "key-alice")

@@ -22,6 +22,7 @@ from rearview.api.access_log import AccessLog, quiet_library_loggers
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth, TokenOrKeyResolver, TokenVerifier
 from rearview.api.body_timeout import BODY_TIMEOUT_S, BodyTimeout
 from rearview.api.errors import error_body
+from rearview.api.fair_share import DEFAULT_FAIRNESS, Fairness
 from rearview.api.origin import request_origin
 from rearview.api.protocol import ProtocolChecks
 from rearview.api.refusals import REFUSALS_PER_WINDOW, RefusedKeyLimiter
@@ -88,8 +89,14 @@ class RootGuide:
         await response(scope, receive, send)
 
 
-def build_mcp(service: MemoryService, search_concurrency: int | None = None) -> MCPServer[Any]:
-    """The MCP server with Rearview's tools, prompt and resource (`search_concurrency`: `search_lane`)."""
+def build_mcp(
+    service: MemoryService, search_concurrency: int | None = None, fairness: Fairness = DEFAULT_FAIRNESS
+) -> MCPServer[Any]:
+    """The MCP server with Rearview's tools, prompt and resource.
+
+    The tools run in lanes (`tools.Lanes`) of `search_concurrency` searches, each tenant's share
+    from `fairness`.
+    """
     # subscriptions=False: a stateless JSON-response server holds no `subscriptions/listen` stream, and
     # the SDK derives the 2026-era `listChanged` / `resources.subscribe` flags from that method being
     # served; without it both eras advertise only what is answered.
@@ -97,7 +104,7 @@ def build_mcp(service: MemoryService, search_concurrency: int | None = None) -> 
         "rearview",
         instructions=INSTRUCTIONS,
         version=__version__,
-        tools=tools.strict_tools(service, search_concurrency),
+        tools=tools.strict_tools(service, lanes=tools.Lanes.build(service, search_concurrency, fairness)),
         subscriptions=False,
     )
     tools.register(mcp, service)
@@ -120,6 +127,7 @@ def create_app(
     forwarded_proxies: int = 1,
     body_timeout_s: float = BODY_TIMEOUT_S,
     search_concurrency: int | None = None,
+    fairness: Fairness = DEFAULT_FAIRNESS,
 ) -> ASGIApp:
     """The complete ASGI app. `host` is where it is served: loopback enables DNS-rebinding protection.
 
@@ -149,9 +157,11 @@ def create_app(
     connections and request heads are the server's (`rearview.api.http_limits`).
 
     At most `search_concurrency` `memory_search` calls run at once, the rest queue (default: the
-    CPU count; `rearview.api.tools.search_lane` says why).
+    CPU count; `rearview.api.tools.search_lane` says why). `fairness` is each tenant's share: its
+    request rate on `/mcp` (over it: 429 before the body is read) and how many of its tool calls run
+    at once, the rest waiting their turn tenant by tenant (`rearview.api.fair_share`).
     """
-    mcp = build_mcp(service, search_concurrency)
+    mcp = build_mcp(service, search_concurrency, fairness)
 
     @mcp.custom_route("/healthz", methods=["GET"])  # type: ignore[untyped-decorator]
     async def healthz(_: Request) -> Response:
@@ -190,7 +200,9 @@ def create_app(
     )
     callers = TokenOrKeyResolver(resolver, token_verifier) if token_verifier else resolver
     api: ASGIApp = MethodGuard(
-        TenantAuth(guarded, callers, metadata_path, public_url, trust_forwarded_headers, refusals)
+        TenantAuth(
+            guarded, callers, metadata_path, public_url, trust_forwarded_headers, refusals, fairness.rate()
+        )
     )
     if ui:
         from rearview.ui.app import UiConfig, build_ui

@@ -7,7 +7,8 @@ key bound to an agent, that agent in `scope["state"]["agent_id"]`, where the too
 server then binds to loopback only).
 
 A client whose credentials keep being refused gets 429 with `Retry-After` for a while, whatever it
-presents (`rearview.api.refusals`).
+presents (`rearview.api.refusals`); so does a tenant over its request rate (`rearview.api.tenant_rate`),
+checked before the request's body is read.
 
 Where nothing in front verifies OAuth tokens (`rearview serve` with an issuer), `TokenOrKeyResolver`
 accepts the issuer's bearer JWTs beside the API keys (`rearview.api.jwt_auth` verifies them): a
@@ -41,6 +42,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rearview.api.errors import error_body, error_kind
 from rearview.api.origin import quoted_string, request_origin
 from rearview.api.refusals import RefusedKeyLimiter, client_address
+from rearview.api.tenant_rate import TenantRateLimiter
 from rearview.errors import BackendError
 from rearview.principal import Principal
 from rearview.settings import hash_key
@@ -212,6 +214,7 @@ class TenantAuth:
     `metadata_path` is set only when OAuth is on (see the module docstring): then the 401 names
     that document under `public_url`, else under the request's origin (`origin.request_origin`;
     forwarded headers only if `trust_forwarded`). Without it (API keys) the 401 names no URL.
+    `rate` (None: no limit) answers a tenant over its request rate 429 before the app runs.
     """
 
     def __init__(
@@ -222,6 +225,7 @@ class TenantAuth:
         public_url: str | None = None,
         trust_forwarded: bool = False,
         limiter: RefusedKeyLimiter | None = None,
+        rate: TenantRateLimiter | None = None,
     ) -> None:
         self.app = app
         self.resolver = resolver
@@ -229,6 +233,7 @@ class TenantAuth:
         self.public_url = public_url
         self.trust_forwarded = trust_forwarded
         self.limiter = limiter or RefusedKeyLimiter()
+        self.rate = rate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or _is_public(scope["path"]):
@@ -257,6 +262,10 @@ class TenantAuth:
             return
         if principal is None:
             await self._unauthorized(scope, send, headers, presented is not None)
+            return
+        wait = self.rate.admit(principal.tenant_id) if self.rate is not None else 0
+        if wait:
+            await throttled(send, wait, f"this tenant is over its request rate: retry in {wait} s")
             return
         state = scope.setdefault("state", {})
         state[TENANT_STATE_KEY] = principal.tenant_id
@@ -288,9 +297,9 @@ class TenantAuth:
         await send({"type": "http.response.body", "body": error_body("unauthorized", message)})
 
 
-async def throttled(send: Send, retry_after: int) -> None:
-    """429: this client's credentials are refused unchecked for `retry_after` more seconds."""
-    message = f"too many refused credentials from this address: retry in {retry_after} s"
+async def throttled(send: Send, retry_after: int, message: str | None = None) -> None:
+    """429 `rate_limited` with `Retry-After`: by default, this client's credentials are refused unchecked."""
+    message = message or f"too many refused credentials from this address: retry in {retry_after} s"
     await send(
         {
             "type": "http.response.start",

@@ -6,8 +6,9 @@ it the text content; so both are kept small, and carry the same facts.
 
 - `memory_search`: the text is the context block (one escaped record per memory, ids included);
   `structuredContent` holds the hits without the ranking internals (`why` only with `explain`).
-  `token_estimate` is what the larger of the two costs, so an agent's budget holds whichever its
-  client reads.
+  `token_estimate` is what the context block costs, the text an agent injects into a prompt
+  (`text.estimate_tokens`: about 4 characters a token, 1 a CJK character); `explain` adds the
+  hits' `why` to the structured content only, so it leaves the estimate as it is.
 - `memory_write` / `memory_summarize`: a receipt, the id, the action and what else it touched; the
   memory itself is not echoed back (the writer has it; `memory_get` reads it).
 - Everything else: the service's model, nulls left out.
@@ -52,10 +53,15 @@ class WriteReceipt(BaseModel):
     not_merged_because: str | None = None
     idempotent_replay: bool = False
     indexed: bool = True
-    content: str | None = None
-    """A summary's text (`memory_summarize`), so the caller sees what it stored; None for a write."""
-    source_agents: list[str] | None = None
-    """A summary's lineage: the agents whose words it carries."""
+    warnings: list[str] | None = None
+    """What was stored despite a doubt (content that looks like a credential, under a `warn` setting)."""
+
+
+class SummaryReceipt(WriteReceipt):
+    """What `memory_summarize` stored: the receipt, the summary's text and whose words it carries."""
+
+    content: str
+    source_agents: list[str] = Field(default_factory=list)
 
 
 class HitOutput(BaseModel):
@@ -74,9 +80,7 @@ class HitOutput(BaseModel):
     source: MemorySource = MemorySource.TOOL
     agent_id: str
     speaker: str | None = None
-    source_agents: list[str] | None = None
-    """A summary's lineage: the agents whose words it carries (absent for any other memory)."""
-    source_speakers: list[str] | None = None
+    source_agents: list[str] | None = None  # a summary's lineage (its speakers: in the context block)
     tags: list[str] = Field(default_factory=list)
     status: MemoryStatus = MemoryStatus.ACTIVE
     related: list[str] = Field(default_factory=list)
@@ -92,21 +96,24 @@ class SearchOutput(BaseModel):
     degraded_reason: str | None = None
 
 
-def write_receipt(result: WriteResult, with_content: bool = False) -> WriteReceipt:
-    """The receipt of a write: its id, action and the memories it touched (not the memory itself).
-
-    `with_content` (a summary's receipt) adds the stored text and its lineage.
-    """
+def write_receipt(result: WriteResult) -> WriteReceipt:
+    """The receipt of a write: its id, action and the memories it touched (not the memory itself)."""
     memory = result.memory
     return WriteReceipt(
-        content=memory.content if with_content else None,
-        source_agents=(memory.source_agents or None) if with_content else None,
         action=result.action, id=memory.id, agent_id=memory.agent_id, status=memory.status,
         merged_into=result.merged_into, similarity=result.similarity,
         superseded_ids=result.superseded_ids, superseded_by=result.superseded_by,
         related_id=result.related_id, not_merged_because=result.not_merged_because,
-        idempotent_replay=result.idempotent_replay, indexed=result.indexed,
+        idempotent_replay=result.idempotent_replay, indexed=result.indexed, warnings=result.warnings,
     )  # fmt: skip
+
+
+def summary_receipt(result: WriteResult) -> SummaryReceipt:
+    """The receipt of a summary: a write's, with the stored text and its lineage."""
+    memory = result.memory
+    return SummaryReceipt(
+        **write_receipt(result).model_dump(), content=memory.content, source_agents=memory.source_agents
+    )
 
 
 def _hit(hit: SearchHit, explain: bool) -> HitOutput:
@@ -115,7 +122,7 @@ def _hit(hit: SearchHit, explain: bool) -> HitOutput:
         relevant=hit.relevant,
         confidence=hit.confidence, importance=hit.importance, event_time=hit.event_time,
         source=hit.source, agent_id=hit.agent_id, speaker=hit.speaker, tags=hit.tags,
-        source_agents=hit.source_agents or None, source_speakers=hit.source_speakers or None,
+        source_agents=hit.source_agents or None,
         status=hit.status, related=hit.related, why=hit.why if explain else None,
     )  # fmt: skip
 
@@ -123,15 +130,13 @@ def _hit(hit: SearchHit, explain: bool) -> HitOutput:
 def search_result(result: SearchResult, explain: bool) -> CallToolResult:
     """The search as the tools return it: the context block as text, the hits as structured content.
 
-    `token_estimate` is computed last, over both renderings, and is the larger.
+    `token_estimate` is the context block's cost (the module docstring says why).
     """
     output = SearchOutput(
-        results=[_hit(h, explain) for h in result.results], token_estimate=0,
+        results=[_hit(h, explain) for h in result.results], token_estimate=estimate_tokens(result.context),
         degraded=result.degraded, degraded_reason=result.degraded_reason,
     )  # fmt: skip
     data = dump_output(output)
-    structured_cost = estimate_tokens(_compact_json(data)) + 3  # the estimate's own digits
-    data["token_estimate"] = max(estimate_tokens(result.context), structured_cost)
     return CallToolResult(content=[TextContent(type="text", text=result.context)], structured_content=data)
 
 

@@ -13,11 +13,12 @@ model-facing description of every parameter, and the tools read best side by sid
 import os
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial, wraps
 from typing import Annotated, Any, ParamSpec, TypeVar
 
-import anyio.to_thread
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -27,7 +28,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rearview.api.arguments import StrictPrompt, StrictTool
 from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
 from rearview.api.errors import tool_errors
-from rearview.api.outputs import SearchOutput, WriteReceipt, search_result, structured, write_receipt
+from rearview.api.fair_share import DEFAULT_FAIRNESS, FairLane, Fairness
+from rearview.api.outputs import (
+    SearchOutput,
+    WriteReceipt,
+    search_result,
+    structured,
+    summary_receipt,
+    write_receipt,
+)
 from rearview.clock import parse_time
 from rearview.errors import AuthenticationError, ConfigurationError, InvalidInputError
 from rearview.limits import (
@@ -79,12 +88,10 @@ P = ParamSpec("P")
 # Argument types: the limits of `models.py` (advertised in the input schemas) plus what the model reads.
 AgentId = Annotated[
     AgentIdText | None,
-    Field(description="Acting agent (default: your credential's)."),
+    Field(description="Acting agent (default: your key's)."),
 ]
-SessionId = Annotated[SessionIdText | None, Field(description="The current conversation/session id, if any.")]
-Tags = Annotated[
-    Labels, Field(description="Short labels for filtering, e.g. ['project:rearview', 'lang:python'].")
-]
+SessionId = Annotated[SessionIdText | None, Field(description="The conversation/session id, if any.")]
+Tags = Annotated[Labels, Field(description="Labels for filtering, e.g. ['project:rearview'].")]
 Types = Annotated[MemoryTypes | None, Field(description="Only these types (default: all).")]
 TimeFrom = Annotated[TimestampText | None, Field(description="ISO-8601 UTC; only events at or after this.")]
 TimeTo = Annotated[
@@ -205,13 +212,8 @@ def is_agent_bound(ctx: Context) -> bool:
     return _auth_state(ctx).get(AGENT_STATE_KEY) is not None
 
 
-async def _call(fn: Callable[[], T], lane: anyio.CapacityLimiter | None = None) -> T:
-    """Run blocking service code off the event loop (in `lane` when given, else anyio's shared pool)."""
-    return await anyio.to_thread.run_sync(fn, limiter=lane)
-
-
-async def _cancellable(fn: Callable[[Callable[[], bool]], T]) -> T:
-    """Run `fn(cancelled)` off the event loop; when the call is cancelled, `cancelled()` turns True.
+async def _cancellable(lane: FairLane, tenant_id: str, fn: Callable[[Callable[[], bool]], T]) -> T:
+    """Run `fn(cancelled)` in `lane` as `tenant_id`; when the call is cancelled, `cancelled()` turns True.
 
     The request's task is cancelled when the client sends `notifications/cancelled` or drops the
     connection; the thread cannot be interrupted, so it is abandoned to finish on its own and `fn`
@@ -219,26 +221,65 @@ async def _cancellable(fn: Callable[[Callable[[], bool]], T]) -> T:
     """
     gone = threading.Event()
     try:
-        return await anyio.to_thread.run_sync(partial(fn, gone.is_set), abandon_on_cancel=True)
+        return await lane.run(tenant_id, partial(fn, gone.is_set), abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
         gone.set()
         raise
 
 
-def search_lane(width: int | None = None) -> anyio.CapacityLimiter:
-    """The limiter `memory_search` calls run in: at most `width` at once (default: the usable CPU count).
+WRITE_LANE_WIDTH = 16
+"""Threads for every tool but search and ingest; with SQLite's one writer, more would only queue there."""
+INGEST_LANE_WIDTH = 16
+
+
+def search_lane(width: int | None = None, per_tenant: int | None = None) -> FairLane:
+    """The lane `memory_search` calls run in: `width` at once (default: the usable CPU count).
 
     A search is CPU-bound Python plus a query embedding; the GIL lets one thread run at a time, so
     forty searches in forty threads do not finish sooner than in a few, they interleave: every one
     takes as long as the slowest and the tail grows with the load. A lane as wide as the cores keeps
-    each search on a core until it is done and queues the rest, first come first served, which is
-    what bounds p95 under many concurrent clients. Writes, gets and the other tools keep anyio's
-    shared pool, so a burst of searches never holds a write back behind it.
+    each search on a core until it is done and queues the rest, which is what bounds p95 under many
+    concurrent clients. One tenant runs at most `per_tenant` of them (default: all but one, so
+    another tenant's search starts at once), and waiting searches are served tenant by tenant
+    (`FairLane`). The other tools run in lanes of their own, so a burst of searches never holds a
+    write back behind it.
     """
     chosen = len(os.sched_getaffinity(0)) if width is None else width
     if chosen < 1:
         raise ConfigurationError("search_concurrency", f"must be at least 1, got {chosen}")
-    return anyio.CapacityLimiter(chosen)
+    share = max(1, chosen - 1) if per_tenant is None else per_tenant
+    if share < 1:
+        raise ConfigurationError("tenant_search_concurrency", f"must be at least 1, got {share}")
+    return FairLane("memory_search", chosen, share)
+
+
+@dataclass(frozen=True, slots=True)
+class Lanes:
+    """Where tool calls run (`FairLane` each): searches, ingests, and every other tool (`writes`)."""
+
+    search: FairLane
+    writes: FairLane
+    ingests: FairLane
+
+    @classmethod
+    def build(
+        cls,
+        service: MemoryService,
+        search_concurrency: int | None = None,
+        fairness: Fairness = DEFAULT_FAIRNESS,
+    ) -> "Lanes":
+        """The lanes of one app, each tenant's share from `fairness`.
+
+        A tenant's ingest beyond the service's `tenant_ingest_concurrency` is refused (`busy`) at once,
+        as `MemoryService.ingest` refuses it; its other calls beyond their share wait their turn.
+        """
+        return cls(
+            search_lane(search_concurrency, fairness.search_concurrency),
+            FairLane("write", WRITE_LANE_WIDTH, fairness.write_concurrency),
+            FairLane(
+                "memory_ingest", INGEST_LANE_WIDTH, service.config.tenant_ingest_concurrency, max_waiting=0
+            ),
+        )
 
 
 def _time(value: str | None, field: str) -> datetime | None:
@@ -281,9 +322,13 @@ class MemoryTools:
     Each method is one tool: its name is the tool's name, its docstring the tool's description.
     """
 
-    def __init__(self, service: MemoryService, lane: anyio.CapacityLimiter | None = None) -> None:
+    def __init__(self, service: MemoryService, lanes: Lanes | None = None) -> None:
         self.service = service
-        self.lane = lane or search_lane()
+        self.lanes = lanes or Lanes.build(service)
+
+    async def _call(self, ctx: Context, fn: Callable[[], T]) -> T:
+        """Blocking service code, off the event loop, in the write lane as the request's tenant."""
+        return await self.lanes.writes.run(tenant_of(ctx), fn)
 
     async def memory_write(
         self,
@@ -326,15 +371,16 @@ class MemoryTools:
         ),
     ) -> Annotated[CallToolResult, WriteReceipt]:
         """Remember something worth knowing later: a user preference, a fact, a decision, an event, or a
-        lesson from a failed attempt. Duplicates are merged automatically; pass `supersedes` to correct an
-        older memory."""
+        lesson from a failed attempt. Duplicates merge; pass `supersedes` to correct an older memory."""
         req = WriteRequest(
             content=content, type=type, importance=importance, confidence=confidence, tags=tags or [],
             entities=entities or [], metadata=metadata or {}, event_time=_time(event_time, "event_time"),
             ttl_days=ttl_days, supersedes=supersedes, idempotency_key=idempotency_key,
             agent_id=agent_of(ctx, agent_id), session_id=session_id, visibility=visibility,
         )  # fmt: skip
-        return structured(write_receipt(await _call(partial(self.service.write, tenant_of(ctx), req))))
+        return structured(
+            write_receipt(await self._call(ctx, partial(self.service.write, tenant_of(ctx), req)))
+        )
 
     async def memory_ingest(
         self,
@@ -357,13 +403,17 @@ class MemoryTools:
         ),
     ) -> CallToolResult:
         """Hand over raw conversation turns and let memory decide what to keep: each message is stored as
-        an event of the session, and its facts, events and lessons as memories. Call it with the new
-        turns at the end of an exchange; re-sending them stores nothing twice."""
+        an event of the session, its facts, events and lessons as memories. Call it with the new turns at
+        the end of an exchange; re-sending stores nothing twice."""
         req = IngestRequest(
             messages=[m.message(f"messages[{i}]") for i, m in enumerate(messages)],
             session_id=session_id, agent_id=agent_of(ctx, agent_id), visibility=visibility,
         )  # fmt: skip
-        return structured(await _cancellable(partial(self.service.ingest, tenant_of(ctx), req)))
+        return structured(
+            await _cancellable(
+                self.lanes.ingests, tenant_of(ctx), partial(self.service.ingest, tenant_of(ctx), req)
+            )
+        )
 
     async def memory_search(
         self,
@@ -413,7 +463,7 @@ class MemoryTools:
             query=query, filter=flt, top_k=top_k, min_score=min_score, agent_id=agent_of(ctx, agent_id),
             reference_time=_time(reference_time, "reference_time"),
         )  # fmt: skip
-        found = await _call(partial(self.service.search, tenant_of(ctx), req), self.lane)
+        found = await self.lanes.search.run(tenant_of(ctx), partial(self.service.search, tenant_of(ctx), req))
         return search_result(found, explain)
 
     async def memory_get(
@@ -421,7 +471,9 @@ class MemoryTools:
     ) -> CallToolResult:
         """Fetch one memory by id, with all its fields (any status)."""
         return structured(
-            await _call(partial(self.service.get, tenant_of(ctx), memory_id, agent_of(ctx, agent_id)))
+            await self._call(
+                ctx, partial(self.service.get, tenant_of(ctx), memory_id, agent_of(ctx, agent_id))
+            )
         )
 
     async def memory_update(
@@ -444,15 +496,15 @@ class MemoryTools:
         ] = None,
         agent_id: AgentId = None,
     ) -> CallToolResult:
-        """Edit a memory in place (a new version; history keeps the old one). To record that a fact changed,
-        prefer memory_write with `supersedes`."""
+        """Edit a memory in place (history keeps the old version). To record that a fact changed, prefer
+        memory_write with `supersedes`."""
         req = UpdateRequest(
             memory_id=memory_id, content=content, tags=tags, importance=importance, confidence=confidence,
             metadata=metadata, event_time=_time(event_time, "event_time"), ttl_days=ttl_days,
             expected_version=expected_version, agent_id=agent_of(ctx, agent_id),
             agent_bound=is_agent_bound(ctx),
         )  # fmt: skip
-        return structured(await _call(partial(self.service.update, tenant_of(ctx), req)))
+        return structured(await self._call(ctx, partial(self.service.update, tenant_of(ctx), req)))
 
     async def memory_forget(
         self,
@@ -478,7 +530,7 @@ class MemoryTools:
             agent_id=agent_of(ctx, agent_id),
             agent_bound=is_agent_bound(ctx),
         )
-        return structured(await _call(partial(self.service.forget, tenant_of(ctx), req)))
+        return structured(await self._call(ctx, partial(self.service.forget, tenant_of(ctx), req)))
 
     async def memory_restore(
         self,
@@ -494,7 +546,9 @@ class MemoryTools:
         """Bring back an archived memory that memory_search found with include_archived, or undo a soft
         memory_forget."""
         return structured(
-            await _call(partial(self.service.restore, tenant_of(ctx), memory_id, agent_of(ctx, agent_id)))
+            await self._call(
+                ctx, partial(self.service.restore, tenant_of(ctx), memory_id, agent_of(ctx, agent_id))
+            )
         )
 
     async def memory_history(
@@ -502,13 +556,15 @@ class MemoryTools:
     ) -> CallToolResult:
         """Why does the agent believe this? Every change to a memory, oldest first, with before/after."""
         return structured(
-            await _call(partial(self.service.history, tenant_of(ctx), memory_id, agent_of(ctx, agent_id)))
+            await self._call(
+                ctx, partial(self.service.history, tenant_of(ctx), memory_id, agent_of(ctx, agent_id))
+            )
         )
 
     async def memory_stats(self, ctx: Context) -> CallToolResult:
         """Counts of your tenant's memories (every agent's) by type and status, and the embedding model in
         use."""
-        return structured(await _call(partial(self.service.stats, tenant_of(ctx))))
+        return structured(await self._call(ctx, partial(self.service.stats, tenant_of(ctx))))
 
     async def memory_summarize(
         self,
@@ -521,21 +577,23 @@ class MemoryTools:
         type: Annotated[MemoryType, Field(description="Type of the summary memory.")] = MemoryType.EPISODIC,
         agent_id: AgentId = None,
     ) -> CallToolResult:
-        """Consolidate a session's (or a time range's) episodic memories into one memory of their salient
-        statements that links its sources (working memory is left out). Call at the end of a long session."""
+        """Consolidate a session's (or time range's) episodic memories into one linked summary. Call at the
+        end of a long session."""
         call = partial(
             self.service.summarize, tenant_of(ctx), session_id=session_id,
             time_from=_time(time_from, "time_from"), time_to=_time(time_to, "time_to"), summary_type=type,
             agent_id=agent_of(ctx, agent_id), agent_bound=is_agent_bound(ctx),
         )  # fmt: skip
-        return structured(write_receipt(await _call(call), with_content=True))
+        return structured(summary_receipt(await self._call(ctx, call)))
 
     async def profile(self, agent_id: str, ctx: Context) -> str:
         """The `memory://profile/{agent_id}` resource: the agent's profile as a markdown list.
 
         A credential bound to an agent reads that agent's profile only.
         """
-        memories = await _call(partial(self.service.profile, tenant_of(ctx), agent_of(ctx, agent_id)))
+        memories = await self._call(
+            ctx, partial(self.service.profile, tenant_of(ctx), agent_of(ctx, agent_id))
+        )
         return render_profile(memories, agent_of(ctx, agent_id))
 
 
@@ -544,15 +602,18 @@ def memory_guidelines() -> str:
     return GUIDELINES
 
 
-def strict_tools(service: MemoryService, search_concurrency: int | None = None) -> list[Tool]:
+def strict_tools(
+    service: MemoryService, search_concurrency: int | None = None, lanes: Lanes | None = None
+) -> list[Tool]:
     """Every tool, strict: unknown arguments and values beyond the limits are `invalid_input`.
 
-    `search_concurrency` is the width of `memory_search`'s lane (`search_lane`).
+    The tools run in `lanes` (default: `Lanes.build` with `search_concurrency`, the width of
+    `memory_search`'s lane, `search_lane`).
 
     They are handed to the `MCPServer` constructor: the SDK has no public way to add a tool object
     after it, and `mcp.tool()` builds a lenient one (extra keys silently dropped).
     """
-    tools = MemoryTools(service, search_lane(search_concurrency))
+    tools = MemoryTools(service, lanes or Lanes.build(service, search_concurrency))
     table: tuple[tuple[Callable[..., Awaitable[Any]], ToolAnnotations], ...] = (
         (tools.memory_write, WRITES),
         (tools.memory_ingest, WRITES),

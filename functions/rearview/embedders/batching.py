@@ -7,6 +7,11 @@ up. Nothing waits for a timer: a lone query is embedded at once, and batches for
 engine is already busy. Each query's answer comes when its whole batch is done, hence `max_batch`.
 A repeated query (same vector space, same text) is answered from a bounded LRU (`QueryCache`)
 without touching the engine.
+
+On an engine that runs several calls at once (onnxruntime: one per core, `concurrent_calls`), a
+query that finds a batch running goes to the engine beside it, up to `concurrent_calls - 1` such
+queries; only more queue. Before, every query queued behind the running batch, so one tenant's
+long query (1,000 characters: ~0.1 s) held another tenant's short one (issue 33.3).
 """
 
 from __future__ import annotations
@@ -42,17 +47,29 @@ class BatchingEmbedder(EmbedderWrapper):
     - `embed_query` returns exactly the vector `inner.embed_query` would (a batch row), or raises
       what the inner call raised: when a batch fails, every query in it gets that exception.
     - The queries queued while a batch runs form the next one, oldest first, at most
-      `max_batch`; identical texts in a batch are embedded once. One batch runs at a time.
+      `max_batch`; identical texts in a batch are embedded once. One batch runs at a time, and
+      beside it up to `concurrent - 1` queries alone (default: the inner engine's `concurrent_calls`,
+      else 1); a query queues only when they are all taken.
     - The last `cache_size` query vectors are kept (0 disables the cache).
     - `embed_documents` goes straight to the inner embedder (writes are not batched here).
     - No thread of its own: the caller that finds the engine free runs the batch, and when a
       batch ends the oldest queued caller runs the next. Each waiting caller is woken once.
     """
 
-    def __init__(self, inner: QueryBatchEmbedder, *, max_batch: int = 32, cache_size: int = 1024) -> None:
+    def __init__(
+        self,
+        inner: QueryBatchEmbedder,
+        *,
+        max_batch: int = 32,
+        cache_size: int = 1024,
+        concurrent: int | None = None,
+    ) -> None:
         if max_batch < 1:
             raise InvalidInputError("max_batch", f"must be at least 1 (got {max_batch})")
         super().__init__(inner)
+        engine_calls = getattr(inner, "concurrent_calls", 1)
+        self._concurrent = concurrent or (engine_calls if isinstance(engine_calls, int) else 1)
+        self._alone = 0  # queries running beside the batch, under `_lock`
         self._max_batch = max_batch
         self._cache = QueryCache(cache_size)
         self._lock = threading.Lock()  # guards the queue and `_busy`
@@ -75,8 +92,18 @@ class BatchingEmbedder(EmbedderWrapper):
             return cached
         slot = _Slot(text)
         with self._lock:
-            self._queue.append(slot)
-            runs_now, self._busy = not self._busy, True
+            alone = self._busy and self._alone < self._concurrent - 1
+            if alone:
+                self._alone += 1
+            else:
+                self._queue.append(slot)
+                runs_now, self._busy = not self._busy, True
+        if alone:
+            try:
+                return self._embed([text])[text].copy()
+            finally:
+                with self._lock:
+                    self._alone -= 1
         if not runs_now:
             slot.woken.wait()
         if not slot.done:  # the engine is this caller's: its query heads the queue

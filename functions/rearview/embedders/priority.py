@@ -11,12 +11,19 @@ and each chunk first lets every waiting query go:
 - `exclusive=False` (a re-entrant engine, onnxruntime): queries never wait; document chunks run
   one at a time, so documents take at most one core and the rest stay free for searches.
 
+A chunk waits its turn first come, first served: before, the thread that had just run a chunk took
+the turn again ahead of threads already waiting (it held the lock as it released it), so another
+tenant's write waited behind the whole of a running ingest (109 s measured, issue 33.3). And one short
+text (a memory of at most `express_chars` characters: one `memory_write`) takes the query path, since
+it costs what a query costs: a write waits for no one's chunks.
+
 Vectors are exactly the inner engine's: chunking changes when texts are embedded, not how (each text
 embeds on its own in every engine here).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,23 +38,43 @@ __all__ = ["CHUNK_CHARS", "PriorityEmbedder"]
 
 CHUNK_CHARS = 2000
 """Characters of document text per engine call: ~500 tokens, ~0.2 s of onnxruntime CPU (one core)."""
+EXPRESS_CHARS = 1000
+"""A single document text at most this long goes as a query does (~250 tokens: a short memory)."""
 
 
 class PriorityEmbedder(EmbedderWrapper):
     """Wraps an engine: documents in small chunks, queries first (see the module docstring)."""
 
-    def __init__(self, inner: QueryBatchEmbedder, *, exclusive: bool, chunk_chars: int = CHUNK_CHARS) -> None:
+    def __init__(
+        self,
+        inner: QueryBatchEmbedder,
+        *,
+        exclusive: bool,
+        chunk_chars: int = CHUNK_CHARS,
+        express_chars: int = EXPRESS_CHARS,
+    ) -> None:
         if chunk_chars < 1:
             raise InvalidInputError("chunk_chars", f"must be at least 1 (got {chunk_chars})")
         super().__init__(inner)
         self._exclusive = exclusive
         self._chunk_chars = chunk_chars
+        self._express_chars = express_chars
         self._turn = threading.Condition()
         self._running = 0  # calls inside the engine (queries and chunks), under `_turn`
         self._chunk_running = False
         self._queries_waiting = 0
+        self._tickets = 0  # chunks that asked for a turn, under `_turn`
+        self._served = 0  # chunks that got it: the next turn is ticket `_served`'s
+
+    @property
+    def concurrent_calls(self) -> int:
+        """Calls the engine runs at once: 1 when exclusive, else one per usable core (`BatchingEmbedder`)."""
+        return 1 if self._exclusive else len(os.sched_getaffinity(0))
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
+        if len(texts) == 1 and len(texts[0]) <= self._express_chars:
+            with self._engine_turn(query=True):
+                return self._inner.embed_documents(texts)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start, chunk in self._chunks(texts):
             with self._engine_turn(query=False):
@@ -91,7 +118,10 @@ class PriorityEmbedder(EmbedderWrapper):
                     finally:
                         self._queries_waiting -= 1
             else:
-                self._turn.wait_for(self._chunk_may_start)
+                ticket = self._tickets
+                self._tickets += 1
+                self._turn.wait_for(lambda: ticket == self._served and self._chunk_may_start())
+                self._served += 1
                 self._chunk_running = True
             self._running += 1
 

@@ -16,6 +16,7 @@ from rearview.service.policy import (
     policy_for,
 )
 from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy
+from rearview.service.write.secrets import SecretsPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,9 @@ class ServiceConfig:
     tenant_ingest_concurrency: int = 2
     """`ingest` calls one tenant may run at once (the next is refused with `BusyError`): one tenant's
     bulk ingest never holds every worker thread and the embedder's document turns."""
+    secrets: SecretsPolicy = "refuse"
+    """Content that holds an obvious credential (`write/secrets.py`): `refuse`d, stored with a
+    `warn`ing, or `allow`ed."""
 
     def policy(self, tenant_id: str) -> TenantPolicy:
         """The retention and decay `tenant_id` lives by."""

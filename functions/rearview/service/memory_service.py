@@ -217,6 +217,8 @@ class MemoryService:
             )  # fmt: skip
         changes = self._update_changes(tenant_id, current, req)
         content_changed = "content" in changes
+        if content_changed:
+            self._writer.screen(str(changes["content"]), "content")  # a warning is logged: no receipt
         if content_changed and current.agent_id != req.agent_id:  # the current text is the editor's
             changes.update(
                 agent_id=req.agent_id,

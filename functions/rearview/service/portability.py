@@ -47,6 +47,7 @@ from rearview.ports import IndexDocument, MemoryStore, StoreWrite
 from rearview.service import indexing
 from rearview.service.memory_service import MemoryService
 from rearview.service.reindex import INDEXED_STATUSES, REINDEX_BATCH
+from rearview.service.write.secrets import screen
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +185,7 @@ class Restorer:
         done = self._restored_part(memory, history)
         if done == len(history) > 0:
             return Restored(memory, present=True)
+        screen(memory.content, "memory.content", self._service.config.secrets)  # before anything is written
         if done == 0 and memory.idempotency_key is not None:
             holder = store.find_by_idempotency_key(memory.tenant_id, memory.idempotency_key)
             if holder is not None:

@@ -1,6 +1,6 @@
 """The memory browser's routes (`/ui/...`) and the ASGI app `create_app` mounts beside `/mcp`.
 
-Pages (the UI contract, README "Memory browser"): `/ui/login` and `/ui/logout`; `/ui/search`
+Pages (the UI contract, docs/local-server.md "Memory browser"): `/ui/login` and `/ui/logout`; `/ui/search`
 (memory_search as the agent sees it, with each hit's explanation); `/ui/memories` (browse, newest
 first, paged, with counts and what is due for archival); `/ui/memories/<id>` (one memory, its
 history and strength chart) with POST `edit`, `forget` and `restore`. Everything a user does goes
@@ -34,7 +34,7 @@ from starlette.types import ASGIApp
 
 from rearview.api.auth import ApiKeyResolver, authenticate, key_fingerprint
 from rearview.api.refusals import RefusedKeyLimiter, client_address
-from rearview.errors import ConflictError, InvalidInputError, NotFoundError, RearviewError
+from rearview.errors import ConflictError, InvalidInputError, NotFoundError, NotPermittedError, RearviewError
 from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
@@ -342,9 +342,13 @@ class MemoryBrowser:
             return self.error_page(request, session, 404, "No such memory.")
         except InvalidInputError as exc:
             return await self.memory_page(request, session, agent, memory_id, 400, str(exc))
-        except ConflictError:
-            message = "This memory changed since you opened it: review the new version and try again."
-            return await self.memory_page(request, session, agent, memory_id, 409, message)
+        except (ConflictError, NotPermittedError) as exc:  # shown on the memory's page, as it is now
+            status, message = (
+                (409, "This memory changed since you opened it: review the new version and try again.")
+                if isinstance(exc, ConflictError)
+                else (403, str(exc))
+            )
+            return await self.memory_page(request, session, agent, memory_id, status, message)
         page = (
             f"{UI_PATH}/memories" if done == "erased" else f"{UI_PATH}/memories/{quote(memory_id, safe='')}"
         )
@@ -352,7 +356,7 @@ class MemoryBrowser:
 
     def _edit(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
         current = self.service.get(session.tenant_id, memory_id, agent)
-        req = edit_request(form, current, agent)
+        req = edit_request(form, current, agent, agent_bound=session.agent_id is not None)
         if req is None:
             return "unchanged"
         self.service.update(session.tenant_id, req)
@@ -360,7 +364,10 @@ class MemoryBrowser:
 
     def _forget(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
         hard = forget_mode(form, memory_id)
-        self.service.forget(session.tenant_id, ForgetRequest(ids=[memory_id], hard=hard, agent_id=agent))
+        bound = session.agent_id is not None  # a key bound to an agent changes only what it wrote
+        self.service.forget(
+            session.tenant_id, ForgetRequest(ids=[memory_id], hard=hard, agent_id=agent, agent_bound=bound)
+        )
         return "erased" if hard else "forgotten"
 
     def _restore(self, session: Session, agent: str, memory_id: str, form: Params) -> str:

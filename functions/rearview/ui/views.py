@@ -1,6 +1,6 @@
 """What each page asks of the service: query and form fields -> typed service requests (pure functions).
 
-Field names are the UI contract's (docs in README "Memory browser"). Every value from the browser
+Field names are the UI contract's (docs/local-server.md, "Memory browser"). Every value from the browser
 is untrusted: each is checked here or by the service, and a bad one is an `InvalidInputError`
 naming the field, which the page shows beside the form.
 """
@@ -168,10 +168,13 @@ def browse_query(params: Params) -> BrowseQuery:
     )
 
 
-def edit_request(form: Params, current: MemoryView, agent_id: str) -> UpdateRequest | None:
+def edit_request(
+    form: Params, current: MemoryView, agent_id: str, agent_bound: bool = False
+) -> UpdateRequest | None:
     """The update the edit form asks for (only fields that differ), or None when nothing changed.
 
     The form's `version` is the version it was shown at: a memory changed since is a ConflictError.
+    `agent_bound`: the signed-in key is bound to `agent_id`, which may then edit only its own memories.
     """
     content = first(form, "content")
     tags = split_tags(first(form, "tags"))
@@ -184,6 +187,7 @@ def edit_request(form: Params, current: MemoryView, agent_id: str) -> UpdateRequ
         importance=importance if importance != current.importance else None,
         expected_version=version,
         agent_id=agent_id,
+        agent_bound=agent_bound,
     )
     if req.content is None and req.tags is None and req.importance is None:
         return None

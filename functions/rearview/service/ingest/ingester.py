@@ -209,6 +209,7 @@ class Ingester:
                 f"is {len(text)} characters; the limit is {MAX_CONTENT_CHARS - len(prefix)} for speaker"
                 f" {speaker!r}: the memory stores {prefix!r} + the text, {MAX_CONTENT_CHARS} in all",
             )
+        self.writer.screen(text, f"{field}.content")  # a warning is logged: the result has no notes
         metadata: dict[str, MetadataValue] = {"speaker": speaker, "source": "ingest"}
         if message_id:
             metadata["message_id"] = message_id

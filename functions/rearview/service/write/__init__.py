@@ -6,6 +6,7 @@
 - `batch`: `WriteBatch`, many decided writes committed and indexed together (ingest, import).
 - `consolidation`: the optional language model: abstractive summaries, contradiction judgements.
 - `summarize`: the extractive summary used without (or after a failure of) that model.
+- `secrets`: obvious credentials in content, refused (or warned about) before anything is written.
 
 May import: the cross-cutting service modules, `rearview.models`, `rearview.ports`, `rearview.text`.
 """

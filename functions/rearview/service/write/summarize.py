@@ -13,9 +13,9 @@ from rearview.ports import Vector
 
 SUMMARY_BUDGET_CHARS = MAX_CONTENT_CHARS // 2
 """The most a summary's statements may take, however much its sources say."""
-SUMMARY_SHARE = 0.4
+SUMMARY_SHARE = 0.5
 """A summary keeps at most this share of its sources' text: a consolidation, not a transcript."""
-SUMMARY_FLOOR_CHARS = 120
+SUMMARY_FLOOR_CHARS = 200
 """...but never less room than this (a few statements), so short sessions keep their gist."""
 REDUNDANT_COSINE = 0.9
 """A statement this close to one already kept says it again: left out."""

@@ -38,6 +38,7 @@ from rearview.service.history import change_event
 from rearview.service.visibility import agent_idempotency_key, load_visible
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.merge_safety import information_difference
+from rearview.service.write.secrets import screen
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)
@@ -176,9 +177,16 @@ class Writer:
         that the model judges contradicted is retired the same way (never by a consolidation).
         `judge` overrides who is judged (`decide`): True for a fact an ingest extracted from the
         messages in `derived_from` (judged like any statement), False for a message's own record.
-        Every check runs before anything is written.
+        Every check runs before anything is written; content that looks like a credential is
+        refused, or stored with `warnings`, as `config.secrets` says (`screen`).
         """
-        req = with_stored_key(req)
+        note = self.screen(req.content, "content")
+        result = self._write(tenant_id, with_stored_key(req), embedded, judge)
+        return result.model_copy(update={"warnings": [note]}) if note else result
+
+    def _write(
+        self, tenant_id: str, req: WriteRequest, embedded: Embedded | None, judge: bool | None
+    ) -> WriteResult:
         replay = self.replay(tenant_id, req.idempotency_key)
         if replay is not None:
             return replay
@@ -192,6 +200,15 @@ class Writer:
                     action=WriteAction.RETIRED, memory=retired.view(), superseded_by=retired.superseded_by
                 )
         return self.apply(tenant_id, draft, decision)
+
+    def screen(self, content: str, field: str) -> str | None:
+        """The one check of content for credentials (`secrets.screen` under `config.secrets`).
+
+        Every path that stores new text calls it before writing: a write, each ingested message, an
+        update's new content, a restored record. `InvalidInputError` on `field` when refused; the
+        warning to report when the policy is `warn`; else None.
+        """
+        return screen(content, field, self.config.secrets)
 
     def retired_copy(self, tenant_id: str, draft: Draft) -> Memory | None:
         """A superseded memory of the draft's scope with exactly its content, if the index knows one.
