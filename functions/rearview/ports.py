@@ -148,7 +148,7 @@ field boost). Here, in the port, because it is part of what every index promises
 backends may not import the service. 0.6 (with three neighbours each side, see
 `service/keyword_context.py`) was chosen by cross-validated recall on LoCoMo and keeps a set of
 independent facts written back to back as well ranked as without context
-(benchmarks/facts_recall.py)."""
+(benchmarks/recall/facts_recall.py)."""
 
 
 @dataclass(frozen=True, slots=True)

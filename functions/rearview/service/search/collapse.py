@@ -3,7 +3,7 @@
 An ingest keeps each message as an episode and adds what it extracts from it (`ingest`): the fact
 "Ann prefers window seats" and the turn "Ann: ... I always prefer them" answer the same queries,
 so without this step they take two of the top k places, and a top k holds fewer distinct pieces
-of evidence than it would without extraction (LoCoMo, benchmarks/ingest_recall.py).
+of evidence than it would without extraction (LoCoMo, benchmarks/recall/ingest_recall.py).
 
 `collapse_extracted` walks the ranking best first and keeps a memory unless it is linked to one
 already kept: an extracted memory (`metadata.extracted_by`) whose `derived_from` names the kept

@@ -2,7 +2,7 @@
 
 Every constant that shapes a score lives in `RankingPolicy`; change them there and nowhere else.
 `rank` is a pure function of one search's candidates (`Candidates`) and a policy, so a benchmark can
-re-rank cached candidates with other constants (benchmarks/locomo_recall.py --cv).
+re-rank cached candidates with other constants (benchmarks/recall/locomo_recall.py --cv).
 
 Candidates are the best `candidates_per_channel` of each channel. Each channel's evidence is put on
 an absolute scale, the same whether a tenant holds 5 memories or 5,000 (`calibrated_fuse`):
@@ -38,7 +38,7 @@ that the memory answers the query, and the absolute-scale mix above is kept as `
 admission judges. The probability orders (score = probability x factors), marks likely answers
 (`relevant_at`) and decides the relative floor: behind a likely answer only memories with
 `relative_relevance` of the best's evidence are returned (`with_learned_relevance`,
-`LEARNED_ADMISSION`, chosen by benchmarks/relevance_fit.py).
+`LEARNED_ADMISSION`, chosen by benchmarks/recall/relevance_fit.py).
 
     score         = relevance
                     * (imp_floor + (1 - imp_floor) * (importance - 1) / 4)       importance 1..5
@@ -125,7 +125,7 @@ class RankingPolicy:
     Fusion constants measured on LoCoMo (benchmarks/README.md): leave-one-conversation-out cross-
     validation over w in {0.4..0.7}, floor in {0.75, 0.8, 0.85}, subject factor in {0.5..1.0}. The
     temporal and second-hop constants: the most frequent pick of ten type splits (chosen on the
-    temporal, resp. multi-hop, questions of two conversations; benchmarks/question_split.py).
+    temporal, resp. multi-hop, questions of two conversations; benchmarks/recall/question_split.py).
     """
 
     keyword_weight: float = 0.6
@@ -154,7 +154,7 @@ class RankingPolicy:
     candidates_per_channel: int = 40
     """How deep each channel is read before fusion (at least 2 x `top_k`); ~40 was enough on LoCoMo."""
     # The absolute scales (`calibrated_fuse`) and admission: chosen on the small-tenant set's train
-    # users (benchmarks/small_tenant_recall.py --sweep) under the constraint that LoCoMo's development
+    # users (benchmarks/recall/small_tenant_recall.py --sweep) under the constraint that LoCoMo's development
     # half keeps R@10 >= 0.80, reported on the held-out test users.
     keyword_scale: float = 0.35
     """The least BM25 (as a share of the query's scale) that keyword scores are relative to."""
@@ -196,7 +196,7 @@ class RankingPolicy:
 DEFAULT_RANKING = RankingPolicy()
 
 LEARNED_ADMISSION: dict[str, float] = {"min_relevance": 0.25, "relative_relevance": 0.5}
-"""The admission constants of the learned relevance, chosen by benchmarks/relevance_fit.py: leave one
+"""The admission constants of the learned relevance, chosen by benchmarks/recall/relevance_fit.py: leave one
 everyday user out over `relevance_fit.GRID`, the most precise point whose hit@3 is at least the fixed
 mix's on the same questions (0.809 vs 0.803; precision 0.304 -> 0.415). LoCoMo's development R@10 with
 them: 0.778 (fixed: 0.798)."""

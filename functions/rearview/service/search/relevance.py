@@ -8,7 +8,7 @@ scripts. None of these depends on how many memories the tenant holds beyond the 
 themselves, so one threshold means the same on 5 memories and on 5,000, and the script features
 let Chinese and cross-lingual questions be judged on their own evidence.
 
-The model (`relevance_model.json` beside this module) is fitted by `benchmarks/relevance_fit.py` on
+The model (`relevance_model.json` beside this module) is fitted by `benchmarks/recall/relevance_fit.py` on
 labelled candidates (the everyday set's development half, split by user, and LoCoMo's development
 half); the file records what it was trained on and its cross-validated figures. `features` is the
 one definition of the features: the fit and the search both call it, so they cannot drift.

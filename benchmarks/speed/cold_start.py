@@ -1,0 +1,220 @@
+#!/usr/bin/env python
+"""Cold start and warm latency of the MCP Lambda handler (`handlers.mcp`).
+
+Cold: `--runs` fresh Python processes (default 7), each timing, in order,
+  1. `import handlers.mcp`                         (what Lambda's init does at import),
+  2. building the runtime (settings, key map, service, MCP app, lifespan entered once),
+  3. the first invocation (`initialize`, 2025 era),
+and the median of each phase is reported. "init" = 1 + 2 (what SnapStart snapshots and
+provisioned concurrency pre-pays); "cold request" = 1 + 2 + 3.
+
+Both wall-clock and CPU time are reported: on a shared machine the CPU column is the steadier.
+
+Warm: one process, one runtime, in-memory backends; after 20 writes, `--calls` (default 100)
+invocations of the recorded `tools/call memory_search` event (2026-07-28 era), p50/p95/max.
+(Warm latency on moto would measure moto, whose transactions copy the whole table.)
+
+Cold-start stores: `memory` (in-memory store) or `dynamodb` (the DynamoDB store with AWS made
+unreachable, which proves that init and `initialize` make no AWS call). The index is the
+in-memory one and the embedder the hashing one (the OpenSearch and Bedrock clients are created
+on first use, so they add no init time either); API keys come from events/env.json.
+
+    PYTHONPATH=functions:. .venv/bin/python benchmarks/speed/cold_start.py [--backend memory|dynamodb|both]
+        [--runs 7] [--calls 100] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common.paths import REPO_ROOT
+from benchmarks.common.timing import percentile
+
+ROOT = REPO_ROOT
+TARGET_INIT_MS = 500.0
+
+
+# ------------------------------------------------------------------------------ environment
+
+
+def configure(backend: str) -> None:
+    """Set the function's environment (events/env.json), for the `memory` or `dynamodb` store.
+
+    With `dynamodb`, AWS is unreachable (fake credentials, a dead endpoint): init and the first
+    `initialize` must not call it, and the run fails if they do.
+    """
+    env = json.loads((ROOT / "events" / "env.json").read_text(encoding="utf-8"))
+    os.environ.update({**env["Parameters"], **env["McpFunction"]})
+    os.environ.update(POWERTOOLS_METRICS_DISABLED="true", POWERTOOLS_LOG_LEVEL="WARNING")
+    if backend == "dynamodb":
+        os.environ.update(
+            AWS_ACCESS_KEY_ID="testing",
+            AWS_SECRET_ACCESS_KEY="testing",
+            AWS_DEFAULT_REGION="us-east-1",
+            AWS_ENDPOINT_URL="http://127.0.0.1:9",
+            REARVIEW_STORE="dynamodb",
+            REARVIEW_TABLE_NAME="rearview-bench",
+        )
+
+
+class Context:
+    """The Lambda context attributes the handler reads."""
+
+    function_name = "rearview-mcp"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:rearview-mcp:live"
+    aws_request_id = "bench"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
+
+
+# ------------------------------------------------------------------------------ child: one cold start
+
+
+def child(backend: str) -> dict[str, float]:
+    """Run in a fresh process: wall and CPU time of import, build and the first invocation (ms)."""
+    configure(backend)
+    from tests.events import load_event
+
+    event = load_event("mcp-2025-11-25/initialize")
+    marks = [(time.perf_counter(), time.process_time())]
+    from handlers import mcp
+
+    marks.append((time.perf_counter(), time.process_time()))
+    runtime = mcp.runtime()
+    marks.append((time.perf_counter(), time.process_time()))
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = mcp.handler(event, Context())
+    marks.append((time.perf_counter(), time.process_time()))
+    assert result["statusCode"] == 200, result
+    runtime.close()
+    sample = {}
+    for i, phase in enumerate(("import", "build", "first_invoke")):
+        sample[phase] = (marks[i + 1][0] - marks[i][0]) * 1000
+        sample[f"{phase}_cpu"] = (marks[i + 1][1] - marks[i][1]) * 1000
+    return sample
+
+
+def cold_starts(backend: str, runs: int) -> list[dict[str, float]]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'functions'}{os.pathsep}{ROOT}"}
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", backend],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+            cwd=ROOT,
+        )
+        sample = json.loads(out.stdout.strip().splitlines()[-1])
+        sample["process"] = (time.perf_counter() - started) * 1000
+        samples.append(sample)
+    return samples
+
+
+# ------------------------------------------------------------------------------ warm path
+
+
+def warm(calls: int) -> list[float]:
+    """Latency of `calls` recorded memory_search invocations in one process (in-memory backends)."""
+    configure("memory")
+    from handlers import mcp
+    from tests.events import load_event, with_arguments
+
+    write = load_event("mcp-2026-07-28/tools-call-memory_write")
+    search = load_event("mcp-2026-07-28/tools-call-memory_search")
+    latencies = []
+    with contextlib.redirect_stdout(io.StringIO()):  # EMF blobs
+        for i in range(20):
+            content = f"Fact {i}: the user prefers pnpm over npm in project {i}."
+            assert mcp.handler(with_arguments(write, content=content), Context())["statusCode"] == 200
+        mcp.handler(search, Context())
+        for _ in range(calls):
+            started = time.perf_counter()
+            result = mcp.handler(search, Context())
+            latencies.append((time.perf_counter() - started) * 1000)
+            assert result["statusCode"] == 200
+    mcp.runtime().close()
+    return latencies
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def report(backend: str, samples: list[dict[str, float]]) -> dict[str, Any]:
+    """Print the cold-start table of one backend; returns the numbers."""
+    for s in samples:
+        for suffix in ("", "_cpu"):
+            s[f"init{suffix}"] = s[f"import{suffix}"] + s[f"build{suffix}"]
+            s[f"cold_request{suffix}"] = s[f"init{suffix}"] + s[f"first_invoke{suffix}"]
+    rows = [
+        ("import handlers.mcp", "import"),
+        ("build runtime (service, app, lifespan)", "build"),
+        ("init = import + build", "init"),
+        ("first invoke (initialize)", "first_invoke"),
+        ("cold request = init + first invoke", "cold_request"),
+        ("whole process (python start to exit)", "process"),
+    ]
+    print(f"\nMCP handler cold start, store={backend}, {len(samples)} fresh processes (ms)")
+    print(f"{'phase':<42}{'median':>8}{'min':>8}{'max':>8}{'cpu med':>9}")
+    summary: dict[str, Any] = {"backend": backend, "runs": len(samples), "cold_ms": {}}
+    for label, key in rows:
+        values = [s[key] for s in samples]
+        med = statistics.median(values)
+        cpu = statistics.median([s[f"{key}_cpu"] for s in samples]) if f"{key}_cpu" in samples[0] else None
+        summary["cold_ms"][key] = {"median": med, "min": min(values), "max": max(values), "cpu_median": cpu}
+        cpu_text = f"{cpu:>9.0f}" if cpu is not None else f"{'':>9}"
+        print(f"{label:<42}{med:>8.0f}{min(values):>8.0f}{max(values):>8.0f}{cpu_text}")
+    init = summary["cold_ms"]["init"]["median"]
+    verdict = "meets" if init <= TARGET_INIT_MS else "misses"
+    print(f"init median {init:.0f} ms (wall) {verdict} the {TARGET_INIT_MS:.0f} ms target")
+    return summary
+
+
+def report_warm(latencies: list[float]) -> dict[str, float]:
+    """Print the warm-path line; returns the numbers."""
+    p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
+    print(
+        f"\nwarm tools/call memory_search x{len(latencies)} (one process, in-memory backends): "
+        f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {max(latencies):.1f} ms"
+    )
+    return {"calls": len(latencies), "p50": p50, "p95": p95, "max": max(latencies)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--backend", choices=["memory", "dynamodb", "both"], default="both")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--json", type=Path, help="also write the numbers here")
+    parser.add_argument("--child", choices=["memory", "dynamodb"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child)))
+        return 0
+    backends = ["memory", "dynamodb"] if args.backend == "both" else [args.backend]
+    summaries: list[Any] = [report(backend, cold_starts(backend, args.runs)) for backend in backends]
+    summaries.append({"warm_ms": report_warm(warm(args.calls))})
+    print(
+        f"\n(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(summaries, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
