@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.metrics.provider.cold_start import reset_cold_start_flag
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBStreamEvent
 from pydantic import ValidationError
 
@@ -412,6 +413,7 @@ def test_handler_entry_point_is_warm_after_the_first_call(
     lambda_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mcp.runtime.cache_clear()
+    reset_cold_start_flag()  # a fresh runtime: whatever invoked the handler earlier in this process
     logs = io.StringIO()
     previous = mcp.logger.registered_handler.setStream(logs)
     try:
