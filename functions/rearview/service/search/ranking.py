@@ -203,10 +203,15 @@ them: 0.778 (fixed: 0.798)."""
 
 
 def with_learned_relevance(policy: RankingPolicy) -> RankingPolicy:
-    """`policy` ranking by the learned relevance, with the admission chosen for it (`LEARNED_ADMISSION`)."""
+    """`policy` ranking by the learned relevance, with the admission chosen for it (`LEARNED_ADMISSION`).
+
+    The shipped model is read here, when the service is built, so a damaged `relevance_model.json`
+    stops the process at start (ConfigurationError) instead of failing its first search.
+    """
     chosen = LEARNED_ADMISSION
     return replace(
         policy,
+        relevance_model=policy.relevance_model or shipped_model(),
         learned_relevance=True,
         min_relevance=chosen["min_relevance"],
         relative_relevance=chosen["relative_relevance"],

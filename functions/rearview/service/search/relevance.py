@@ -169,21 +169,10 @@ class RelevanceModel:
         if not table:
             return {}
         x = np.asarray(list(table.values()), dtype=np.float64)
-        z = self.intercept + ((x - self._mean) / self._scale) @ self._weights
+        mean, scale, weights = _arrays(self.mean, self.scale, self.weights)
+        z = self.intercept + ((x - mean) / scale) @ weights
         p = 1.0 / (1.0 + np.exp(-np.clip(z, -60.0, 60.0)))
         return dict(zip(table, p.tolist(), strict=True))
-
-    @property
-    def _mean(self) -> np.ndarray:
-        return np.asarray(self.mean)
-
-    @property
-    def _scale(self) -> np.ndarray:
-        return np.asarray(self.scale)
-
-    @property
-    def _weights(self) -> np.ndarray:
-        return np.asarray(self.weights)
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> RelevanceModel:
@@ -198,6 +187,12 @@ class RelevanceModel:
             _numbers(data, "weights"),
             float(str(data["intercept"])),
         )
+
+
+@lru_cache(maxsize=8)
+def _arrays(*columns: tuple[float, ...]) -> tuple[np.ndarray, ...]:
+    """A model's coefficient tuples as arrays, built once per model (not once per search)."""
+    return tuple(np.asarray(c, dtype=np.float64) for c in columns)
 
 
 def _list(data: Mapping[str, object], key: str) -> list[object]:
@@ -216,5 +211,11 @@ def _numbers(data: Mapping[str, object], key: str) -> tuple[float, ...]:
 
 @cache
 def shipped_model() -> RelevanceModel:
-    """The model in `relevance_model.json` (read once)."""
-    return RelevanceModel.from_json(json.loads(MODEL_FILE.read_text(encoding="utf-8")))
+    """The model in `relevance_model.json` (read once); ConfigurationError when it is unreadable."""
+    try:
+        data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return RelevanceModel.from_json(data)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigurationError(MODEL_FILE.name, f"cannot be read ({exc}): reinstall rearview") from exc
