@@ -21,6 +21,7 @@ from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import IngestMessage, IngestRequest, MemoryFilter, MemoryType
 from rearview.service.memory_service import MemoryService
+from tests.asgi_lifespan import lifespan
 from tests.factories import T0
 
 TURNS = 200
@@ -98,3 +99,59 @@ def _poll_until(cancelled: Callable[[], bool], done: threading.Event) -> bool:
             return True
         threading.Event().wait(0.001)
     return False
+
+
+class GatedEmbedder(HashingEmbedder):
+    """Embeds once `open` is set: the ingest then writes after its client has gone."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__(64)
+        self.gate = gate
+
+    def embed_documents(self, texts: list[str]) -> object:  # type: ignore[override]
+        assert self.gate.wait(30), "the client's disconnect never reached the app"
+        return super().embed_documents(texts)
+
+
+async def test_a_client_that_closes_the_connection_stops_its_ingest() -> None:
+    """Stateless HTTP turns no disconnect into a cancellation: the ingest polls the request for it."""
+    import json
+
+    from rearview.api.app import create_app
+    from rearview.api.auth import ApiKeyResolver
+
+    delivered = threading.Event()
+    clock = ManualClock(T0)
+    service = MemoryService(
+        InMemoryMemoryStore(clock), InMemoryMemoryIndex(64), GatedEmbedder(delivered), clock
+    )
+    app = create_app(service, ApiKeyResolver({}, "local"))
+    messages = [m.model_dump(mode="json", exclude_none=True) for m in conversation().messages]
+    body = json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "memory_ingest", "arguments": {"session_id": "long", "messages": messages}},
+    }).encode()  # fmt: skip
+    sent = False
+
+    async def receive() -> dict[str, object]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        delivered.set()  # every later read learns that the client has gone
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        pass
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
+        "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8080),
+        "headers": [(b"host", b"127.0.0.1:8080"), (b"content-type", b"application/json"),
+                    (b"accept", b"application/json, text/event-stream"), (b"mcp-protocol-version", b"2025-11-25")],
+    }  # fmt: skip
+    async with lifespan(app):  # the SDK's session manager runs in the app's lifespan
+        await app(scope, receive, send)  # type: ignore[arg-type]
+    stored = episodes(service)
+    assert delivered.is_set() and stored < TURNS, f"{stored} of {TURNS} stored after the client left"

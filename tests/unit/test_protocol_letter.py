@@ -14,16 +14,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import httpx
 import pytest
-from starlette.types import ASGIApp, Message
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
+from tests.asgi_lifespan import lifespan
 
 MODERN = "2026-07-28"
 ERAS = ["2025-06-18", "2025-11-25", MODERN]
@@ -33,27 +32,6 @@ HEADERS = {
     "content-type": "application/json",
 }
 PAGINATED = ["tools/list", "prompts/list", "resources/list", "resources/templates/list"]
-
-
-@asynccontextmanager
-async def lifespan(app: ASGIApp) -> AsyncIterator[None]:
-    """Run `app`'s ASGI lifespan (the SDK's session manager) around the block."""
-    to_app, app_inbox = anyio.create_memory_object_stream[Message](2)
-    app_outbox, from_app = anyio.create_memory_object_stream[Message](2)
-
-    async def send(message: Message) -> None:
-        await app_outbox.send(message)
-
-    async def run() -> None:
-        await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, app_inbox.receive, send)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
-        await to_app.send({"type": "lifespan.startup"})
-        assert (await from_app.receive())["type"] == "lifespan.startup.complete"
-        yield
-        await to_app.send({"type": "lifespan.shutdown"})
-        assert (await from_app.receive())["type"] == "lifespan.shutdown.complete"
 
 
 @asynccontextmanager

@@ -212,19 +212,41 @@ def is_agent_bound(ctx: Context) -> bool:
     return _auth_state(ctx).get(AGENT_STATE_KEY) is not None
 
 
-async def _cancellable(lane: FairLane, tenant_id: str, fn: Callable[[Callable[[], bool]], T]) -> T:
-    """Run `fn(cancelled)` in `lane` as `tenant_id`; when the call is cancelled, `cancelled()` turns True.
+DISCONNECT_POLL_S = 0.25
+"""How often a long call checks whether its client has closed the connection."""
 
-    The request's task is cancelled when the client sends `notifications/cancelled` or drops the
-    connection; the thread cannot be interrupted, so it is abandoned to finish on its own and `fn`
-    polls `cancelled` to stop early (`Ingester.ingest`: between messages).
+
+async def _cancellable(
+    lane: FairLane, tenant_id: str, fn: Callable[[Callable[[], bool]], T], request: object = None
+) -> T:
+    """Run `fn(cancelled)` in `lane` as `tenant_id`; once the caller is gone, `cancelled()` turns True.
+
+    Gone: the request's task was cancelled (the SDK's `notifications/cancelled`), or the client
+    closed the connection, which the stateless HTTP transport does not turn into a cancellation:
+    `request` (the Starlette request, when there is one) is polled for it. The thread cannot be
+    interrupted, so `fn` polls `cancelled` to stop early (`Ingester.ingest`: between messages).
     """
     gone = threading.Event()
+    disconnected = getattr(request, "is_disconnected", None)
+
+    async def watch() -> None:
+        while not gone.is_set():
+            await anyio.sleep(DISCONNECT_POLL_S)
+            if disconnected is not None and await disconnected():
+                gone.set()
+
     try:
-        return await lane.run(tenant_id, partial(fn, gone.is_set), abandon_on_cancel=True)
+        async with anyio.create_task_group() as group:
+            if disconnected is not None:
+                group.start_soon(watch)
+            try:
+                result = await lane.run(tenant_id, partial(fn, gone.is_set), abandon_on_cancel=True)
+            finally:
+                group.cancel_scope.cancel()
     except anyio.get_cancelled_exc_class():
         gone.set()
         raise
+    return result
 
 
 WRITE_LANE_WIDTH = 16
@@ -411,7 +433,8 @@ class MemoryTools:
         )  # fmt: skip
         return structured(
             await _cancellable(
-                self.lanes.ingests, tenant_of(ctx), partial(self.service.ingest, tenant_of(ctx), req)
+                self.lanes.ingests, tenant_of(ctx), partial(self.service.ingest, tenant_of(ctx), req),
+                ctx.request_context.request,
             )
         )
 
