@@ -433,7 +433,9 @@ class MemoryTools:
         )  # fmt: skip
         return structured(
             await _cancellable(
-                self.lanes.ingests, tenant_of(ctx), partial(self.service.ingest, tenant_of(ctx), req),
+                self.lanes.ingests,
+                tenant_of(ctx),
+                partial(self.service.ingest, tenant_of(ctx), req),
                 ctx.request_context.request,
             )
         )
