@@ -235,17 +235,22 @@ async def _cancellable(
             if disconnected is not None and await disconnected():
                 gone.set()
 
+    failure: Exception | None = None
     try:
         async with anyio.create_task_group() as group:
             if disconnected is not None:
                 group.start_soon(watch)
             try:
                 result = await lane.run(tenant_id, partial(fn, gone.is_set), abandon_on_cancel=True)
+            except Exception as error:  # raised outside the group, so it is not wrapped in a group
+                failure = error
             finally:
                 group.cancel_scope.cancel()
     except anyio.get_cancelled_exc_class():
         gone.set()
         raise
+    if failure is not None:
+        raise failure
     return result
 
 
