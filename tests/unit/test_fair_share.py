@@ -59,7 +59,7 @@ async def test_a_tenant_runs_its_share_and_another_tenant_starts_at_once() -> No
             tasks.start_soon(lane.run, "a", held.call(f"a{i}"))
         await held.until(2)
         await held.settle()
-        assert held.started == ["a0", "a1"] and lane.waiting("a") == 3
+        assert sorted(held.started) == ["a0", "a1"] and lane.waiting("a") == 3  # two threads: either first
         tasks.start_soon(lane.run, "b", held.call("b0"))
         await held.until(3)  # b found the thread a could not take
         for gate in held.gates.values():
