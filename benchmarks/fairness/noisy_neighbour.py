@@ -133,6 +133,8 @@ def outcome(response: httpx.Response) -> str:
     result = payload.get("result", {})
     if result.get("isError"):
         text = str(result.get("content", [{}])[0].get("text", ""))
+        if text.startswith("Error executing tool"):  # "Error executing tool <name>: <kind>: <message>"
+            text = text.split(": ", 1)[-1]
         return "tool_error " + text.split(":", 1)[0]
     return "ok"
 

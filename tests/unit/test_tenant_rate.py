@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.api.fair_share import Fairness
-from rearview.api.tenant_rate import TenantRateLimiter
+from rearview.api.tenant_rate import RATE_REFUSAL_HOLD_S, TenantRateLimiter
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import Settings, hash_key
@@ -93,3 +93,27 @@ def test_a_tenant_over_its_rate_gets_429_and_another_tenant_does_not(client: Tes
     assert status == 429 and int(headers["retry-after"]) >= 1
     assert b'"rate_limited"' in body and b"request rate" in body
     assert post("key-b", listing)[0] == 200
+
+
+def test_serve_holds_a_refusal_over_the_rate_and_lambda_does_not(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flood that sends its next call as soon as it is answered gets one refusal per held second."""
+    assert Fairness.from_settings(Settings()).rate_refusal_hold_s == RATE_REFUSAL_HOLD_S > 0
+    assert Fairness().rate_refusal_hold_s == 0  # Lambda's (`create_app`'s default): billed while held
+    held: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        held.append(seconds)
+
+    monkeypatch.setattr("rearview.api.auth.anyio.sleep", sleep)
+    keys = {hash_key("key-a"): Principal("a"), hash_key("key-b"): Principal("b")}
+    fairness = Fairness(requests_per_second=0.01, request_burst=1, rate_refusal_hold_s=0.5)
+    app = create_app(service, ApiKeyResolver(keys, None), host="0.0.0.0", fairness=fairness)
+    with TestClient(app) as client:
+        statuses = [
+            client.post("/mcp", json=LIST_TOOLS, headers={**MCP_HEADERS, "authorization": f"Bearer {key}"})
+            for key in ("key-a", "key-a", "key-b")
+        ]
+    assert [r.status_code for r in statuses] == [200, 429, 200]
+    assert held == [0.5]  # only the refusal waited: min(hold, Retry-After of 100 s)

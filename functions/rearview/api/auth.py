@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -265,6 +266,8 @@ class TenantAuth:
             return
         wait = self.rate.admit(principal.tenant_id) if self.rate is not None else 0
         if wait:
+            if self.rate is not None and self.rate.hold_s:  # a flood then costs one refusal a second
+                await anyio.sleep(min(self.rate.hold_s, wait))
             await throttled(send, wait, f"this tenant is over its request rate: retry in {wait} s")
             return
         state = scope.setdefault("state", {})

@@ -31,7 +31,7 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
-from rearview.api.tenant_rate import BURST, REQUESTS_PER_SECOND, TenantRateLimiter
+from rearview.api.tenant_rate import BURST, RATE_REFUSAL_HOLD_S, REQUESTS_PER_SECOND, TenantRateLimiter
 from rearview.errors import BusyError, ConfigurationError
 from rearview.settings import Settings
 
@@ -53,21 +53,27 @@ class Fairness:
     """`memory_search` calls of one tenant at once; None: all of the search lane but one."""
     write_concurrency: int = TENANT_WRITE_CONCURRENCY
     """Calls of every other tool but `memory_ingest` (bounded by the service) of one tenant at once."""
+    rate_refusal_hold_s: float = 0.0
+    """Seconds a request over the rate is held before its 429 (`api/tenant_rate.py`); 0 on Lambda."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Fairness:
+        """`rearview serve`'s shares: the settings, and refusals over the rate held `RATE_REFUSAL_HOLD_S`."""
         return cls(
             settings.tenant_requests_per_second,
             settings.tenant_request_burst,
             settings.tenant_search_concurrency,
             settings.tenant_write_concurrency,
+            RATE_REFUSAL_HOLD_S,
         )
 
     def rate(self) -> TenantRateLimiter | None:
         """A new limiter for one app; None when the rate is off."""
         if self.requests_per_second <= 0:
             return None
-        return TenantRateLimiter(self.requests_per_second, self.request_burst)
+        return TenantRateLimiter(
+            self.requests_per_second, self.request_burst, hold_s=self.rate_refusal_hold_s
+        )
 
 
 DEFAULT_FAIRNESS = Fairness()

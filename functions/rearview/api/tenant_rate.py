@@ -7,6 +7,13 @@ and refills at `per_second`. The record is bounded by `max_tenants`: the least r
 is dropped first, and a tenant not in it has a full bucket (as has one whose bucket refilled, which
 is not kept), so dropping one can only ever admit more, never refuse anyone.
 
+A refusal can be held (`hold_s`) before its 429 goes out: a client that sends its next request as
+soon as it is answered (a flood, or a retry loop that ignores `Retry-After`) then costs the server
+one cheap refusal per held second per connection instead of as many as the event loop can parse.
+A held refusal is a sleeping coroutine and one of the address's connections (`api/http_limits.py`
+bounds those). `rearview serve` holds them for `RATE_REFUSAL_HOLD_S`; Lambda does not (a held
+request is billed duration there, and API Gateway throttles in front).
+
 The default, 50 a second after a burst of 200, is far above what an agent's tool calls reach (a
 model answers in seconds, parallel tool calls come a few at a time) and bounds what one tenant's
 flood may ask of the server. On Lambda each warm container keeps its own buckets; API Gateway's
@@ -26,6 +33,9 @@ __all__ = ["TenantRateLimiter"]
 REQUESTS_PER_SECOND = 50.0
 BURST = 200
 MAX_TENANTS = 100_000
+RATE_REFUSAL_HOLD_S = 1.0
+"""How long `rearview serve` holds a request over its tenant's rate before answering 429 (at most
+its `Retry-After`, which is at least 1 s)."""
 
 
 class TenantRateLimiter:
@@ -37,10 +47,13 @@ class TenantRateLimiter:
         burst: int = BURST,
         max_tenants: int = MAX_TENANTS,
         clock: Callable[[], float] = time.monotonic,
+        hold_s: float = 0.0,
     ) -> None:
-        if per_second <= 0 or burst < 1 or max_tenants < 1:
-            raise ValueError("per_second must be > 0, burst and max_tenants >= 1")
+        if per_second <= 0 or burst < 1 or max_tenants < 1 or hold_s < 0:
+            raise ValueError("per_second must be > 0, burst and max_tenants >= 1, hold_s >= 0")
         self.per_second = per_second
+        self.hold_s = hold_s
+        """Seconds a refused request waits before its 429 (at most its `Retry-After`); 0: answered at once."""
         self.burst = burst
         self.max_tenants = max_tenants
         self._clock = clock
