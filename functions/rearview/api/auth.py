@@ -264,9 +264,8 @@ class TenantAuth:
         if principal is None:
             await self._unauthorized(scope, send, headers, presented is not None)
             return
-        wait = self.rate.admit(principal.tenant_id) if self.rate is not None else 0
-        if wait:
-            if self.rate is not None and self.rate.hold_s:  # a flood then costs one refusal a second
+        if self.rate is not None and (wait := self.rate.admit(principal.tenant_id)):
+            if self.rate.hold_s:  # a flood that resends at once then costs one refusal a second
                 await anyio.sleep(min(self.rate.hold_s, wait))
             await throttled(send, wait, f"this tenant is over its request rate: retry in {wait} s")
             return

@@ -38,10 +38,9 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -133,27 +132,7 @@ class OnnxE5Embedder:
         return _DIMENSION
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
-        if len(texts) == 1 or self._workers == 1:
-            return self._encode(texts, PASSAGE)
-        out = np.zeros((len(texts), _DIMENSION), dtype=np.float32)
-        order = iter(range(len(texts)))
-        taking = threading.Lock()
-
-        def work(helper: bool) -> None:
-            while True:
-                with taking:
-                    if helper and self._queries:  # a search is embedding: leave it the core
-                        return
-                    row = next(order, None)
-                if row is None:
-                    return
-                out[row] = self._one(texts[row], PASSAGE)
-
-        helpers = [self._threads().submit(work, True) for _ in range(self._workers - 1)]
-        work(False)
-        for helper in helpers:
-            helper.result()
-        return out
+        return self._encode(texts, PASSAGE, yield_to_queries=True)
 
     def embed_query(self, text: str) -> Vector:
         vector: Vector = self.embed_queries([text])[0]
@@ -164,20 +143,36 @@ class OnnxE5Embedder:
         with self._pool_lock:
             self._queries += 1
         try:
-            return self._encode(texts, QUERY)
+            return self._encode(texts, QUERY, yield_to_queries=False)
         finally:
             with self._pool_lock:
                 self._queries -= 1
 
-    def _encode(self, texts: Sequence[str], prefix: str) -> Vector:
+    def _encode(self, texts: Sequence[str], prefix: str, *, yield_to_queries: bool) -> Vector:
+        """Each text's vector, one text at a time per thread.
+
+        The caller's thread takes texts in turn, helped by up to `workers - 1` pool threads; with
+        `yield_to_queries`, a helper stops once a query is being embedded.
+        """
         out = np.zeros((len(texts), _DIMENSION), dtype=np.float32)
-        rows: Iterator[np.ndarray]
-        if len(texts) == 1 or self._workers == 1:
-            rows = map(partial(self._one, prefix=prefix), texts)
-        else:
-            rows = self._threads().map(partial(self._one, prefix=prefix), texts)
-        for row, vector in enumerate(rows):
-            out[row] = vector
+        order = iter(range(len(texts)))
+        taking = threading.Lock()
+
+        def work(helper: bool) -> None:
+            while True:
+                with taking:
+                    if helper and yield_to_queries and self._queries:  # leave the core to a search
+                        return
+                    row = next(order, None)
+                if row is None:
+                    return
+                out[row] = self._one(texts[row], prefix)
+
+        helping = min(self._workers, len(texts)) - 1
+        helpers = [self._threads().submit(work, True) for _ in range(helping)]
+        work(False)
+        for helper in helpers:
+            helper.result()
         return out
 
     def _threads(self) -> ThreadPoolExecutor:
