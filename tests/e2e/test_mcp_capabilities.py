@@ -45,8 +45,12 @@ async def use_prompts(client: Client) -> None:
 async def use_resources(client: Client) -> None:
     await client.list_resources()
     templates = (await client.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == ["memory://profile/{agent_id}"]
+    assert [t.uri_template for t in templates] == [
+        "memory://profile/{agent_id}",
+        "memory://memories{?tag,type,session_id,cursor,limit,agent_id}",
+    ]
     assert (await client.read_resource(PROFILE)).contents
+    assert (await client.read_resource("memory://memories?limit=1")).contents
 
 
 async def use_subscribe(client: Client) -> None:

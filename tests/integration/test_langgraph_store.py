@@ -1,4 +1,4 @@
-"""`RearviewStore` (LangGraph's `BaseStore` on Rearview), embedded with the hashing embedder.
+"""`RearviewStore` (LangGraph's `BaseStore` on Rearview), embedded and against a server (hashing embedder).
 
 langgraph ships no store conformance suite, so these are the behaviours of its own `InMemoryStore`
 tests that hold for a memory (put/get/update/delete, search by prefix with filter, limit and
@@ -20,11 +20,17 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 from rearview import Memory
 from rearview.integrations.langgraph import RearviewStore
 from rearview.settings import Settings
+from tests.e2e.server import running_server
 
 
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(settings=Settings.load(data_dir=tmp_path, embedder="hashing")) as memory:
+@pytest.fixture(params=["embedded", "served"])
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    """A `Memory` on an embedded store, or one against a Rearview server: the store behaves alike."""
+    if request.param == "embedded":
+        with Memory(settings=Settings.load(data_dir=tmp_path, embedder="hashing")) as memory:
+            yield memory
+        return
+    with running_server(tmp_path) as url, Memory(url=url) as memory:
         yield memory
 
 
@@ -246,15 +252,6 @@ def test_a_graph_reads_and_writes_the_store(store: RearviewStore) -> None:
     )  # fmt: skip
     out = graph.invoke({"user": "alice", "fact": "Alice lives in Lisbon", "recalled": []})
     assert out["recalled"] == ["Alice lives in Lisbon"]
-
-
-def test_listing_is_embedded_only_and_says_so() -> None:
-    from rearview.errors import InvalidInputError
-
-    store = RearviewStore(Memory(url="http://127.0.0.1:9/mcp"))
-    with pytest.raises(InvalidInputError) as err:
-        store.get(("users",), "k")
-    assert err.value.field == "url"
 
 
 def test_the_example_runs_and_is_the_docs_page_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

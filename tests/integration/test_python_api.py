@@ -71,6 +71,12 @@ def test_every_operation_answers_the_same_models_both_ways(tmp_path: Path) -> No
                 assert memory.forget([first.id]).forgotten == [first.id]
                 assert memory.restore(first.id).memory.status is MemoryStatus.ACTIVE
                 assert memory.stats().by_type["episodic"] >= 3
+                page = memory.browse(tags=["team"], types=["episodic"], limit=1)  # the memory, its summary
+                rest = memory.browse(tags=["team"], types=["episodic"], cursor=page.cursor, limit=100)
+                ids = [m.id for m in page.items + rest.items]
+                assert first.id in ids and len(set(ids)) == len(ids) == 2 and rest.cursor is None
+                assert not memory.browse(tags=["team", "absent"]).items
+                assert len(memory.browse(session_id="s1", limit=100).items) >= 2
 
 
 def test_errors_are_the_rearview_hierarchy_both_ways(tmp_path: Path) -> None:
@@ -87,6 +93,9 @@ def test_errors_are_the_rearview_hierarchy_both_ways(tmp_path: Path) -> None:
         with Memory(url=url) as remote, pytest.raises(InvalidInputError) as bad:
             remote.write("x", importance=9)  # refused here, before anything is sent
         assert bad.value.field == "importance"
+        with Memory(url=url) as remote, pytest.raises(InvalidInputError) as bad:
+            remote.browse(limit=500)  # refused by the server, rebuilt with its field
+        assert bad.value.field == "limit"
 
 
 def test_a_server_error_is_rebuilt_with_its_fields() -> None:

@@ -1,13 +1,14 @@
 """Isolation matrix: tenant B never sees or changes tenant A's memories; within a tenant, agent Y never
 reads or changes agent X's `private` memories, while `shared` ones stay visible to every agent.
 
-Every tool and the profile resource, every id path and every filter path. Each test plants its own
+Every tool and the profile and listing resources, every id path and every filter path. Each test plants its own
 victims under a fresh token (unique content, session and tag), then attacks them and checks that the
 victims are exactly as they were (same version, same content, same history).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -248,6 +249,21 @@ def test_profile_respects_tenant_and_private(p: Principals, agent: str) -> None:
     seen = profile(p.a, agent)  # contents as inert markdown (`markdown_text`)
     assert markdown_text(victims.shared["content"]) in seen
     assert (markdown_text(victims.private["content"]) in seen) is (agent == X)
+
+
+def listed(client: BlockingClient, query: str) -> list[dict[str, Any]]:
+    page: dict[str, Any] = json.loads(client.read(f"memory://memories?{query}"))
+    return page["items"]
+
+
+@pytest.mark.parametrize("agent", [X, Y, "default"])
+def test_the_listing_respects_tenant_and_private(p: Principals, agent: str) -> None:
+    victims = plant(p.a)
+    for query in (f"tag=tag-{victims.token}&agent_id={agent}", f"agent_id={agent}&limit=100"):
+        assert victims.token not in json.dumps(listed(p.b, query))
+    ids = {m["id"] for m in listed(p.a, f"tag=tag-{victims.token}&agent_id={agent}")}
+    assert victims.shared["id"] in ids
+    assert (victims.private["id"] in ids) is (agent == X)
 
 
 # ----------------------------------------------------------------------- idempotency keys

@@ -7,6 +7,7 @@ argument naming another one. Unbound credentials keep taking the agent from the 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,20 @@ async def test_the_profile_resource_of_a_bound_credential_is_its_agents_only(
         await mcp.read_resource(f"memory://profile/{OTHER}", tool_context("t1", BOUND))
     [own] = await mcp.read_resource(f"memory://profile/{BOUND}", tool_context("t1", BOUND))
     assert own.content == "# Profile\n\n(nothing known yet)\n"
+
+
+async def test_the_listing_of_a_bound_credential_is_what_its_agent_may_see(
+    mcp: MCPServer[Any], service: MemoryService
+) -> None:
+    service.write(
+        "t1", WriteRequest(content="Cursor's user likes tea", agent_id=OTHER, visibility=Visibility.PRIVATE)
+    )
+    with pytest.raises(ResourceError, match="invalid_input: invalid `agent_id`"):
+        await mcp.read_resource(f"memory://memories?agent_id={OTHER}", tool_context("t1", BOUND))
+    [own] = await mcp.read_resource("memory://memories", tool_context("t1", BOUND))
+    assert json.loads(str(own.content)) == {"items": [], "cursor": None}
+    [other] = await mcp.read_resource(f"memory://memories?agent_id={OTHER}", tool_context("t1", None))
+    assert [m["content"] for m in json.loads(str(other.content))["items"]] == ["Cursor's user likes tea"]
 
 
 # ------------------------------------------------------------------------------ middleware

@@ -1,4 +1,4 @@
-"""The MCP tools, prompt and resource: thin adapters from tool arguments to MemoryService calls.
+"""The MCP tools, prompt and resources: thin adapters from tool arguments to MemoryService calls.
 
 Tool names are a contract (see DESIGN.md). Descriptions tell the model *when* to call each tool;
 parameter descriptions are read by the model too. The tenant comes from the authenticated
@@ -21,6 +21,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.resources import ResourceSecurity
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -79,6 +80,7 @@ from rearview.models import (
     Visibility,
     WriteRequest,
 )
+from rearview.service.browsing import DEFAULT_LISTING_PAGE, LISTING_TEMPLATE, MAX_BROWSE_PAGE
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.rendering import render_profile
 
@@ -626,6 +628,33 @@ class MemoryTools:
         )
         return render_profile(memories, agent_of(ctx, agent_id))
 
+    async def memories(
+        self,
+        ctx: Context,
+        tag: str | None = None,
+        type: str | None = None,
+        session_id: str | None = None,
+        cursor: str | None = None,
+        limit: str | None = None,
+        agent_id: str | None = None,
+    ) -> str:
+        """The `memory://memories{?...}` resource: one page of what the agent may see, as JSON.
+
+        `{"items": [memory, ...], "cursor": ...}`, newest `updated_at` first, active memories with
+        `tag`, of `type`, in `session_id` (each optional); `limit` 1..100 (default 25); pass `cursor`
+        back for the next page (null: done). A listing, not a recall: nothing is ranked or reinforced.
+        A credential bound to an agent lists what that agent may see.
+        """
+        flt = MemoryFilter.model_validate(
+            {"tags": (tag,) if tag else None, "types": (type,) if type else None, "session_id": session_id}
+        )
+        call = partial(
+            self.service.browse, tenant_of(ctx), flt, agent_of(ctx, agent_id), cursor or None,
+            _page_limit(limit),
+        )  # fmt: skip
+        page = await self._call(ctx, call)
+        return page.model_dump_json()
+
 
 def memory_guidelines() -> str:
     """The `memory_guidelines` prompt."""
@@ -660,7 +689,7 @@ def strict_tools(
 
 
 def register(mcp: MCPServer[Any], service: MemoryService) -> None:
-    """Register the guidelines prompt and the profile resource on `mcp` (the tools: `strict_tools`)."""
+    """Register the guidelines prompt, the profile and the listing resources (tools: `strict_tools`)."""
     mcp.add_prompt(
         StrictPrompt.from_function(
             memory_guidelines,
@@ -676,3 +705,25 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:
         "credential bound to an agent reads that agent's profile only.",
         mime_type="text/markdown",
     )(_resource_errors(MemoryTools(service).profile))
+    mcp.resource(
+        LISTING_TEMPLATE,
+        name="memories",
+        description="A page of the memories the agent may see, newest first, as JSON: no query, no "
+        "ranking, nothing reinforced (memory_search recalls). Filter by one tag, type or session; `limit` "
+        "1..100; pass the page's `cursor` back for the next.",
+        mime_type="application/json",
+        # Nothing here names a file: a cursor or a tag may hold `/` or `..`.
+        security=ResourceSecurity(reject_path_traversal=False, reject_absolute_paths=False),
+    )(_resource_errors(MemoryTools(service).memories))
+
+
+def _page_limit(limit: str | None) -> int:
+    """A listing's `limit` query parameter as a number (default `DEFAULT_LISTING_PAGE`)."""
+    if limit is None or limit == "":
+        return DEFAULT_LISTING_PAGE
+    try:
+        return int(limit)
+    except ValueError:
+        raise InvalidInputError(
+            "limit", f"must be a whole number between 1 and {MAX_BROWSE_PAGE}, got {limit!r}"
+        ) from None

@@ -285,8 +285,9 @@ class Memory:
         """One page of the memories this agent may see, newest `updated_at` first (no query, no ranking).
 
         What the memory browser lists: every active memory matching the filter (all `tags`), `limit`
-        (1..100) at a time; pass the page's `cursor` back for the next, None when done. Embedded only:
-        a server has no listing tool, so a remote `Memory` answers InvalidInputError on `url`.
+        (1..100) at a time; pass the page's `cursor` back for the next, None when done. A remote
+        `Memory` reads the server's `memory://memories` resource (a page may then hold fewer than
+        `limit` when several tags or types are given: the server filters by the first of each).
         """
         flt = _filter(session_id, types, tags, None, None)
         return self._transport.get().browse(flt, self._acting, cursor, limit)

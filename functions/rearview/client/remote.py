@@ -11,7 +11,8 @@ Differences from the embedded transport, all the server's and not hidden:
   `rearview.errors` (InvalidInputError with its field, NotFoundError with its id, ...), the server's
   message as its text; a refused key is AuthenticationError, an unreachable server BackendError;
 - `update` sends what the `memory_update` tool takes (no `entities`);
-- `browse` is InvalidInputError on `url`: the server has no listing tool.
+- `browse` reads the `memory://memories` resource (a listing, not a tool), which filters by one
+  tag and one type: further tags and types are applied to each page here.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import ExitStack, asynccontextmanager
 from typing import Any, TypeVar
+from urllib.parse import quote, urlencode
 
 import httpx2
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, TextResourceContents
 from pydantic import BaseModel
 
 from rearview.client.results import Recall, SummaryReceipt, WriteReceipt, recall_of, structured_of
@@ -58,7 +60,7 @@ from rearview.models import (
     UpdateRequest,
     WriteRequest,
 )
-from rearview.service.browsing import BrowsePage
+from rearview.service.browsing import LISTING_URI, BrowsePage
 from rearview.service.lifecycle.archival import RestoreResult
 
 M = TypeVar("M", bound=BaseModel)
@@ -146,10 +148,33 @@ class RemoteTransport:
         return self._model(Stats, "memory_stats", {})
 
     def browse(self, flt: MemoryFilter, agent_id: str, cursor: str | None, limit: int) -> BrowsePage:
-        """Not over MCP: the server has no listing tool (the tools are a contract), only `memory_search`."""
-        raise InvalidInputError(
-            "url", "browsing lists an embedded store: a Rearview server has no listing tool (search instead)"
+        """A page of the server's listing resource (`LISTING_URI`).
+
+        The resource filters by one tag and one type: the first of each goes to the server, the rest
+        are applied to the page here, so a page may hold fewer than `limit` (its cursor goes on).
+        """
+        query = {
+            "tag": flt.tags[0] if flt.tags else None,
+            "type": flt.types[0].value if flt.types else None,
+            "session_id": flt.session_id,
+            "cursor": cursor,
+            "limit": str(limit),
+            "agent_id": self._agent,
+        }
+        uri = (
+            LISTING_URI + "?" + urlencode({k: v for k, v in query.items() if v is not None}, quote_via=quote)
         )
+        portal, client = self._connected()
+        try:
+            result = portal.call(client.read_resource, uri)
+        except MCPError as exc:
+            raise rebuilt_error(exc.error.message) from exc
+        except Exception as exc:
+            raise self._failure(exc, f"reading {LISTING_URI} failed") from exc
+        text = next((c.text for c in result.contents if isinstance(c, TextResourceContents)), "")
+        page = BrowsePage.model_validate_json(text)
+        kept = [m for m in page.items if _listed(m, flt)]
+        return BrowsePage(items=kept, cursor=page.cursor)
 
     def close(self) -> None:
         """End the MCP session and stop the portal thread."""
@@ -232,6 +257,11 @@ def _filter_args(flt: MemoryFilter) -> dict[str, Any]:
     if flt.time_to is not None:
         args["time_to"] = flt.time_to.isoformat()
     return args
+
+
+def _listed(memory: MemoryView, flt: MemoryFilter) -> bool:
+    """Whether a listed memory has every tag of `flt` and one of its types (the server took the first)."""
+    return set(flt.tags or ()) <= set(memory.tags) and (not flt.types or memory.type in flt.types)
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -32,9 +32,8 @@ What differs from LangGraph's `InMemoryStore`, on purpose (Rearview is a memory,
 - Without a query, items come newest first (not in insertion order), and `filter` reads every item
   under the prefix; `list_namespaces` reads every item of the store (under the prefix's tag when the
   prefix has no wildcard): listing is a walk, not an index.
-- Finding an item by key and listing need the embedded store (`Memory(data_dir=...)`): a Rearview
-  server has no listing tool, so against a server only `search` with a query works (the others
-  answer InvalidInputError on `url`) until it has one.
+- Against a server (`Memory(url=...)`), finding an item by key and listing read the server's
+  `memory://memories` resource, a page (100) per round trip.
 - Ops of one `batch` run in order (a `get` after a `put` in the same batch sees it); `abatch` runs
   the batch on a worker thread.
 
@@ -131,8 +130,9 @@ class _Entry:
 class RearviewStore(BaseStore):
     """A LangGraph store whose items are Rearview memories (the module docstring maps one onto the other).
 
-    `memory` is the Python API, embedded or remote (listing needs embedded). `type` and `visibility`
-    are what each item is written as (default: a `semantic` memory every agent of the tenant sees);
+    `memory` is the Python API, embedded or remote (which lists through the server's listing
+    resource). `type` and `visibility` are what each item is written as (default: a `semantic`
+    memory every agent of the tenant sees);
     `text_fields` are the value fields tried, in order, for the memory's text; `hard_delete` purges
     a deleted item instead of forgetting it softly (restorable, kept in `memory_history`).
     Constructing the store does no I/O: the `Memory` opens on the first op.

@@ -24,6 +24,12 @@ from rearview.service.visibility import scoped
 
 MAX_BROWSE_PAGE = 100
 """The most memories one `browse` call returns."""
+DEFAULT_LISTING_PAGE = 25
+"""How many memories the MCP listing returns when it is not given a `limit`."""
+LISTING_URI = "memory://memories"
+"""The MCP resource that lists pages of `browse` (query: tag, type, session_id, cursor, limit, agent_id)."""
+LISTING_TEMPLATE = LISTING_URI + "{?tag,type,session_id,cursor,limit,agent_id}"
+"""Its RFC 6570 template, as `resources/templates/list` shows it."""
 DUE_SCAN_LIMIT = 1000
 """The most memories one `due_for_archival` call reads."""
 
