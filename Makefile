@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # A venv that `make install` set up already holds it.
 SERVE_STAMP := $(VENV)/.serving-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test-random help install dist serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
+.PHONY: strands test-random help install dist serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
 	bench bench-recall bench-speed bench-cost bench-fairness bench-locomo bench-latency bench-cold-start fmt clean docs
 
 help:  ## list targets
@@ -32,16 +32,33 @@ serve: $(SERVE_STAMP)  ## run the local MCP server (SQLite + embedded index + th
 dist:  ## build the wheel users install without a clone (dist/rearview-<version>-py3-none-any.whl)
 	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
 
+# Strands Agents beside mcp 2.3, as docs/integrations.md tells users: every strands-agents release
+# pins mcp<2.2, so it cannot be an extra; --no-deps keeps pip from downgrading mcp. `make test`
+# installs it so the Strands adapter's tests run instead of skipping.
+STRANDS_VERSION := 1.62.0
+STRANDS_STAMP := $(VENV)/.strands-$(STRANDS_VERSION)
+# strands-agents 1.62.0's requirements but mcp, with its own bounds.
+STRANDS_REQUIREMENTS := 'boto3>=1.26,<2' 'botocore>=1.29,<2' 'docstring-parser>=0.15,<1' 'httpx>=0.28.1,<1' \
+	'jsonschema>=4,<5' 'opentelemetry-api>=1.30,<2' 'opentelemetry-sdk>=1.30,<2' \
+	'opentelemetry-instrumentation-threading>=0.51b0,<1.00b0' 'pydantic>=2.4,<3' 'pyyaml>=6,<7' \
+	'typing-extensions>=4.13.2,<5' 'watchdog>=6,<7'
+strands: $(STRANDS_STAMP)  ## Strands Agents beside mcp 2.3 (--no-deps), for the Strands adapter's tests
+
+$(STRANDS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps 'strands-agents==$(STRANDS_VERSION)'
+	$(BIN)/python -m pip install --quiet $(STRANDS_REQUIREMENTS)
+	rm -f $(VENV)/.strands-* && touch $@
+
 opensearch-engine:
 	bash tests/engines/opensearch/fetch.sh
 
 chromium:  ## Debian's Chromium for the browser tests (apt-get install when /usr/bin/chromium is missing)
 	bash tests/engines/chromium/ensure.sh
 
-test: $(STAMP) opensearch-engine chromium deployed-tools lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch, a headless Chromium and the Lambda emulator)
+test: $(STAMP) opensearch-engine chromium deployed-tools strands lint typecheck  ## lint, typecheck and run every test tier (starts a real OpenSearch, a headless Chromium and the Lambda emulator)
 	$(BIN)/python -m pytest
 
-test-random: $(STAMP) opensearch-engine chromium deployed-tools  ## every test tier in a random order (pytest-randomly; the seed is printed: `pytest -p randomly --randomly-seed=N` repeats it)
+test-random: $(STAMP) opensearch-engine chromium deployed-tools strands  ## every test tier in a random order (pytest-randomly; the seed is printed: `pytest -p randomly --randomly-seed=N` repeats it)
 	$(BIN)/python -m pytest -p randomly
 
 # The deployed tier (tests/deployed): the `sam build` artifacts under the Lambda runtime emulator.
