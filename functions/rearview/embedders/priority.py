@@ -9,8 +9,8 @@ and each chunk first lets every waiting query go:
   turn; a waiting query takes the next turn before any waiting chunk, so a query waits for at most
   the chunk already running (and the queries ahead of it).
 - `exclusive=False` (a re-entrant engine, onnxruntime): queries never wait; document chunks run
-  one at a time, and the engine lends a chunk its other cores only while no query runs
-  (`OnnxE5Embedder.embed_documents`), so a search finds a core free.
+  one at a time, on threads of background priority (`OnnxE5Embedder`, `embedders.background`), so
+  the kernel gives a search's query a core first.
 
 A chunk waits its turn first come, first served: before, the thread that had just run a chunk took
 the turn again ahead of threads already waiting (it held the lock as it released it), so another
