@@ -58,7 +58,14 @@ def build_embedder(settings: Settings, *, on_demand: bool = False) -> Embedder:
     from rearview.embedders.batching import BatchingEmbedder
 
     max_batch = QUERY_BATCH if settings.query_batching else 1
-    return BatchingEmbedder(engine, max_batch=max_batch, cache_size=settings.query_cache_size)
+    solo_chars = None
+    if not exclusive:  # onnxruntime: a long query is bulk work, never batched with short ones
+        from rearview.embedders.onnx_e5 import BULK_CHARS
+
+        solo_chars = BULK_CHARS
+    return BatchingEmbedder(
+        engine, max_batch=max_batch, cache_size=settings.query_cache_size, solo_chars=solo_chars
+    )
 
 
 def build_local_engine(settings: Settings) -> tuple[QueryBatchEmbedder, bool]:

