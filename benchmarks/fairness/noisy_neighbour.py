@@ -3,9 +3,9 @@
 
 A real `rearview serve` (SQLite store + index, `--embedder`, two API keys, no UI, no lifecycle timer)
 is started as a child process on a loopback port. Tenant B then sends, one after another, a
-`memory_search` (top_k 10) and a short `memory_write` (a new fact each time), for `--seconds`: first
-alone, then during each kind of tenant A's heaviest load, which runs in a second child process (its
-own CPU, not B's GIL):
+`memory_search` (top_k 10) and a short `memory_write` (a new fact each time), for `--seconds`: for each
+kind of tenant A's heaviest load, first alone and then during that load, which runs in a second
+child process (its own CPU, not B's GIL):
 
 - writes: `--a-clients` clients, each sending maximum-size `memory_write` calls back to back
   (4,000 characters, 32 tags, 4 KiB of metadata);
@@ -17,8 +17,10 @@ own CPU, not B's GIL):
 - idle: `--idle` TCP connections from another loopback address (127.0.0.2) that send nothing, each
   opened again one second after the server closes it (an answer does not close it).
 
-Printed per load: B's search and write p50/p95, the ratio to B alone, B's worst call, B's failed
-calls (an HTTP error or a tool error), and what A got done (answered calls, refusals by status).
+Printed per load: B's search and write p50/p95 during it, the ratio to B alone measured just before
+it (each load has its own baseline: B's writes grow its data and a shared host drifts, so one
+baseline at the start made later loads look worse), B's worst call, B's failed calls (an HTTP error
+or a tool error), and what A got done (answered calls, refusals by status).
 B paces itself as an agent would (`--b-interval`: a pair of calls at most every 0.25 s, within the
 default request rate); A's writes and ingests wait `Retry-After` when refused, its floods never do.
 Raw HTTP POSTs of JSON-RPC `tools/call` (the stateless server needs no handshake) keep the
@@ -294,6 +296,8 @@ class Phase:
     write_ms: list[float] = field(default_factory=list)
     failures: Counter[str] = field(default_factory=Counter)
     a_tally: dict[str, int] = field(default_factory=dict)
+    baseline: Phase | None = None
+    """B alone, measured just before this load."""
 
     def stats(self, which: str) -> dict[str, float]:
         ms = np.asarray(self.search_ms if which == "search" else self.write_ms)
@@ -348,12 +352,17 @@ def run_phase(args: argparse.Namespace, url: str, load: str, start: int) -> Phas
 
 
 def render(phases: Sequence[Phase]) -> str:
-    alone = phases[0]
     rows = [("load", "B search p50/p95 ms", "x p50/p95", "B write p50/p95 ms", "x p50/p95", "B max ms",
              "B failed", "A's calls")]  # fmt: skip
     for p in phases:
+        alone = p.baseline or p
         s, w = p.stats("search"), p.stats("write")
         s0, w0 = alone.stats("search"), alone.stats("write")
+        if p.baseline:
+            rows.append((
+                "  alone", f"{s0['p50']:.0f} / {s0['p95']:.0f}", "", f"{w0['p50']:.0f} / {w0['p95']:.0f}",
+                "", f"{max(s0['max'], w0['max']):.0f}", str(sum(alone.failures.values())), "-",
+            ))  # fmt: skip
         worst = max(s["max"], w["max"])
         a_calls = ", ".join(f"{k} {v}" for k, v in sorted(p.a_tally.items())) or "-"
         rows.append((
@@ -401,19 +410,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         preload(url, args.preload)
         phases = []
-        for n, load in enumerate(["alone", *loads]):
-            phases.append(run_phase(args, url, load, 10_000 * (n + 1)))
+        for n, load in enumerate(loads):
+            baseline = run_phase(args, url, "alone", 10_000 * (2 * n + 1))
+            phases.append(run_phase(args, url, load, 10_000 * (2 * n + 2)))
+            phases[-1].baseline = baseline
             print(f"  {load}: done", flush=True)
     print(render(phases))
     for p in phases:
-        if p.failures:
-            print(f"B's failures during {p.load}: {dict(p.failures)}")
+        for phase, when in ((p.baseline, "alone before"), (p, "during")):
+            if phase is not None and phase.failures:
+                print(f"B's failures {when} {p.load}: {dict(phase.failures)}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         report = [
             {
                 "load": p.load,
                 "b_failures": dict(p.failures),
+                "alone_before": {
+                    "search": (p.baseline or p).stats("search"),
+                    "write": (p.baseline or p).stats("write"),
+                },
                 "a_calls": p.a_tally,
                 "search": p.stats("search"),
                 "write": p.stats("write"),
