@@ -37,16 +37,15 @@ dist:  ## build the wheel users install without a clone (dist/rearview-<version>
 # installs it so the Strands adapter's tests run instead of skipping.
 STRANDS_VERSION := 1.62.0
 STRANDS_STAMP := $(VENV)/.strands-$(STRANDS_VERSION)
-# strands-agents 1.62.0's requirements but mcp, with its own bounds.
-STRANDS_REQUIREMENTS := 'boto3>=1.26,<2' 'botocore>=1.29,<2' 'docstring-parser>=0.15,<1' 'httpx>=0.28.1,<1' \
-	'jsonschema>=4,<5' 'opentelemetry-api>=1.30,<2' 'opentelemetry-sdk>=1.30,<2' \
-	'opentelemetry-instrumentation-threading>=0.51b0,<1.00b0' 'pydantic>=2.4,<3' 'pyyaml>=6,<7' \
-	'typing-extensions>=4.13.2,<5' 'watchdog>=6,<7'
+# Its requirements as the installed package declares them, but mcp and the extras'.
+STRANDS_REQUIRES := import importlib.metadata as m, re; \
+	print("\n".join(r for r in m.requires("strands-agents") if ";" not in r and re.split("[^A-Za-z0-9_.-]", r)[0] != "mcp"))
 strands: $(STRANDS_STAMP)  ## Strands Agents beside mcp 2.3 (--no-deps), for the Strands adapter's tests
 
 $(STRANDS_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps 'strands-agents==$(STRANDS_VERSION)'
-	$(BIN)/python -m pip install --quiet $(STRANDS_REQUIREMENTS)
+	$(BIN)/python -c '$(STRANDS_REQUIRES)' > $(VENV)/strands-requirements.txt
+	$(BIN)/python -m pip install --quiet -r $(VENV)/strands-requirements.txt
 	rm -f $(VENV)/.strands-* && touch $@
 
 opensearch-engine:

@@ -296,8 +296,6 @@ class Phase:
     write_ms: list[float] = field(default_factory=list)
     failures: Counter[str] = field(default_factory=Counter)
     a_tally: dict[str, int] = field(default_factory=dict)
-    baseline: Phase | None = None
-    """B alone, measured just before this load."""
 
     def stats(self, which: str) -> dict[str, float]:
         ms = np.asarray(self.search_ms if which == "search" else self.write_ms)
@@ -351,18 +349,17 @@ def run_phase(args: argparse.Namespace, url: str, load: str, start: int) -> Phas
     return phase
 
 
-def render(phases: Sequence[Phase]) -> str:
+def render(phases: Sequence[tuple[Phase, Phase]]) -> str:
+    """The table: per load, B alone just before it, then B during it with the ratios to that."""
     rows = [("load", "B search p50/p95 ms", "x p50/p95", "B write p50/p95 ms", "x p50/p95", "B max ms",
              "B failed", "A's calls")]  # fmt: skip
-    for p in phases:
-        alone = p.baseline or p
+    for alone, p in phases:
         s, w = p.stats("search"), p.stats("write")
         s0, w0 = alone.stats("search"), alone.stats("write")
-        if p.baseline:
-            rows.append((
-                "  alone", f"{s0['p50']:.0f} / {s0['p95']:.0f}", "", f"{w0['p50']:.0f} / {w0['p95']:.0f}",
-                "", f"{max(s0['max'], w0['max']):.0f}", str(sum(alone.failures.values())), "-",
-            ))  # fmt: skip
+        rows.append((
+            "  alone", f"{s0['p50']:.0f} / {s0['p95']:.0f}", "", f"{w0['p50']:.0f} / {w0['p95']:.0f}",
+            "", f"{max(s0['max'], w0['max']):.0f}", str(sum(alone.failures.values())), "-",
+        ))  # fmt: skip
         worst = max(s["max"], w["max"])
         a_calls = ", ".join(f"{k} {v}" for k, v in sorted(p.a_tally.items())) or "-"
         rows.append((
@@ -411,14 +408,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         preload(url, args.preload)
         phases = []
         for n, load in enumerate(loads):
-            baseline = run_phase(args, url, "alone", 10_000 * (2 * n + 1))
-            phases.append(run_phase(args, url, load, 10_000 * (2 * n + 2)))
-            phases[-1].baseline = baseline
+            alone = run_phase(args, url, "alone", 10_000 * (2 * n + 1))
+            phases.append((alone, run_phase(args, url, load, 10_000 * (2 * n + 2))))
             print(f"  {load}: done", flush=True)
     print(render(phases))
-    for p in phases:
-        for phase, when in ((p.baseline, "alone before"), (p, "during")):
-            if phase is not None and phase.failures:
+    for alone, p in phases:
+        for phase, when in ((alone, "alone before"), (p, "during")):
+            if phase.failures:
                 print(f"B's failures {when} {p.load}: {dict(phase.failures)}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -426,15 +422,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             {
                 "load": p.load,
                 "b_failures": dict(p.failures),
-                "alone_before": {
-                    "search": (p.baseline or p).stats("search"),
-                    "write": (p.baseline or p).stats("write"),
-                },
+                "alone_before": {"search": alone.stats("search"), "write": alone.stats("write")},
                 "a_calls": p.a_tally,
                 "search": p.stats("search"),
                 "write": p.stats("write"),
             }
-            for p in phases
+            for alone, p in phases
         ]
         args.json.write_text(json.dumps({"machine": cpu_model(), "phases": report}, indent=2))
     return 0

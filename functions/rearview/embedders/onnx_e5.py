@@ -38,9 +38,10 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -157,37 +158,37 @@ class OnnxE5Embedder:
     def _encode(self, texts: Sequence[str], prefix: str) -> Vector:
         """Each text's vector, one text at a time per thread.
 
-        Bulk texts (`_bulk_rows`) run on the background threads; the others on the caller's thread,
-        helped by up to `workers - 1` pool threads. The caller returns when every row is in.
+        Bulk rows (`_bulk_rows`) run on the background threads, the others on the caller's thread
+        helped by up to `workers - 1` pool threads; the caller returns when every row is in. Bulk calls
+        take the background threads first come, first served, so one waits for the bulk calls ahead
+        of it: at most one document chunk (`PriorityEmbedder` runs them one at a time, ~2,000
+        characters) and the long texts queued before it.
         """
         out = np.zeros((len(texts), _DIMENSION), dtype=np.float32)
         bulk = _bulk_rows(texts, prefix)
-        light = [row for row in range(len(texts)) if row not in bulk]
-
-        def worker(rows: list[int]) -> Callable[[], None]:
-            order, taking = iter(rows), threading.Lock()
-
-            def work() -> None:
-                while True:
-                    with taking:
-                        row = next(order, None)
-                    if row is None:
-                        return
-                    out[row] = self._one(texts[row], prefix)
-
-            return work
-
+        light = sorted(set(range(len(texts))).difference(bulk))
         runs: list[Future[None]] = []
         if bulk:
-            work_bulk = worker(sorted(bulk))
-            runs += [self._bulk_threads().submit(work_bulk) for _ in range(min(self._workers, len(bulk)))]
+            drain = partial(self._drain, iter(bulk), threading.Lock(), texts, prefix, out)
+            runs += [self._bulk_threads().submit(drain) for _ in range(min(self._workers, len(bulk)))]
         if light:
-            work_light = worker(light)
-            runs += [self._threads().submit(work_light) for _ in range(min(self._workers, len(light)) - 1)]
-            work_light()
+            drain = partial(self._drain, iter(light), threading.Lock(), texts, prefix, out)
+            runs += [self._threads().submit(drain) for _ in range(min(self._workers, len(light)) - 1)]
+            drain()
         for run in runs:
             run.result()
         return out
+
+    def _drain(
+        self, rows: Iterator[int], taking: threading.Lock, texts: Sequence[str], prefix: str, out: np.ndarray
+    ) -> None:
+        """Embed into `out` the rows taken (under `taking`) from `rows` until none is left."""
+        while True:
+            with taking:
+                row = next(rows, None)
+            if row is None:
+                return
+            out[row] = self._one(texts[row], prefix)
 
     def _threads(self) -> ThreadPoolExecutor:
         with self._pool_lock:
@@ -238,11 +239,11 @@ class OnnxE5Embedder:
         return pooled
 
 
-def _bulk_rows(texts: Sequence[str], prefix: str) -> set[int]:
-    """The rows that are bulk work (`BULK_CHARS`), run at background priority."""
+def _bulk_rows(texts: Sequence[str], prefix: str) -> list[int]:
+    """The rows that are bulk work (`BULK_CHARS`), run at background priority, in order."""
     if prefix == PASSAGE and len(texts) > 1:
-        return set(range(len(texts)))
-    return {row for row, text in enumerate(texts) if len(text) > BULK_CHARS}
+        return list(range(len(texts)))
+    return [row for row, text in enumerate(texts) if len(text) > BULK_CHARS]
 
 
 def open_onnx_e5(
