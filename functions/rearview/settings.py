@@ -171,7 +171,7 @@ class Settings(ClaimSettings):
     tenant_search_concurrency: int | None = Field(default=None, ge=1, le=256)
     """`memory_search` calls one tenant runs at once; the rest wait their turn. Unset: all of
     `search_concurrency` but one, so another tenant's search always starts at once."""
-    tenant_requests_per_second: float = Field(default=50.0, ge=0, le=100_000)
+    tenant_requests_per_second: float = Field(default=20.0, ge=0, le=100_000)
     """Requests to `/mcp` one tenant may send a second, after a burst of `tenant_request_burst`; more get
     429 with `Retry-After` before their body is read (`api/tenant_rate.py`); 0 turns it off."""
     tenant_request_burst: int = Field(default=200, ge=1, le=1_000_000)

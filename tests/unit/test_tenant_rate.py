@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.api.fair_share import Fairness
-from rearview.api.tenant_rate import RATE_REFUSAL_HOLD_S, TenantRateLimiter
+from rearview.api.tenant_rate import BURST, RATE_REFUSAL_HOLD_S, REQUESTS_PER_SECOND, TenantRateLimiter
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import Settings, hash_key
@@ -68,6 +68,13 @@ def test_settings_bound_the_rate() -> None:
     with pytest.raises(ValidationError):
         Settings(tenant_request_burst=0)
     assert Fairness(requests_per_second=0).rate() is None
+
+
+def test_the_settings_default_is_the_documented_rate() -> None:
+    """One default: `rearview serve` (the settings) and `create_app`'s own (`Fairness`) agree."""
+    defaults = Fairness.from_settings(Settings())
+    assert (defaults.requests_per_second, defaults.request_burst) == (REQUESTS_PER_SECOND, BURST)
+    assert (Fairness().requests_per_second, Fairness().request_burst) == (REQUESTS_PER_SECOND, BURST)
 
 
 @pytest.fixture

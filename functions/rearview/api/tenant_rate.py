@@ -14,10 +14,13 @@ A held refusal is a sleeping coroutine and one of the address's connections (`ap
 bounds those). `rearview serve` holds them for `RATE_REFUSAL_HOLD_S`; Lambda does not (a held
 request is billed duration there, and API Gateway throttles in front).
 
-The default, 50 a second after a burst of 200, is far above what an agent's tool calls reach (a
+The default, 20 a second after a burst of 200, is far above what an agent's tool calls reach (a
 model answers in seconds, parallel tool calls come a few at a time) and bounds what one tenant's
-flood may ask of the server. On Lambda each warm container keeps its own buckets; API Gateway's
-throttling is the limit across them.
+flood of the cheapest calls may ask of the server: each costs about 4 ms of the event loop and the
+GIL (AMD EPYC Zen 1; a refused search as much as `memory_stats`), so at 50 a second a flood held a
+fifth of a core and another tenant's search p95 rose 2.7-3x; at 20 it rose 1.6-1.7x
+(`benchmarks/fairness/noisy_neighbour.py`). On Lambda each warm container keeps its own buckets; API
+Gateway's throttling is the limit across them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from collections.abc import Callable
 
 __all__ = ["TenantRateLimiter"]
 
-REQUESTS_PER_SECOND = 50.0
+REQUESTS_PER_SECOND = 20.0
 BURST = 200
 MAX_TENANTS = 100_000
 RATE_REFUSAL_HOLD_S = 1.0
