@@ -12,6 +12,8 @@ child process (its own CPU, not B's GIL):
 - ingests: `--a-ingests` clients (the per-tenant ingest limit) sending maximum `memory_ingest` calls
   (200 messages, ~100,000 characters) back to back;
 - searches: `--a-clients` clients sending maximum `memory_search` calls (1,000 characters, top_k 50);
+- repeats: the same, all with one query, so its embedding comes from the query cache and each search
+  is all Python (the most of the GIL one search can hold);
 - refused: `--a-clients` clients sending searches the server refuses (top_k over the limit) as fast
   as they are answered;
 - idle: `--idle` TCP connections from another loopback address (127.0.0.2) that send nothing, each
@@ -33,7 +35,7 @@ clients' own CPU small.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/fairness/noisy_neighbour.py
         [--embedder onnx|hashing] [--seconds 30] [--rounds 3]
-        [--loads writes,ingests,searches,refused,idle] [--a-clients 8] [--a-ingests 2] [--idle 1000]
+        [--loads writes,ingests,searches,repeats,refused,idle] [--a-clients 8] [--a-ingests 2] [--idle 1000]
         [--json PATH]
 
 Any `REARVIEW_*` variable in the environment reaches the server (e.g. the fairness settings).
@@ -69,7 +71,7 @@ from benchmarks.common.server import free_port
 KEYS = {"key-tenant-a": "tenant-a", "key-tenant-b": "tenant-b"}
 KEY_A, KEY_B = "key-tenant-a", "key-tenant-b"
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-LOADS = ("writes", "ingests", "searches", "refused", "idle")
+LOADS = ("writes", "ingests", "searches", "repeats", "refused", "idle")
 WORDS = [
     *("staging", "server", "backup", "deploy", "alice", "bob", "rollback", "region", "cluster"),
     *("nightly", "tea", "coffee", "budget", "meeting", "friday", "release", "notes", "database"),
@@ -226,6 +228,8 @@ async def _closed_loop(
                     body = tool_call("memory_ingest", max_ingest(rng, n), n)
                 elif kind == "searches":
                     body = tool_call("memory_search", max_search(rng), n)
+                elif kind == "repeats":
+                    body = tool_call("memory_search", max_search(random.Random(seed)), n)
                 else:
                     body = tool_call("memory_search", refused_search(rng), n)
                 try:
