@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rearview.api.arguments import StrictPrompt, StrictTool
 from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
 from rearview.api.errors import tool_errors
-from rearview.api.fair_share import DEFAULT_FAIRNESS, FairLane, Fairness
+from rearview.api.fair_share import DEFAULT_FAIRNESS, Courtesy, FairLane, Fairness
 from rearview.api.outputs import (
     SearchOutput,
     WriteReceipt,
@@ -261,7 +261,9 @@ WRITE_LANE_WIDTH = 16
 INGEST_LANE_WIDTH = 16
 
 
-def search_lane(width: int | None = None, per_tenant: int | None = None) -> FairLane:
+def search_lane(
+    width: int | None = None, per_tenant: int | None = None, courtesy: Courtesy | None = None
+) -> FairLane:
     """The lane `memory_search` calls run in: `width` at once (default: the usable CPU count).
 
     A search is CPU-bound Python plus a query embedding; the GIL lets one thread run at a time, so
@@ -279,7 +281,7 @@ def search_lane(width: int | None = None, per_tenant: int | None = None) -> Fair
     share = max(1, chosen - 1) if per_tenant is None else per_tenant
     if share < 1:
         raise ConfigurationError("tenant_search_concurrency", f"must be at least 1, got {share}")
-    return FairLane("memory_search", chosen, share)
+    return FairLane("memory_search", chosen, share, courtesy=courtesy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,13 +304,15 @@ class Lanes:
         A tenant's ingest beyond the service's `tenant_ingest_concurrency` is refused (`busy`) at once,
         as `MemoryService.ingest` refuses it; its other calls beyond their share wait their turn.
         """
+        courtesy = Courtesy()
         return cls(
-            search_lane(search_concurrency, fairness.search_concurrency),
-            FairLane("write", WRITE_LANE_WIDTH, fairness.write_concurrency),
+            search_lane(search_concurrency, fairness.search_concurrency, courtesy),
+            FairLane("write", WRITE_LANE_WIDTH, fairness.write_concurrency, courtesy=courtesy),
             FairLane(
-                "memory_ingest", INGEST_LANE_WIDTH, service.config.tenant_ingest_concurrency, max_waiting=0
+                "memory_ingest", INGEST_LANE_WIDTH, service.config.tenant_ingest_concurrency,
+                max_waiting=0, courtesy=courtesy,
             ),
-        )
+        )  # fmt: skip
 
 
 def _time(value: str | None, field: str) -> datetime | None:

@@ -107,6 +107,7 @@ from rearview.service.search.temporal import (
     states_time,
 )
 from rearview.text import is_cjk_text, tokens
+from rearview.yield_points import YIELD_EVERY, yield_point
 
 SUBJECT_PREFIX = re.compile(r"^([A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?): ")
 """A speaker prefix, `"Caroline: ..."` or `"Mr Smith: ..."`: whose memory it is."""
@@ -304,6 +305,7 @@ class Ranked:
 def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
     """The candidates the store holds, best first (ties by id). Pure: same input, same output."""
     fused = calibrated_fuse(candidates, policy)
+    yield_point()
     seen = {f.memory_id for f in fused}
     archived = Candidates(
         candidates.query, candidates.now, candidates.memories, candidates.archived,
@@ -327,7 +329,10 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
     temporal = policy.time_mismatch_factor < 1 or policy.timeless_factor < 1
     asked = asked_time(candidates.query, candidates.reference or candidates.now) if temporal else NO_TIME
     out = []
-    for f, memory in held:
+    yield_point()
+    for n, (f, memory) in enumerate(held, 1):
+        if n % YIELD_EVERY == 0:
+            yield_point()
         subject = _subject_factor(subjects[memory.id], named, policy)
         factors = rerank_factors(
             memory, candidates.now, policy, subject, temporal_factor(memory, asked, policy)

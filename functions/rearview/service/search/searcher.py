@@ -43,6 +43,7 @@ from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
 from rearview.text import estimate_tokens
+from rearview.yield_points import YIELD_EVERY, yield_point
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,10 @@ class Searcher:
         top_k = req.top_k
         reasons: list[str] = []
         candidates = self._candidates(tenant_id, req, top_k, reasons)
+        yield_point()
         policy = self.config.ranking
         ranked = rank(candidates, policy)
+        yield_point()
         relevant = (r for r in admitted(ranked, policy) if round(r.score, 6) >= req.min_score)
         kept = collapse_extracted(relevant, top_k)
         results = [_hit(c.ranked, c.related, policy.relevant_at) for c in kept]  # hits built for these only
@@ -132,6 +135,7 @@ class Searcher:
         ids = dict.fromkeys(
             i for hits in (channels.keyword, channels.vector, archived) for i, _ in hits or ()
         )
+        yield_point()
         now = self.clock.now()
         first = Candidates(
             query=query,
@@ -147,6 +151,7 @@ class Searcher:
         )
         if channels.keyword is None or not live:
             return first
+        yield_point()
         flt = req.filter.model_copy(update={"statuses": live})
         return self._second_hop(tenant_id, first, flt, now)
 
@@ -166,6 +171,7 @@ class Searcher:
         if not bridges:
             return first
         text = " ".join(bridges)
+        yield_point()
         try:
             hits = self.index.search(IndexQuery(tenant_id=tenant_id, filter=flt, limit=HOP_LIMIT, text=text))
         except IndexUnavailableError:
@@ -181,11 +187,13 @@ class Searcher:
         matches is index drift, and dropped: the store is the truth.
         """
         decay = self.config.policy(tenant_id).decay
-        return {
-            m.id: m.model_copy(update={"strength": decay.effective(m, now)})
-            for m in self.store.get_many(tenant_id, ids)
-            if filter.matches(m)
-        }
+        held: dict[str, Memory] = {}
+        for n, m in enumerate(self.store.get_many(tenant_id, ids), 1):
+            if filter.matches(m):
+                held[m.id] = m.model_copy(update={"strength": decay.effective(m, now)})
+            if n % YIELD_EVERY == 0:
+                yield_point()
+        return held
 
     def _live_channels(
         self, tenant_id: str, req: SearchRequest, flt: MemoryFilter, depth: int, reasons: list[str]
@@ -193,6 +201,7 @@ class Searcher:
         """The index's keyword and vector channels, or the store's keyword fallback when the index is down."""
         query = req.query.strip()
         vector = self._embed_query(query, reasons) if "vector" in req.channels else None
+        yield_point()
         text = query if "keyword" in req.channels else None
         try:
             hits = self.index.search(
