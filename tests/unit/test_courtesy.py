@@ -140,7 +140,7 @@ async def test_lanes_count_demand_across_lanes_and_step_aside_in_their_threads()
 
 
 def test_a_search_passes_yield_points_between_its_stages(service: MemoryService) -> None:
-    """Embedding, each channel, the candidates' records, the second hop, ranking: each may step aside."""
+    """After the embedding, every 25 candidates read and ranked, around the second hop: each may step aside."""
     for i in range(60):
         service.write(
             "t", WriteRequest(content=f"Alice moved the staging server backup number {i} to Lisbon")

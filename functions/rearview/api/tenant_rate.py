@@ -16,10 +16,11 @@ request is billed duration there, and API Gateway throttles in front).
 
 The default, 20 a second after a burst of 200, is far above what an agent's tool calls reach (a
 model answers in seconds, parallel tool calls come a few at a time) and bounds what one tenant's
-flood of the cheapest calls may ask of the server: each costs about 4 ms of the event loop and the
-GIL (AMD EPYC Zen 1; a refused search as much as `memory_stats`), so at 50 a second a flood held a
-fifth of a core and another tenant's search p95 rose 2.7-3x; at 20 it rose 1.6-1.7x
-(`benchmarks/fairness/noisy_neighbour.py`). On Lambda each warm container keeps its own buckets; API
+flood of the cheapest calls may ask of the server: each costs 4-6 ms of server CPU, most of it the
+event loop's and under the GIL (`benchmarks/cost/request_cpu.py`, AMD EPYC Zen 1: a refused search
+3.9 ms, `memory_stats` 5.6 ms), so at 50 a second a flood held a fifth of a core and another tenant's
+search p95 rose 2.7-3x; at 20 it rose 1.6-1.9x (`benchmarks/fairness/noisy_neighbour.py --loads
+refused`). On Lambda each warm container keeps its own buckets; API
 Gateway's throttling is the limit across them.
 """
 

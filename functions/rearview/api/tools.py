@@ -309,10 +309,13 @@ class Lanes:
             search_lane(search_concurrency, fairness.search_concurrency, courtesy),
             FairLane("write", WRITE_LANE_WIDTH, fairness.write_concurrency, courtesy=courtesy),
             FairLane(
-                "memory_ingest", INGEST_LANE_WIDTH, service.config.tenant_ingest_concurrency,
-                max_waiting=0, courtesy=courtesy,
+                "memory_ingest",
+                INGEST_LANE_WIDTH,
+                service.config.tenant_ingest_concurrency,
+                max_waiting=0,
+                courtesy=courtesy,
             ),
-        )  # fmt: skip
+        )
 
 
 def _time(value: str | None, field: str) -> datetime | None:

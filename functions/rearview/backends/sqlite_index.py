@@ -46,7 +46,6 @@ from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, StoreError
 from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
 from rearview.text import query_tokens
-from rearview.yield_points import yield_point
 
 __all__ = ["INDEX_CACHE_MIB", "SQLiteMemoryIndex"]
 
@@ -170,7 +169,6 @@ class SQLiteMemoryIndex:
 
     def search(self, query: IndexQuery) -> ChannelHits:
         keyword, ceiling = self._keyword(query) if query.text is not None else ([], 0.0)
-        yield_point()
         vector = (
             self._vector(query, check_vector(query.vector, self._dimension))
             if query.vector is not None
