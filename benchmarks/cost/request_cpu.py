@@ -62,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200, help="calls per kind (max-search: a fifth)")
     parser.add_argument("--preload", type=int, default=100)
     args = parser.parse_args(argv)
+    if args.calls < 1 or args.preload < 0:
+        parser.error(
+            f"--calls must be at least 1 and --preload at least 0 (got {args.calls}, {args.preload})"
+        )
     print(f"machine: {cpu_model()}; embedder {args.embedder}; {args.preload} memories")
     print(f"{'call':<14} {'server CPU ms/call':>18} {'round trip ms':>14}")
     rng = random.Random(1)
