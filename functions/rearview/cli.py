@@ -355,6 +355,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.api.access_log import install_console_handler
     from rearview.api.app import LOOPBACK, create_app
     from rearview.api.auth import ApiKeyResolver
+    from rearview.api.courtesy import share_the_interpreter
     from rearview.api.fair_share import Fairness
     from rearview.api.http_limits import Limits, server_options
     from rearview.api.jwt_auth import JwtVerifier
@@ -407,6 +408,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     if settings.ui:
         print(f"Memory browser at http://{settings.host}:{settings.port}/ui")
     timer = _lifecycle_timer(settings, service)
+    share_the_interpreter(settings.gil_switch_interval_ms)  # threads and the event loop take turns often
     try:
         # uvicorn rewrites the scheme and client from X-Forwarded-* by default; only behind a proxy
         proxied = settings.trust_forwarded_headers

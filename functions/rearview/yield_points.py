@@ -4,8 +4,8 @@ Python runs one thread at a time (the GIL). When two tenants' calls are both in 
 about half of it, so a short call of a light tenant took up to twice as long beside a heavy tenant's
 search. The API's lanes (`api/fair_share.py`) set a `step_aside` hook on the thread that runs a call;
 service code calls `yield_point()` between its stages, and the hook may sleep there (holding no GIL)
-until the lighter call is done. Outside a lane (the CLI, the Python client, Lambda: one call per
-process) there is no hook and `yield_point()` does nothing.
+while a lighter tenant's request is served (`api/courtesy.py`). Outside a lane (the CLI, the Python
+client, Lambda: one call per process) there is no hook and `yield_point()` does nothing.
 """
 
 from __future__ import annotations

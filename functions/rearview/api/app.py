@@ -21,6 +21,7 @@ from rearview.api import tools
 from rearview.api.access_log import AccessLog, quiet_library_loggers
 from rearview.api.auth import METADATA_PATH, ApiKeyResolver, TenantAuth, TokenOrKeyResolver, TokenVerifier
 from rearview.api.body_timeout import BODY_TIMEOUT_S, BodyTimeout
+from rearview.api.courtesy import Courtesy, CourtesyScope
 from rearview.api.errors import error_body
 from rearview.api.fair_share import DEFAULT_FAIRNESS, Fairness
 from rearview.api.origin import request_origin
@@ -90,12 +91,15 @@ class RootGuide:
 
 
 def build_mcp(
-    service: MemoryService, search_concurrency: int | None = None, fairness: Fairness = DEFAULT_FAIRNESS
+    service: MemoryService,
+    search_concurrency: int | None = None,
+    fairness: Fairness = DEFAULT_FAIRNESS,
+    courtesy: Courtesy | None = None,
 ) -> MCPServer[Any]:
     """The MCP server with Rearview's tools, prompt and resource.
 
     The tools run in lanes (`tools.Lanes`) of `search_concurrency` searches, each tenant's share
-    from `fairness`.
+    from `fairness`, stepping aside for lighter tenants' requests counted in `courtesy`.
     """
     # subscriptions=False: a stateless JSON-response server holds no `subscriptions/listen` stream, and
     # the SDK derives the 2026-era `listChanged` / `resources.subscribe` flags from that method being
@@ -104,7 +108,9 @@ def build_mcp(
         "rearview",
         instructions=INSTRUCTIONS,
         version=__version__,
-        tools=tools.strict_tools(service, lanes=tools.Lanes.build(service, search_concurrency, fairness)),
+        tools=tools.strict_tools(
+            service, lanes=tools.Lanes.build(service, search_concurrency, fairness, courtesy)
+        ),
         subscriptions=False,
     )
     tools.register(mcp, service)
@@ -159,9 +165,11 @@ def create_app(
     At most `search_concurrency` `memory_search` calls run at once, the rest queue (default: the
     CPU count; `rearview.api.tools.search_lane` says why). `fairness` is each tenant's share: its
     request rate on `/mcp` (over it: 429 before the body is read) and how many of its tool calls run
-    at once, the rest waiting their turn tenant by tenant (`rearview.api.fair_share`).
+    at once, the rest waiting their turn tenant by tenant (`rearview.api.fair_share`); while a
+    tenant's request is served, heavier tenants' calls step aside (`rearview.api.courtesy`).
     """
-    mcp = build_mcp(service, search_concurrency, fairness)
+    courtesy = Courtesy()  # one per app: its requests and its lanes' calls (`rearview.api.courtesy`)
+    mcp = build_mcp(service, search_concurrency, fairness, courtesy)
 
     @mcp.custom_route("/healthz", methods=["GET"])  # type: ignore[untyped-decorator]
     async def healthz(_: Request) -> Response:
@@ -193,7 +201,8 @@ def create_app(
         transport_security=security,
         host=host,
     )
-    guarded = RequestIdGuard(starlette, MCP_PATH)  # behind auth: no body is read before the key is checked
+    # behind auth: no body is read before the key is checked; a request is a visit once its body is read
+    guarded = RequestIdGuard(CourtesyScope(starlette, courtesy, MCP_PATH), MCP_PATH)
     quiet_library_loggers()
     refusals = RefusedKeyLimiter(  # one per app: /mcp and the UI together
         refusals_per_minute or None, proxies=forwarded_proxies if trust_forwarded_headers else 0

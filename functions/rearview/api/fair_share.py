@@ -22,16 +22,12 @@ event loop that serves it.
 A thread bounds when a call starts, not how much of the interpreter it gets once running: beside
 another tenant's back-to-back searches, each all Python once its query embedding was cached, a
 tenant's search got about half of the GIL and its p95 rose 3.3-4x. The lanes of one app share a
-`Courtesy`: a call of the tenant asking more waits at its yield points (`rearview.yield_points`)
-while a lighter tenant's call runs, at most `COURTESY_MAX_PAUSE_S` each. Measured with
-`benchmarks/fairness/noisy_neighbour.py --loads repeats` (AMD EPYC Zen 1, 2 cores): that p95 ratio
-went from 3.3-4.0 to 1.7-2.1.
+`Courtesy` (`api/courtesy.py`) with its `/mcp` requests: a call of the tenant asking more waits at
+its yield points while a lighter tenant's request is being served.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -42,12 +38,12 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
+from rearview.api.courtesy import Courtesy
 from rearview.api.tenant_rate import BURST, RATE_REFUSAL_HOLD_S, REQUESTS_PER_SECOND, TenantRateLimiter
 from rearview.errors import BusyError, ConfigurationError
 from rearview.settings import Settings
-from rearview.yield_points import run_with_hook
 
-__all__ = ["DEFAULT_FAIRNESS", "Courtesy", "FairLane", "Fairness"]
+__all__ = ["DEFAULT_FAIRNESS", "FairLane", "Fairness"]
 
 T = TypeVar("T")
 
@@ -90,67 +86,6 @@ class Fairness:
 
 DEFAULT_FAIRNESS = Fairness()
 
-COURTESY_MAX_PAUSE_S = 0.05
-"""The longest one yield point waits for lighter tenants' calls: a heavy call is slowed, never stopped."""
-
-
-class Courtesy:
-    """Which tenant's call steps aside for which at a yield point (`rearview.yield_points`).
-
-    A tenant's demand is its calls in the app's lanes, running or waiting. At a yield point a call
-    waits (sleeping, so without the GIL) while another tenant with a smaller demand has a call running
-    in a thread, up to `max_pause_s`: the tenant asking less gets the interpreter first, as the lanes
-    give it a thread first. Tenants of equal demand never wait for each other.
-
-    `demand` is kept on the event loop (`enter`, `leave`); `running` in the lanes' threads, under a
-    lock; `step_aside` reads both from a thread (a dictionary read: a stale count delays or skips one
-    pause, nothing else).
-    """
-
-    def __init__(self, max_pause_s: float = COURTESY_MAX_PAUSE_S) -> None:
-        self.max_pause_s = max_pause_s
-        self.demand: Counter[str] = Counter()
-        self._running: Counter[str] = Counter()
-        self._changed = threading.Condition(threading.Lock())
-        """Guards `_running`; notified when a call returns."""
-
-    def enter(self, tenant_id: str) -> None:
-        self.demand[tenant_id] += 1
-
-    def leave(self, tenant_id: str) -> None:
-        self.demand[tenant_id] -= 1
-        if self.demand[tenant_id] <= 0:
-            del self.demand[tenant_id]
-
-    def run(self, tenant_id: str, fn: Callable[[], T]) -> T:
-        """`fn()` in this thread as `tenant_id`'s running call, its yield points stepping aside."""
-        self.step_aside(tenant_id)  # a call that has not started yet steps aside first
-        with self._changed:
-            self._running[tenant_id] += 1
-        try:
-            return run_with_hook(lambda: self.step_aside(tenant_id), fn)
-        finally:
-            with self._changed:
-                self._running[tenant_id] -= 1
-                if not self._running[tenant_id]:
-                    del self._running[tenant_id]
-                self._changed.notify_all()
-
-    def step_aside(self, tenant_id: str) -> None:
-        """Wait while a lighter tenant has a call running, at most `max_pause_s` in all."""
-        deadline = time.monotonic() + self.max_pause_s
-        with self._changed:
-            while self._lighter_running(tenant_id):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._changed.wait(left)
-
-    def _lighter_running(self, tenant_id: str) -> bool:
-        """Under `_changed`: whether another tenant asking less than `tenant_id` has a call running."""
-        mine = self.demand.get(tenant_id, 0)
-        return any(self.demand.get(t, 0) < mine for t in self._running if t != tenant_id)
-
 
 class FairLane:
     """A lane of `width` threads shared fairly by tenants (see the module docstring)."""
@@ -187,27 +122,31 @@ class FairLane:
     async def run(self, tenant_id: str, fn: Callable[[], T], *, abandon_on_cancel: bool = False) -> T:
         """`fn()` in one of the lane's threads, in `tenant_id`'s turn; `BusyError` when too many wait.
 
-        While it waits or runs the call counts in `tenant_id`'s demand (`Courtesy`), and in its thread
-        its yield points step aside for lighter tenants' calls.
+        The call is a visit of `tenant_id` (`Courtesy.call`: its request's, when it has one), not
+        active while it waits for its turn; in its thread its yield points step aside for lighter
+        tenants' requests, and so does its return to the loop.
         """
-        self.courtesy.enter(tenant_id)
-        try:
+        with self.courtesy.call(tenant_id):
             async with self.turn(tenant_id):
-                return await anyio.to_thread.run_sync(
+                result = await anyio.to_thread.run_sync(
                     partial(self.courtesy.run, tenant_id, fn),
                     limiter=self.threads,
                     abandon_on_cancel=abandon_on_cancel,
                 )
-        finally:
-            self.courtesy.leave(tenant_id)
+            await self.courtesy.give_way(tenant_id)  # its result is serialized on the loop
+            return result
 
     @asynccontextmanager
     async def turn(self, tenant_id: str) -> AsyncIterator[None]:
-        """Hold one of the lane's slots, as `tenant_id`, for the block (waiting for it fairly)."""
+        """Hold one of the lane's slots, as `tenant_id`, for the block (waiting for it fairly).
+
+        Inside `courtesy.call(tenant_id)`: while it waits, that visit is not active.
+        """
         if self._may_start(tenant_id) and tenant_id not in self._waiting:
             self._start(tenant_id)
         else:
-            await self._wait(tenant_id)
+            with self.courtesy.waiting(tenant_id):
+                await self._wait(tenant_id)
         try:
             yield
         finally:

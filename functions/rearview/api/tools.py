@@ -28,8 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rearview.api.arguments import StrictPrompt, StrictTool
 from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
+from rearview.api.courtesy import Courtesy
 from rearview.api.errors import tool_errors
-from rearview.api.fair_share import DEFAULT_FAIRNESS, Courtesy, FairLane, Fairness
+from rearview.api.fair_share import DEFAULT_FAIRNESS, FairLane, Fairness
 from rearview.api.outputs import (
     SearchOutput,
     WriteReceipt,
@@ -298,13 +299,14 @@ class Lanes:
         service: MemoryService,
         search_concurrency: int | None = None,
         fairness: Fairness = DEFAULT_FAIRNESS,
+        courtesy: Courtesy | None = None,
     ) -> "Lanes":
-        """The lanes of one app, each tenant's share from `fairness`.
+        """The lanes of one app, each tenant's share from `fairness`, sharing `courtesy` (else a new one).
 
         A tenant's ingest beyond the service's `tenant_ingest_concurrency` is refused (`busy`) at once,
         as `MemoryService.ingest` refuses it; its other calls beyond their share wait their turn.
         """
-        courtesy = Courtesy()
+        courtesy = courtesy or Courtesy()
         return cls(
             search_lane(search_concurrency, fairness.search_concurrency, courtesy),
             FairLane("write", WRITE_LANE_WIDTH, fairness.write_concurrency, courtesy=courtesy),
