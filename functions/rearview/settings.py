@@ -177,8 +177,8 @@ class Settings(ClaimSettings):
     tenant_request_burst: int = Field(default=200, ge=1, le=1_000_000)
     gil_switch_interval_ms: float = Field(default=1.0, gt=0, le=100)
     """`rearview serve`: how long a thread running Python keeps the GIL from one waiting for it (Python's
-    default is 5). Shorter: another tenant's request waits less for a busy search thread; longer: a
-    little more throughput for a single tenant (`api/courtesy.py`)."""
+    default is 5). Shorter: another tenant's request waits less for a busy search thread; at 1, one
+    tenant's search throughput measured no lower than at 5 (`api/courtesy.py`)."""
     connections_per_address: int = Field(default=64, ge=0, le=100_000)
     """Open connections one client address may hold, half of them before they authenticate; one more is
     answered 429 at once (`api/http_limits.py`). 0 turns the shares off, as `trust_forwarded_headers`

@@ -220,8 +220,9 @@ class CourtesyScope:
 def share_the_interpreter(interval_ms: float = GIL_SWITCH_INTERVAL_MS) -> None:
     """Hand the GIL on every `interval_ms` (process-wide: for `rearview serve`).
 
-    A single request on Lambda has nobody to share with and keeps Python's default. Measured with
-    `benchmarks/speed/concurrent_search.py` (one tenant, 8 clients; AMD EPYC Zen 1, 2 cores), 1 ms
-    against 5 ms cost about 3 % of server CPU per search and of searches a second.
+    A single request on Lambda has nobody to share with and keeps Python's default. One tenant's
+    throughput did not measurably change: `benchmarks/speed/concurrent_search.py --memories 1000
+    --clients 8 --queries 20 --modes today` (AMD EPYC Zen 1, 2 cores), alternated 1/5/1/5 ms in
+    one sitting, 25.3 and 26.5 searches/s at 1 ms against 25.0 and 25.0 at 5 ms.
     """
     sys.setswitchinterval(interval_ms / 1000)
