@@ -295,3 +295,23 @@ async def test_a_call_waiting_for_its_lane_turn_pauses_nobody() -> None:
         await until(lambda: lane.waiting("light") == 1)
         light_queued.set()
     assert order == [("heavy passed its yield point at once", True), "light ran"]
+
+
+async def test_a_request_cancelled_while_giving_way_leaves() -> None:
+    """A heavier request whose client is gone while it waits its turn counts no more (nor pauses anyone)."""
+    courtesy = Courtesy(max_pause_s=WAIT_S)
+    light = courtesy.arrive("light")
+    courtesy.arrive("heavy")  # so the request below asks more than light
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("the cancelled request must not reach the app")
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "state": {TENANT_STATE_KEY: "heavy"}}
+    with anyio.move_on_after(0.1):
+        await CourtesyScope(app, courtesy, "/mcp")(scope, _no_body, _no_send)
+    assert courtesy.demand == {"light": 1, "heavy": 1}
+    light.leave()
+
+
+async def _no_send(message: Message) -> None:
+    raise AssertionError(f"nothing is sent: {message}")

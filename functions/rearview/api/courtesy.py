@@ -203,14 +203,14 @@ class CourtesyScope:
             return
         visit = self.courtesy.arrive(tenant_id)
         token = _visiting.set(tenant_id)
-        await self.courtesy.give_way(tenant_id)
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 visit.leave()
             await send(message)
 
-        try:
+        try:  # a request cancelled while it gives way leaves too
+            await self.courtesy.give_way(tenant_id)
             await self.app(scope, receive, sending)
         finally:
             visit.leave()
