@@ -1,6 +1,14 @@
 """Everyday recall: the hand-written users of `../shared/data/everyday/` scored as its README says.
 
-    PYTHONPATH=functions:. .venv/bin/python benchmarks/recall/everyday_recall.py [DATASET] [--unlinked]
+    PYTHONPATH=functions:. .venv/bin/python benchmarks/recall/everyday_recall.py [DATASET] \\
+        [--unlinked] [--help-mode without|with|both]
+
+`--help-mode with` writes each memory with the recall cues an assistant wrote for it and asks each
+question with its alternatives (`<dataset>_cues.json`, `<dataset>_alternatives.json` beside the set:
+what an agent adds, "The agent is the model" in DESIGN.md); `without` (the default) uses neither;
+`both` runs the set twice. Every run also prints the plain-cosine baseline on the same memories and
+phrasings: each question's memories ranked by e5 cosine alone (the best of a memory's text and its
+cues against the best of the query and its alternatives), what ranking must never fall below.
 
 Each user is its own tenant on the embedded backend (SQLite store and index, the ONNX e5 embedder,
 the service's defaults as `rearview serve` configures them; the clock stands at the set's
@@ -46,12 +54,14 @@ from statistics import fmean
 from typing import Any
 
 from benchmarks.common.local_embedders import LOCAL_EMBEDDERS, local_embedder
+from benchmarks.common.machine import cpu_model
 from benchmarks.common.paths import SHARED_DATA
 from benchmarks.recall.small_tenant_recall import service_config
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.clock import ManualClock
-from rearview.models import MemoryType, SearchRequest, WriteRequest
+from rearview.limits import MAX_ALTERNATIVES, MAX_CUES
+from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.ranking import Candidates
 from rearview.service.search.searcher import Searcher
@@ -96,7 +106,27 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
-def write_user(service: MemoryService, user: dict[str, Any], *, linked: bool) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class Help:
+    """What the agent adds: memory key -> its recall cues, question id -> its alternatives."""
+
+    cues: dict[str, list[str]] = field(default_factory=dict)
+    alternatives: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def beside(cls, dataset: Path) -> Help:
+        """The cues and alternatives beside `dataset`: `<stem>_cues.json`, `<stem>_alternatives.json`."""
+        cues = json.loads(dataset.with_name(f"{dataset.stem}_cues.json").read_text(encoding="utf-8"))
+        alts = json.loads(dataset.with_name(f"{dataset.stem}_alternatives.json").read_text(encoding="utf-8"))
+        return cls(cues, alts)
+
+
+NO_HELP = Help()
+
+
+def write_user(
+    service: MemoryService, user: dict[str, Any], *, linked: bool, help: Help = NO_HELP
+) -> dict[str, str]:
     """Write one user's memories in `written_order`; key -> the id its write returned."""
     ids: dict[str, str] = {}
     for m in sorted(user["memories"], key=lambda m: m["written_order"]):
@@ -109,6 +139,7 @@ def write_user(service: MemoryService, user: dict[str, Any], *, linked: bool) ->
             event_time=datetime.fromisoformat(event.replace("Z", "+00:00")) if event else None,
             ttl_days=WORKING_TTL_DAYS if kind is MemoryType.WORKING else None,
             supersedes=ids.get(m["supersedes"]) if linked and m.get("supersedes") else None,
+            cues=help.cues.get(m["key"], [])[:MAX_CUES],
         )
         ids[m["key"]] = service.write(user["user"], req).memory.id
     return ids
@@ -141,8 +172,24 @@ def questions(user: dict[str, Any], ids: dict[str, str]) -> list[Question]:
     return out
 
 
-def request(q: Question) -> SearchRequest:
-    return SearchRequest(query=q.query, top_k=TOP_K, reinforce=False, reference_time=q.reference_time)
+def request(q: Question, help: Help = NO_HELP) -> SearchRequest:
+    alternatives = _distinct_alternatives(q.query, help.alternatives.get(q.qid, []))
+    return SearchRequest(
+        query=q.query, top_k=TOP_K, reinforce=False, reference_time=q.reference_time,
+        alternatives=alternatives or None,
+    )  # fmt: skip
+
+
+def _distinct_alternatives(query: str, alternatives: Sequence[str]) -> list[str]:
+    """The alternatives an assistant wrote, less repeats of the query (the tool refuses those)."""
+    seen = {" ".join(query.casefold().split())}
+    out = []
+    for alt in alternatives:
+        key = " ".join(alt.casefold().split())
+        if key not in seen and len(out) < MAX_ALTERNATIVES:
+            seen.add(key)
+            out.append(alt)
+    return out
 
 
 # -------------------------------------------------------------------------------------- scoring
@@ -255,12 +302,53 @@ class Labelled:
 @dataclass(slots=True)
 class Run:
     outcomes: list[Outcome] = field(default_factory=list)
+    cosine: list[Outcome] = field(default_factory=list)
+    """The same questions answered by plain cosine (`cosine_ranking`): the baseline."""
     asked: list[Labelled] = field(default_factory=list)
     """Each question's candidates with its labels, when collected."""
 
 
+def cosine_ranking(
+    service: MemoryService, user: dict[str, Any], ids: dict[str, str], q: Question, help: Help
+) -> list[str]:
+    """The user's active memories by plain e5 cosine alone: max over (text + cues) x (query + alternatives).
+
+    Superseded memories are left out (as linked writing retires them); the first `TOP_K` are returned.
+    """
+    embedder = service.embedder
+    active = {m.id: m for m in service.store.list_memories(user["user"], _ACTIVE, limit=1000).items}
+    keys = [(k, i) for k, i in ids.items() if i in active]
+    texts = [t for _, i in keys for t in (active[i].content, *(c.text for c in active[i].cues))]
+    owners = [i for _, i in keys for _ in range(1 + len(active[i].cues))]
+    docs = _doc_vectors(embedder, tuple(texts))
+    queries = embedder.embed_queries(request(q, help).phrasings)  # type: ignore[attr-defined]
+    sims = (docs @ queries.T).max(axis=1)
+    best: dict[str, float] = {}
+    for owner, sim in zip(owners, sims, strict=True):
+        best[owner] = max(best.get(owner, -1.0), float(sim))
+    return sorted(best, key=lambda i: (-best[i], i))[:TOP_K]
+
+
+_ACTIVE = MemoryFilter()
+_DOC_VECTORS: dict[tuple[str, ...], Any] = {}
+
+
+def _doc_vectors(embedder: Any, texts: tuple[str, ...]) -> Any:
+    """The documents' vectors, embedded once per user (the baseline asks many questions of them)."""
+    if texts not in _DOC_VECTORS:
+        _DOC_VECTORS.clear()
+        _DOC_VECTORS[texts] = embedder.embed_documents(list(texts))
+    return _DOC_VECTORS[texts]
+
+
 def run(
-    dataset: dict[str, Any], embedder_name: str, *, linked: bool, collect: bool, learned: bool = True
+    dataset: dict[str, Any],
+    embedder_name: str,
+    *,
+    linked: bool,
+    collect: bool,
+    learned: bool = True,
+    help: Help = NO_HELP,
 ) -> Run:
     """Write every user, ask every question; the service's real search path decides what is returned.
 
@@ -280,13 +368,14 @@ def run(
         service = MemoryService(store, index, embedder, clock=clock, config=config)
         searcher = Searcher(store, index, embedder, clock, config)
         for user in dataset["users"]:
-            ids = write_user(service, user, linked=linked)
+            ids = write_user(service, user, linked=linked, help=help)
             for q in questions(user, ids):
-                result = service.search(q.user, request(q))
+                result = service.search(q.user, request(q, help))
                 hits = result.results
                 out.outcomes.append(Outcome(q, [h.id for h in hits], [h.id for h in hits if h.relevant]))
+                out.cosine.append(Outcome(q, cosine_ranking(service, user, ids, q, help)))
                 if collect:
-                    candidates = searcher.candidates(q.user, request(q))
+                    candidates = searcher.candidates(q.user, request(q, help))
                     out.asked.append(
                         Labelled(
                             q.user, q.kind, q.language, frozenset().union(*q.answers), q.relevant, candidates
@@ -309,27 +398,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--fixed", action="store_true", help="the fixed relevance mix (REARVIEW_RELEVANCE=fixed)"
     )
+    parser.add_argument(
+        "--help-mode",
+        choices=("without", "with", "both"),
+        default="without",
+        help="write cues and ask with alternatives (with), neither (without), or run both",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     dataset = load(args.dataset)
-    result = run(
-        dataset,
-        args.embedder,
-        linked=not args.unlinked,
-        collect=args.cache is not None,
-        learned=not args.fixed,
-    )
-    mode = ("unlinked" if args.unlinked else "linked") + (
-        ", fixed relevance" if args.fixed else ", learned relevance"
-    )
-    print(
-        render(result.outcomes, f"everyday recall, {dataset['name']}, {mode}, {args.embedder}, top_k {TOP_K}")
-    )
-    if args.json:
+    print(f"machine: {cpu_model()}")
+    modes = ("without", "with") if args.help_mode == "both" else (args.help_mode,)
+    figures: dict[str, Any] = {}
+    for mode_name in modes:
+        help = Help.beside(args.dataset) if mode_name == "with" else NO_HELP
+        result = run(
+            dataset,
+            args.embedder,
+            linked=not args.unlinked,
+            collect=args.cache is not None,
+            learned=not args.fixed,
+            help=help,
+        )
+        mode = (
+            ("unlinked" if args.unlinked else "linked")
+            + (", fixed relevance" if args.fixed else ", learned relevance")
+            + f", {mode_name} help"
+        )
+        title = f"everyday recall, {dataset['name']}, {mode}, {args.embedder}, top_k {TOP_K}"
+        print(render(result.outcomes, title))
+        print()
+        print(render(result.cosine, f"plain cosine baseline, {dataset['name']}, {mode_name} help"))
+        print()
         groups = {k: scores(o for o in result.outcomes if o.question.kind == k) for k in KINDS}
-        args.json.write_text(json.dumps({"all": scores(result.outcomes), **groups}, indent=2))
-    if args.cache:
-        args.cache.write_bytes(pickle.dumps(result.asked))
+        figures[mode_name] = {"all": scores(result.outcomes), **groups}
+        figures[f"{mode_name}_cosine"] = {
+            "all": scores(result.cosine),
+            **{k: scores(o for o in result.cosine if o.question.kind == k) for k in KINDS},
+        }
+        if args.cache:
+            suffix = "" if len(modes) == 1 else f".{mode_name}"
+            args.cache.with_name(args.cache.name + suffix).write_bytes(pickle.dumps(result.asked))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
     return 0
 
 

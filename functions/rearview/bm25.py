@@ -4,8 +4,8 @@ The in-memory index, the degraded store search and OpenSearch's keyword channel 
 every backend ranks as the reference does: the same Porter-stemmed terms (`fts_terms`), k1 = 1.2,
 b = 0.75, each distinct query token a phrase of its terms, FTS5's IDF
 `ln((N - n + 0.5) / (n + 0.5))` floored at 1e-6 (a term in more than half the documents counts
-almost nothing), and a document of two fields (body, context) whose phrase frequency is
-`body + context_weight * context` and whose length counts both.
+almost nothing), and a document of two or three fields (body, context, recall cues) whose phrase
+frequency is `body + context_weight * context + cue_weight * cues` and whose length counts them all.
 
 The corpus statistics (`CorpusStats`: N, total length, each phrase's document frequency) are the
 caller's, and always one tenant's: FTS5 takes them over the tenant's own table, `bm25_rank_fields`
@@ -28,6 +28,14 @@ _MIN_IDF = 1e-6
 Phrase = tuple[str, ...]
 FieldDoc = tuple[str, list[str], list[str]]
 """(id, body terms, context terms): a document as FTS5 holds it."""
+CuedDoc = tuple[str, list[str], list[str], list[str]]
+"""(id, body terms, context terms, cue terms): a document with its recall cues' column."""
+AnyDoc = FieldDoc | CuedDoc
+
+
+def cue_terms(doc: AnyDoc) -> list[str]:
+    """The document's cue terms (none for a two-field document)."""
+    return doc[3] if len(doc) == 4 else []
 
 
 @dataclass(frozen=True)
@@ -80,17 +88,17 @@ def bm25_search(
 
 
 def bm25_rank_fields(
-    docs: Sequence[FieldDoc], text: str, limit: int, context_weight: float
+    docs: Sequence[AnyDoc], text: str, limit: int, context_weight: float, cue_weight: float = 0.0
 ) -> list[tuple[str, float]]:
     """BM25 over two-field documents `(id, body terms, context terms)`, the corpus being `docs` themselves.
 
     The terms are FTS5's (`fts_terms.text_terms`), computed once when a document is indexed.
     """
-    return bm25_search_fields(docs, text, limit, context_weight)[0]
+    return bm25_search_fields(docs, text, limit, context_weight, cue_weight)[0]
 
 
 def bm25_search_fields(
-    docs: Sequence[FieldDoc], text: str, limit: int, context_weight: float
+    docs: Sequence[AnyDoc], text: str, limit: int, context_weight: float, cue_weight: float = 0.0
 ) -> tuple[list[tuple[str, float]], float]:
     """`bm25_rank_fields` and the query's `CorpusStats.ceiling` over the same documents (0 if none)."""
     phrases = query_phrases(text)
@@ -98,18 +106,22 @@ def bm25_search_fields(
         return [], 0.0
     stats = CorpusStats(
         rows=len(docs),
-        terms=sum(len(body) + len(ctx) for _, body, ctx in docs),
-        hits=tuple(sum(1 for _, b, c in docs if _count(b, p) or _count(c, p)) for p in phrases),
+        terms=sum(len(d[1]) + len(d[2]) + len(cue_terms(d)) for d in docs),
+        hits=tuple(
+            sum(1 for d in docs if _count(d[1], p) or _count(d[2], p) or _count(cue_terms(d), p))
+            for p in phrases
+        ),
     )
-    return bm25_score(docs, phrases, stats, context_weight, limit), stats.ceiling()
+    return bm25_score(docs, phrases, stats, context_weight, limit, cue_weight), stats.ceiling()
 
 
 def bm25_score(
-    docs: Iterable[FieldDoc],
+    docs: Iterable[AnyDoc],
     phrases: Sequence[Phrase],
     stats: CorpusStats,
     context_weight: float,
     limit: int,
+    cue_weight: float = 0.0,
 ) -> list[tuple[str, float]]:
     """The best `limit` of `docs` by BM25 of `phrases` under `stats`.
 
@@ -118,11 +130,14 @@ def bm25_score(
     idf = stats.idf()
     avg_len = stats.avg_len
     scored: list[tuple[str, float]] = []
-    for doc_id, body, ctx in docs:
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * (len(body) + len(ctx)) / avg_len)
+    for doc in docs:
+        doc_id, body, ctx, cues = doc[0], doc[1], doc[2], cue_terms(doc)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * (len(body) + len(ctx) + len(cues)) / avg_len)
         score = 0.0
         for weight, phrase in zip(idf, phrases, strict=True):
             freq = _count(body, phrase) + context_weight * _count(ctx, phrase)
+            if cues:
+                freq += cue_weight * _count(cues, phrase)
             if freq:
                 score += weight * freq * (BM25_K1 + 1) / (freq + norm)
         if score > 0:

@@ -50,6 +50,14 @@ MAX_TAGS = 32
 """Tags (and entities) on a memory, and tags in a filter."""
 MAX_LABEL_CHARS = 100
 """One tag, entity or metadata key (and an ingest speaker or message id)."""
+MAX_CUES = 5
+"""Recall cues one write may give: a few ways someone might later ask for the memory."""
+MAX_CUE_CHARS = 200
+"""One recall cue: a short question or phrase, not a second content."""
+MAX_MEMORY_CUES = 10
+"""Cues one memory keeps: a merge unites its writes' cues up to this many (the earliest kept)."""
+MAX_ALTERNATIVES = 3
+"""Other phrasings one search may give beside its query (each bounded like the query)."""
 MAX_METADATA_KEYS = 32
 MAX_METADATA_VALUE_CHARS = 500
 MAX_METADATA_BYTES = 4096
@@ -212,6 +220,8 @@ QueryText = Annotated[
     _advertised(MAX_QUERY_CHARS),
 ]
 """A search query: stripped, 1..`MAX_QUERY_CHARS` characters, at most `MAX_QUERY_TERMS` terms."""
+CueText = Annotated[str, Visible, _plain_text(MAX_CUE_CHARS, strip=True), _advertised(MAX_CUE_CHARS)]
+"""One recall cue: stripped, 1..`MAX_CUE_CHARS` characters of visible plain text."""
 TimestampText = Annotated[str, Field(max_length=MAX_TIMESTAMP_CHARS)]
 MetadataKey = LabelText
 
@@ -261,6 +271,38 @@ Labels = Annotated[
     _advertised_items(MAX_TAGS),
 ]
 """Tags or entities of a memory: stripped, blank ones dropped, de-duplicated in order, bounded."""
+
+
+def _repeat_problem(values: Any) -> str | None:
+    """Why a list of phrases repeats one (compared casefolded, spaces collapsed), or None."""
+    seen: set[str] = set()
+    for value in values:
+        key = " ".join(str(value).casefold().split())
+        if key in seen:
+            return f"repeats {value!r}; give each phrasing once"
+        seen.add(key)
+    return None
+
+
+def _empty_list_problem(values: Any) -> str | None:
+    return "must not be an empty list (leave it out instead)" if len(values) == 0 else None
+
+
+Cues = Annotated[
+    list[CueText],
+    _refusing(_count_problem(MAX_CUES)),
+    _refusing(_repeat_problem),
+    _advertised_items(MAX_CUES),
+]
+"""A write's recall cues: at most `MAX_CUES`, each a `CueText`, none repeated (an empty list: none)."""
+Alternatives = Annotated[
+    list[QueryText],
+    _refusing(_empty_list_problem),
+    _refusing(_count_problem(MAX_ALTERNATIVES)),
+    _refusing(_repeat_problem),
+    _advertised_items(MAX_ALTERNATIVES),
+]
+"""A search's other phrasings: 1..`MAX_ALTERNATIVES`, each a `QueryText`, none repeated."""
 FilterTags = Annotated[
     tuple[LabelText, ...],
     _refusing(_count_problem(MAX_TAGS)),

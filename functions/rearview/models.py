@@ -24,9 +24,12 @@ from rearview.limits import (
     MAX_INGEST_CHARS,
     MAX_INGEST_MESSAGES,
     MAX_LABEL_CHARS,
+    MAX_MEMORY_CUES,
     AgentIdText,
+    Alternatives,
     Confidence,
     ContentText,
+    Cues,
     FilterTags,
     FlatMetadata,
     IdempotencyKeyText,
@@ -104,6 +107,36 @@ class WriteAction(StrEnum):
 
 
 MetadataValue = str | int | float | bool
+SERVICE_CUE_AUTHOR = "rearview"
+"""`Cue.by` of a cue the service wrote itself (a language model's, `REARVIEW_LLM`), not a writer's."""
+
+
+class Cue(BaseModel):
+    """One recall cue: a way someone might later ask for a memory, and who wrote it.
+
+    Indexed beside the memory's content (the keyword channel at `ports.CUE_WEIGHT`, the vector channel
+    as the best of content and cues), shown with it, never part of it: dedup compares content only.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    by: str
+    """The agent that gave it (`SERVICE_CUE_AUTHOR` for the service's own)."""
+
+
+def united_cues(kept: list[Cue], added: list[Cue]) -> list[Cue]:
+    """`kept` then the `added` cues whose text is new (casefolded), at most `MAX_MEMORY_CUES` in all."""
+    seen = {" ".join(c.text.casefold().split()) for c in kept}
+    out = list(kept)
+    for cue in added:
+        key = " ".join(cue.text.casefold().split())
+        if key not in seen and len(out) < MAX_MEMORY_CUES:
+            seen.add(key)
+            out.append(cue)
+    return out
+
+
 MemoryTypes = Annotated[list[MemoryType], Field(max_length=len(MemoryType))]
 
 
@@ -146,6 +179,8 @@ class MemoryView(BaseModel):
     in order of first appearance; empty for a memory holding only its writer's words."""
     source_speakers: list[str] = Field(default_factory=list)
     """A summary's lineage: the speakers of the ingested messages it carries words of."""
+    cues: list[Cue] = Field(default_factory=list)
+    """Recall cues (`Cue`): how someone might later ask for it, each attributed to who wrote it."""
 
 
 class Memory(MemoryView):
@@ -256,6 +291,8 @@ class WriteRequest(ValidRequest):
     """A summary's lineage (set by the service): the agents whose words it carries."""
     source_speakers: list[SpeakerText] = Field(default_factory=list)
     """A summary's lineage (set by the service): the speakers of the messages whose words it carries."""
+    cues: Cues = Field(default_factory=list)
+    """Recall cues: how someone might later ask for this memory, in other words or another language."""
 
 
 class WriteResult(BaseModel):
@@ -398,6 +435,8 @@ class UpdateRequest(ValidRequest):
     agent_id: AgentIdText = DEFAULT_AGENT
     agent_bound: bool = False
     """The credential is bound to `agent_id`: it may update only memories that agent wrote."""
+    cues: Cues | None = None
+    """Replaces the memory's recall cues (an empty list removes them); None keeps them."""
 
 
 Channel = Literal["keyword", "vector"]
@@ -415,6 +454,24 @@ class SearchRequest(ValidRequest):
     reinforce: bool = True
     reference_time: datetime | None = None
     """The "now" the question is asked about ("last week" is the week before it); None: the server's now."""
+    alternatives: Alternatives | None = None
+    """Other phrasings of `query`, searched together with it: a memory any of them matches can rank first."""
+
+    @model_validator(mode="after")
+    def _alternatives_differ(self) -> SearchRequest:
+        """An alternative that repeats the query adds a second embedding and no recall: say so."""
+        key = " ".join(self.query.casefold().split())
+        for n, alt in enumerate(self.alternatives or ()):
+            if " ".join(alt.casefold().split()) == key:
+                raise InvalidInputError(
+                    f"alternatives[{n}]", "repeats `query`; give another phrasing or leave it out"
+                )
+        return self
+
+    @property
+    def phrasings(self) -> list[str]:
+        """`query` then its alternatives: what the channels search, in that order."""
+        return [self.query, *(self.alternatives or ())]
 
 
 class HitExplanation(BaseModel):
@@ -439,6 +496,10 @@ class HitExplanation(BaseModel):
     """Below 1 when the query names a time this memory is not about, or asks when and it states no time."""
     consolidated: float = 1.0
     """Below 1 when a summary consolidated this memory (`consolidated_into`)."""
+    cue: str | None = None
+    """The recall cue whose vector carried `vector_score`; None when the content did."""
+    phrasing: str | None = None
+    """The alternative that carried the evidence; None when the query itself did."""
 
 
 class SearchHit(BaseModel):

@@ -26,6 +26,7 @@ __all__ = [
     "CheckpointStore",
     "Completion",
     "CONTEXT_WEIGHT",
+    "CUE_WEIGHT",
     "Clock",
     "Embedder",
     "IndexDocument",
@@ -151,6 +152,13 @@ independent facts written back to back as well ranked as without context
 (benchmarks/recall/facts_recall.py)."""
 
 
+CUE_WEIGHT = 0.8
+"""How much a query word found only in a memory's recall cues (`Memory.cues`) counts, relative to its
+own text: every index applies it as it applies `CONTEXT_WEIGHT`. A cue is the writer's guess at how
+the memory will be asked for, so it counts more than the neighbours' context and less than the
+content itself (benchmarks/recall/everyday_recall.py --help-mode both)."""
+
+
 @dataclass(frozen=True, slots=True)
 class IndexDocument:
     """What the index keeps of a memory: the filterable fields, the text and the vector.
@@ -165,6 +173,21 @@ class IndexDocument:
     memory: Memory
     vector: Vector | None
     context: str | None = field(default=None, kw_only=True)
+    cue_vectors: Vector | None = field(default=None, kw_only=True)
+    """A (len(memory.cues), dim) matrix: row i is `memory.cues[i].text` embedded as a document.
+
+    With `vector`: the document's vectors are these (None: the memory has no cue vectors). Without
+    `vector`: given, they replace the indexed cues (text and vectors) and keep the content's vector,
+    under the same conditions as a vector-less update; None keeps the indexed cues."""
+
+    @property
+    def cue_text(self) -> str:
+        """The memory's recall cues as the keyword channel indexes them: one field, a cue a line."""
+        return "\n".join(c.text for c in self.memory.cues)
+
+    def __post_init__(self) -> None:
+        if self.cue_vectors is not None and len(self.cue_vectors) != len(self.memory.cues):
+            raise ValueError(f"cue_vectors has {len(self.cue_vectors)} rows for {len(self.memory.cues)} cues")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +202,9 @@ class IndexQuery:
     limit: int
     text: str | None = None
     vector: Vector | None = None
+    match_cues: bool = True
+    """Whether a memory's recall cues count: its keyword field at `CUE_WEIGHT`, its cue vectors in
+    the vector channel (the best of content and cues). False compares content alone (dedup)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +217,15 @@ class ChannelHits:
 
     keyword: list[tuple[str, float]] = field(default_factory=list)
     vector: list[tuple[str, float]] = field(default_factory=list)
+    """Each memory's best cosine over its content and (with `match_cues`) its cues."""
     keyword_ceiling: float = 0.0
     """The query's BM25 scale: the sum of its phrases' IDF under the statistics the keyword scores
     were computed with, i.e. what an average-length document holding every query phrase once scores
     (`rearview.bm25.CorpusStats.ceiling`). Ranking divides by it, so a keyword score means the same
     on 5 candidates as on 500; 0 when unknown (ranking then falls back to the best candidate)."""
+    vector_cues: dict[str, int] = field(default_factory=dict)
+    """memory_id -> the index in `Memory.cues` of the cue that carried its vector score; absent
+    when the content did."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,15 @@ import pytest
 
 from rearview.clock import ManualClock
 from rearview.errors import ConflictError
-from rearview.models import HistoryAction, HistoryEvent, MemoryFilter, MemoryStatus, MemoryType
+from rearview.models import (
+    SERVICE_CUE_AUTHOR,
+    Cue,
+    HistoryAction,
+    HistoryEvent,
+    MemoryFilter,
+    MemoryStatus,
+    MemoryType,
+)
 from rearview.ports import MAX_WRITES_PER_COMMIT, MemoryStore, StoreWrite, Touch
 from tests.factories import T0, created, make_memory, minutes, varied_memories
 
@@ -15,6 +23,21 @@ def test_commit_then_get_round_trips_every_field(store: MemoryStore) -> None:
     m = make_memory(tags=["a", "b"]).model_copy(update={"metadata": {"k": "v", "n": 2, "f": 1.5, "b": True}})
     store.commit([created(m)])
     assert store.get("t1", m.id) == m
+
+
+def test_recall_cues_round_trip_in_order_with_their_authors(store: MemoryStore) -> None:
+    cues = [
+        Cue(text="what does Ana drink in the morning?", by="planner"),
+        Cue(text='café — 朝のお茶 "quoted"', by=SERVICE_CUE_AUTHOR),
+    ]
+    m = make_memory("Ana drinks green tea").model_copy(update={"cues": cues})
+    store.commit([created(m)])
+    got = store.get("t1", m.id)
+    assert got == m and got is not None and got.cues == cues
+    cleared = m.model_copy(update={"cues": [], "version": 2, "updated_at": T0 + minutes(1)})
+    store.commit([StoreWrite(cleared, None, 1)])
+    assert store.get("t1", m.id) == cleared  # an update that clears the cues stores none
+    assert [x.cues for x in store.get_many("t1", [m.id])] == [[]]
 
 
 def test_tenants_are_isolated(store: MemoryStore) -> None:

@@ -36,8 +36,14 @@ def _hashing(monkeypatch: pytest.MonkeyPatch) -> None:
 def _every_status(data: Path) -> None:
     """Two tenants; memories active, merged, updated, superseded, soft-deleted and archived (a stub)."""
     service = build_service(Settings(data_dir=data))
-    first = service.write("alice", WriteRequest(content="The user prefers dark roast coffee", tags=["pref"]))
-    service.write("alice", WriteRequest(content="the user prefers dark roast coffee."))  # merged
+    first = service.write(
+        "alice",
+        WriteRequest(content="The user prefers dark roast coffee", tags=["pref"], cues=["café préféré"]),
+    )
+    service.write(  # merged, its cue joins the first one's
+        "alice",
+        WriteRequest(content="the user prefers dark roast coffee.", cues=["Lieblingsgetränk"], agent_id="b2"),
+    )
     service.update("alice", UpdateRequest(memory_id=first.memory.id, importance=5, metadata={"k": 1.5}))
     old = service.write("alice", WriteRequest(content="Deploys run on Fridays", type="procedural"))
     service.write("alice", WriteRequest(content="Deploys run on Mondays", supersedes=old.memory.id))
@@ -64,6 +70,8 @@ def test_export_import_export_is_identical(tmp_path: Path, capsys: pytest.Captur
     assert {r["memory"]["status"] for r in records} == {s.value for s in MemoryStatus}
     assert all(r["format"] == "rearview-export/1" and r["history"] for r in records)
     assert max(len(r["history"]) for r in records) == 3  # created, merged, updated
+    cued = [r["memory"]["cues"] for r in records if r["memory"]["cues"]]
+    assert cued == [[{"text": "café préféré", "by": "default"}, {"text": "Lieblingsgetränk", "by": "b2"}]]
 
     assert main(["import", str(first), "--data-dir", str(target)]) == 0
     assert "imported into tenant 'alice': restored 5; tenant 'bob': restored 1\n" in capsys.readouterr().out
@@ -73,6 +81,8 @@ def test_export_import_export_is_identical(tmp_path: Path, capsys: pytest.Captur
     # restored memories are searchable: the import indexed them
     assert main(["search", "coffee", "--tenant", "alice", "--data-dir", str(target)]) == 0
     assert "dark roast coffee" in capsys.readouterr().out
+    assert main(["search", "Lieblingsgetränk", "--tenant", "alice", "--data-dir", str(target)]) == 0
+    assert "dark roast coffee" in capsys.readouterr().out  # found by its cue: restored with the cues indexed
 
     # importing the same export again adds nothing, says so, and succeeds (issue 34.5)
     assert main(["import", "--continue-on-error", str(first), "--data-dir", str(target)]) == 0

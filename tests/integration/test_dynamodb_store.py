@@ -27,6 +27,8 @@ from rearview.backends.dynamodb import (
 from rearview.clock import ManualClock
 from rearview.errors import ConflictError, InvalidInputError, StoreError
 from rearview.models import (
+    SERVICE_CUE_AUTHOR,
+    Cue,
     HistoryAction,
     HistoryEvent,
     Memory,
@@ -204,6 +206,29 @@ def test_item_round_trip_keeps_every_field_exactly():
     assert back == m and is_memory_item(item)
     assert back.metadata["f"] == 1.0 and isinstance(back.metadata["f"], float)
     assert item["expires_at"] == {"N": str(int((T0 + timedelta(days=3)).timestamp()) + 1)}  # TTL rounds up
+
+
+def test_recall_cues_are_one_json_attribute_and_round_trip():
+    cues = [Cue(text="Ana's morning drink?", by="planner"), Cue(text='お茶 "sencha"', by=SERVICE_CUE_AUTHOR)]
+    m = make_memory("Ana drinks green tea").model_copy(update={"cues": cues})
+    item = memory_to_item(m)
+    assert set(item["cues"]) == {"S"}  # JSON, like `metadata`: a list of {"by", "text"}
+    back = memory_from_item(item)
+    assert back == m and back.cues == cues
+    assert "cues" not in memory_to_item(m.model_copy(update={"cues": []}))  # none: no attribute
+
+
+def test_item_written_before_cues_existed_reads_as_no_cues(store: DynamoDBMemoryStore, dynamodb_client: Any):
+    m = make_memory("written by an older release")
+    item = memory_to_item(m)
+    item.pop("cues", None)
+    assert memory_from_item(item).cues == []
+    dynamodb_client.put_item(TableName=store.table_name, Item=item)  # as an older release left it
+    got = store.get("t1", m.id)
+    assert got == m and got is not None and got.cues == []
+    with_cues = revised(m, 1, cues=[Cue(text="which release wrote it?", by="upgrader")])
+    store.commit([StoreWrite(with_cues, event(with_cues, HistoryAction.UPDATED, 1), m.version)])
+    assert store.get("t1", m.id) == with_cues
 
 
 def test_key_parts_are_escaped_so_tenants_cannot_collide(store: DynamoDBMemoryStore):

@@ -18,6 +18,7 @@ pytest.importorskip("langgraph.store.base")
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from rearview import Memory
+from rearview.errors import InvalidInputError
 from rearview.integrations.langgraph import RearviewStore
 from rearview.settings import Settings
 from tests.e2e.server import running_server
@@ -157,6 +158,51 @@ def test_search_with_a_query_is_hybrid_recall_best_first(store: RearviewStore) -
     assert all(h.namespace == ("users", "alice") for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)  # type: ignore[type-var]
     assert len(store.search(("users",), query="pnpm", limit=1)) == 1
+
+
+def test_fields_a_put_indexes_are_the_memorys_recall_cues(store: RearviewStore, memory: Memory) -> None:
+    ns = ("users", "alice")
+    value = {"content": "Alice is vegetarian", "asks": ["what does Alice eat?", "Alice régime"], "n": 1}
+    store.put(ns, "diet", value, index=["content", "asks"])
+    item = store.get(ns, "diet")
+    assert item is not None and item.value == value  # the cue fields stay in the value
+    [held] = memory.browse(tags=["lg-ns:users/alice"]).items
+    assert [c.text for c in held.cues] == ["what does Alice eat?", "Alice régime"]
+
+    store.put(ns, "diet", {**value, "n": 2})  # no index: the cues stay
+    [held] = memory.browse(tags=["lg-ns:users/alice"]).items
+    assert held.version == 2 and [c.text for c in held.cues] == ["what does Alice eat?", "Alice régime"]
+    store.put(ns, "diet", {"content": "Alice is vegan", "q": "is Alice vegan?"}, index=["q", "missing"])
+    [held] = memory.browse(tags=["lg-ns:users/alice"]).items
+    assert [c.text for c in held.cues] == ["is Alice vegan?"]
+    store.put(ns, "diet", {"content": "Alice is vegan"}, index=["q"])  # names fields: replaced, by none
+    [held] = memory.browse(tags=["lg-ns:users/alice"]).items
+    assert held.cues == []
+
+    by_default = RearviewStore(memory, cue_fields=["question"])
+    by_default.put(("faq",), "tea", {"text": "The office has green tea", "question": "is there tea?"})
+    [faq] = memory.browse(tags=["lg-ns:faq"]).items
+    assert [c.text for c in faq.cues] == ["is there tea?"]
+    with pytest.raises(InvalidInputError) as many:
+        store.put(
+            ns, "many", {"content": "Alice has six cats", "q": [f"cat {i}" for i in range(6)]}, index=["q"]
+        )
+    assert many.value.field == "cues"
+
+
+def test_a_search_may_give_other_phrasings_of_its_query(store: RearviewStore) -> None:
+    store.put(("users", "alice"), "food", {"content": "Alice is allergic to peanuts"})
+    store.put(("users", "alice"), "tool", {"content": "Alice prefers pnpm over npm"})
+    assert store.search(("users",), query="Erdnüsse?") == []  # another language: nothing alone
+    hits = store.search(("users",), query="Erdnüsse?", alternatives=["allergic to peanuts"])
+    assert [h.key for h in hits] == ["food"]
+    found = asyncio.run(store.asearch(("users",), query="cacahuètes", alternatives=["peanuts"]))
+    assert [h.key for h in found] == ["food"]
+    with pytest.raises(InvalidInputError) as bad:
+        store.search(("users",), query="tea", alternatives=["a", "b", "c", "d"])
+    assert bad.value.field == "alternatives"
+    with pytest.raises(InvalidInputError, match="give a query too"):
+        store.search(("users",), alternatives=["peanuts"])
 
 
 def test_list_namespaces_with_prefix_suffix_depth_limit_offset(store: RearviewStore) -> None:

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rearview import Memory
-from rearview.client.remote import rebuilt_error
+from rearview.client.remote import RemoteTransport, rebuilt_error
 from rearview.errors import BackendError, ConflictError, InvalidInputError, NotFoundError, RearviewError
-from rearview.models import MemoryStatus
+from rearview.models import MemoryStatus, SearchRequest, UpdateRequest, WriteRequest
 from rearview.settings import Settings
 from tests.e2e.server import running_server
 
@@ -96,6 +97,69 @@ def test_errors_are_the_rearview_hierarchy_both_ways(tmp_path: Path) -> None:
         with Memory(url=url) as remote, pytest.raises(InvalidInputError) as bad:
             remote.browse(limit=500)  # refused by the server, rebuilt with its field
         assert bad.value.field == "limit"
+
+
+def test_recall_cues_and_alternatives_both_ways(tmp_path: Path) -> None:
+    settings = Settings.load(data_dir=tmp_path / "embedded", embedder="hashing")
+    with running_server(tmp_path / "served") as url:
+        for memory in (Memory(settings=settings, agent_id="planner"), Memory(url=url, agent_id="planner")):
+            with memory:
+                cues = ["what does Ana drink in the morning?", "Ana boisson préférée"]
+                written = memory.write("Ana drinks green tea", cues=cues)
+                stored = memory.get(written.id)
+                assert [(c.text, c.by) for c in stored.cues] == [(cues[0], "planner"), (cues[1], "planner")]
+                plain = memory.get(memory.write("Deploys run on Fridays").id)
+                assert plain.cues == []
+                assert not memory.search("thé vert").results  # another language: nothing alone
+                recall = memory.search("thé vert", alternatives=["green tea", "Ana's morning drink"])
+                assert [r.id for r in recall.results] == [written.id]
+                assert memory.update(written.id, cues=["Ana's tea"]).cues[0].text == "Ana's tea"
+                assert memory.update(written.id, importance=4).cues[0].text == "Ana's tea"  # None keeps
+                assert memory.update(written.id, cues=[]).cues == []  # [] clears
+                with pytest.raises(InvalidInputError) as many:
+                    memory.write("Ana rides a bike", cues=[f"cue {i}" for i in range(6)])
+                assert many.value.field == "cues"
+                with pytest.raises(InvalidInputError) as bad:
+                    memory.search("tea", alternatives=["a", "b", "c", "d"])
+                assert bad.value.field == "alternatives"
+                with pytest.raises(InvalidInputError) as one_string:
+                    memory.write("Ana rides a bike", cues="how does Ana get around?")  # type: ignore[arg-type]
+                assert one_string.value.field == "cues"
+
+
+class _Recording(RemoteTransport):
+    """A remote transport that records the tool arguments it would send, and sends nothing."""
+
+    def __init__(self) -> None:
+        super().__init__("http://127.0.0.1:9/mcp", None, None)
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    def _model(self, model: Any, tool: str, args: dict[str, Any]) -> Any:
+        self.sent.append((tool, args))
+        return None
+
+    def _call(self, tool: str, args: dict[str, Any]) -> Any:
+        self.sent.append((tool, args))
+        raise _Sent
+
+
+class _Sent(Exception):
+    pass
+
+
+def test_the_remote_transport_sends_cues_and_alternatives_only_when_given() -> None:
+    remote = _Recording()
+    remote.write(WriteRequest(content="Ana drinks green tea"))
+    remote.write(WriteRequest(content="Ana drinks green tea", cues=["Ana's drink?"]))
+    remote.update(UpdateRequest(memory_id="m1", importance=4))
+    remote.update(UpdateRequest(memory_id="m1", cues=[]))
+    for req in (SearchRequest(query="tea"), SearchRequest(query="tea", alternatives=["thé"])):
+        with pytest.raises(_Sent):
+            remote.search(req, explain=False)
+    (_, write), (_, cued), (_, update), (_, cleared), (_, search), (_, phrased) = remote.sent
+    assert "cues" not in write and cued["cues"] == ["Ana's drink?"]
+    assert "cues" not in update and cleared["cues"] == []  # an empty list is sent: it clears them
+    assert "alternatives" not in search and phrased["alternatives"] == ["thé"]
 
 
 def test_a_server_error_is_rebuilt_with_its_fields() -> None:

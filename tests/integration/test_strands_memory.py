@@ -144,6 +144,29 @@ def test_the_model_remembers_and_recalls_through_the_tools(memory: Memory) -> No
     assert "The user prefers pnpm over npm" in str(model.seen[3])
 
 
+def test_the_tools_take_recall_cues_and_alternative_phrasings(memory: Memory) -> None:
+    model = StubModel([
+        ("remember", {"content": "The user is allergic to peanuts", "cues": ["what can't the user eat?"]}),
+        "Noted.",
+        ("recall", {"query": "Erdnüsse?"}),
+        "I don't know.",
+        ("recall", {"query": "Erdnüsse?", "alternatives": ["allergic to peanuts"]}),
+        "You are allergic to peanuts.",
+        ("remember", {"content": "The user has six cats", "cues": [f"pet {i}" for i in range(6)]}),
+        "I could not remember that.",
+    ])  # fmt: skip
+    agent = Agent(model=model, tools=memory_tools(memory), callback_handler=None)
+    agent("Remember that I am allergic to peanuts.")
+    [stored] = memory.browse().items
+    assert [(c.text, c.by) for c in stored.cues] == [("what can't the user eat?", "default")]
+    agent("Erdnüsse?")
+    assert "Nothing relevant remembered." in str(model.seen[3])
+    agent("Erdnüsse? (in English: peanuts)")
+    assert "The user is allergic to peanuts" in str(model.seen[5])  # found through the alternative
+    agent("Remember my six cats.")
+    assert "Not remembered: invalid `cues`" in str(model.seen[7])
+
+
 def test_long_turns_are_ingested_in_pieces_within_the_limits(memory: Memory) -> None:
     long_reply = " ".join(
         f"Step {n}: run the migration for shard {n} and check its row count." for n in range(120)

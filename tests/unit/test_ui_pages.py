@@ -22,13 +22,24 @@ from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import NotFoundError
-from rearview.models import MemoryStatus, MemoryType, SearchRequest, Visibility, WriteRequest
+from rearview.models import (
+    SERVICE_CUE_AUTHOR,
+    Cue,
+    HistoryAction,
+    HistoryEvent,
+    MemoryStatus,
+    MemoryType,
+    SearchRequest,
+    Visibility,
+    WriteRequest,
+)
 from rearview.principal import Principal
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
 from rearview.text import format_chars, strip_format_chars
-from rearview.ui.views import linked_ids
+from rearview.ui.views import linked_ids, timeline
+from tests.factories import T0, created, make_memory
 
 SECRET = "a-test-secret-of-enough-length-0123"
 KEYS = {
@@ -390,3 +401,46 @@ def test_a_memory_recalled_once_says_once(app: ASGIApp, service: MemoryService) 
     service.search("alice", SearchRequest(query="green tea coffee", reinforce=True))
     page = session(app, "key-alice").get(f"/ui/memories/{written.memory.id}").text
     assert "(recalled 1 time)" in page
+
+
+def test_the_memory_page_shows_each_recall_cue_escaped_with_who_wrote_it(
+    app: ASGIApp, service: MemoryService
+) -> None:
+    hostile = '<script>alert(1)</script> "what does Ana drink?"'
+    memory = make_memory("Ana drinks green tea", tenant_id="alice").model_copy(
+        update={"cues": [Cue(text=hostile, by="<b>planner</b>"), Cue(text="お茶", by=SERVICE_CUE_AUTHOR)]}
+    )
+    service.store.commit([created(memory)])
+    page = session(app, "key-alice").get(f"/ui/memories/{memory.id}").text
+    assert "<dt>Recall cues</dt>" in page and '<ul id="cues" class="plain">' in page
+    assert f'<span class="cue" dir="auto">{escape(hostile)}</span>' in page
+    assert f'<small class="cue-by">by {escape("<b>planner</b>")}</small>' in page
+    assert (
+        f'<span class="cue" dir="auto">お茶</span> <small class="cue-by">by {SERVICE_CUE_AUTHOR} (the service)</small>'
+        in page
+    )
+    assert "<script>alert" not in page and "<b>planner" not in page
+
+    bare = make_memory("Ana lives in Porto", tenant_id="alice")
+    service.store.commit([created(bare)])
+    page = session(app, "key-alice").get(f"/ui/memories/{bare.id}").text
+    assert "<dt>Recall cues</dt><dd>—</dd>" in page and 'id="cues"' not in page
+
+
+def test_a_history_change_of_cues_reads_as_text_and_author() -> None:
+    before = {"cues": [{"text": "Ana's drink?", "by": "planner"}], "tags": ["a", "b"]}
+    after = {"cues": [], "tags": ["a"]}
+    event = HistoryEvent(
+        id="01EVENT",
+        tenant_id="t1",
+        memory_id="m1",
+        action=HistoryAction.UPDATED,
+        at=T0,
+        before=before,
+        after=after,
+    )
+    (entry,) = timeline([event])
+    assert [(c.field, c.before, c.after) for c in entry.changes] == [
+        ("cues", "Ana's drink? (by planner)", "—"),
+        ("tags", "a, b", "a"),
+    ]

@@ -42,8 +42,10 @@ from rearview.api.outputs import (
 from rearview.clock import parse_time
 from rearview.errors import AuthenticationError, ConfigurationError, InvalidInputError
 from rearview.limits import (
+    MAX_ALTERNATIVES,
     MAX_CONFIDENCE,
     MAX_CONTENT_CHARS,
+    MAX_CUES,
     MAX_IMPORTANCE,
     MAX_INGEST_CHARS,
     MAX_INGEST_MESSAGES,
@@ -51,8 +53,10 @@ from rearview.limits import (
     MIN_CONFIDENCE,
     MIN_IMPORTANCE,
     AgentIdText,
+    Alternatives,
     Confidence,
     ContentText,
+    Cues,
     FlatMetadata,
     IdempotencyKeyText,
     Importance,
@@ -102,6 +106,13 @@ TimeTo = Annotated[
     Field(description="ISO-8601 UTC; only events at or before this."),
 ]
 MemoryIdArg = Annotated[MemoryId, Field(description="The memory's id.")]
+CuesArg = Annotated[
+    Cues | None,
+    Field(
+        description=f"Up to {MAX_CUES} ways someone might later ask for this, in other words: a question "
+        "it answers, the same in the user's other language, a 2-5 word topic."
+    ),
+]
 
 
 class MessageArg(BaseModel):
@@ -157,6 +168,12 @@ When to SEARCH (memory_search):
 Each result's `relevance` is the estimated chance it answers your query; `relevant: false` marks a
 weak match (the context block labels it): use one only if it plainly fits, and do not take it as
 proof that nothing else is known.
+
+Help recall along: memories may be worded differently from your question, or in the user's other
+language. Give memory_search `alternatives`: a plain rephrasing (how a note about it would read)
+and the question in the user's other language. Give memory_write `cues`: a question someone might
+later ask that this memory answers, in other words; the same in the user's other language; a
+short topic phrase.
 
 When to WRITE (memory_write), one distilled statement per memory:
 - semantic: a durable fact or preference ("User prefers pnpm over npm");
@@ -407,6 +424,7 @@ class MemoryTools:
         visibility: Annotated[Visibility, Field(description="shared (all agents) or private (only you).")] = (
             Visibility.SHARED
         ),
+        cues: CuesArg = None,
     ) -> Annotated[CallToolResult, WriteReceipt]:
         """Remember something worth knowing later: a user preference, a fact, a decision, an event, or a
         lesson from a failed attempt. Duplicates merge; pass `supersedes` to correct an older memory."""
@@ -414,7 +432,7 @@ class MemoryTools:
             content=content, type=type, importance=importance, confidence=confidence, tags=tags or [],
             entities=entities or [], metadata=metadata or {}, event_time=_time(event_time, "event_time"),
             ttl_days=ttl_days, supersedes=supersedes, idempotency_key=idempotency_key,
-            agent_id=agent_of(ctx, agent_id), session_id=session_id, visibility=visibility,
+            agent_id=agent_of(ctx, agent_id), session_id=session_id, visibility=visibility, cues=cues or [],
         )  # fmt: skip
         return structured(
             write_receipt(await self._call(ctx, partial(self.service.write, tenant_of(ctx), req)))
@@ -463,6 +481,13 @@ class MemoryTools:
             QueryText,
             Field(description="What to recall: a question or keywords."),
         ],
+        alternatives: Annotated[
+            Alternatives | None,
+            Field(
+                description=f"Up to {MAX_ALTERNATIVES} other phrasings, searched too: a plain rephrasing "
+                "(how a note would word it) and the question in the user's other language."
+            ),
+        ] = None,
         top_k: Annotated[TopK, Field(description=f"How many memories (1..{MAX_TOP_K}).")] = 10,
         types: Types = None,
         tags: Annotated[Labels | None, Field(description="Only memories carrying all these tags.")] = None,
@@ -502,7 +527,7 @@ class MemoryTools:
         flt = _filter(session_id, types, tags, time_from, time_to, statuses)
         req = SearchRequest(
             query=query, filter=flt, top_k=top_k, min_score=min_score, agent_id=agent_of(ctx, agent_id),
-            reference_time=_time(reference_time, "reference_time"),
+            reference_time=_time(reference_time, "reference_time"), alternatives=alternatives,
         )  # fmt: skip
         found = await self.lanes.search.run(tenant_of(ctx), partial(self.service.search, tenant_of(ctx), req))
         return search_result(found, explain)
@@ -535,6 +560,7 @@ class MemoryTools:
         expected_version: Annotated[
             int | None, Field(description="Fail if the memory's version differs.")
         ] = None,
+        cues: Annotated[Cues | None, Field(description="Replacement recall cues ([] removes them).")] = None,
         agent_id: AgentId = None,
     ) -> CallToolResult:
         """Edit a memory in place (history keeps the old version). To record that a fact changed, prefer
@@ -543,7 +569,7 @@ class MemoryTools:
             memory_id=memory_id, content=content, tags=tags, importance=importance, confidence=confidence,
             metadata=metadata, event_time=_time(event_time, "event_time"), ttl_days=ttl_days,
             expected_version=expected_version, agent_id=agent_of(ctx, agent_id),
-            agent_bound=is_agent_bound(ctx),
+            agent_bound=is_agent_bound(ctx), cues=cues,
         )  # fmt: skip
         return structured(await self._call(ctx, partial(self.service.update, tenant_of(ctx), req)))
 

@@ -9,7 +9,7 @@ import base64
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from rearview.fts_terms import text_terms
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
 from rearview.ports import (
     CONTEXT_WEIGHT,
+    CUE_WEIGHT,
     ChannelHits,
     IndexDocument,
     IndexedVersions,
@@ -170,7 +171,9 @@ class InMemoryMemoryStore:
 class InMemoryMemoryIndex:
     """A brute-force `MemoryIndex`: BM25 over FTS5's terms (`text_terms`), exact cosine over numpy vectors.
 
-    BM25 counts the context's words at `CONTEXT_WEIGHT` (`bm25_rank_fields`, FTS5's semantics).
+    BM25 counts the context's words at `CONTEXT_WEIGHT` and the recall cues' at `CUE_WEIGHT`
+    (`bm25_rank_fields`, FTS5's semantics); a document's cosine is the best of its content's and
+    (with `IndexQuery.match_cues`) its cues'.
 
     Version-conditional like every index: the indexed `Memory` carries its version.
     """
@@ -193,11 +196,16 @@ class InMemoryMemoryIndex:
                 if doc.vector is None:
                     if indexed is not None and indexed.memory.content_hash == doc.memory.content_hash:
                         context = indexed.context if doc.context is None else text_terms(doc.context)
-                        self._docs[key] = _Indexed(doc.memory, indexed.vector, indexed.body, context)
+                        cues, cue_vectors = indexed.cues, indexed.cue_vectors
+                        if doc.cue_vectors is not None:
+                            cues, cue_vectors = _cues(doc, self._dimension)
+                        self._docs[key] = _Indexed(
+                            doc.memory, indexed.vector, indexed.body, context, cues, cue_vectors
+                        )
                     continue
                 vector = check_vector(doc.vector, self._dimension)
                 body, context = text_terms(doc.memory.content), text_terms(doc.context or "")
-                self._docs[key] = _Indexed(doc.memory, vector, body, context)
+                self._docs[key] = _Indexed(doc.memory, vector, body, context, *_cues(doc, self._dimension))
 
     def erase(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
         """`delete`: nothing of a document outlives it in memory."""
@@ -232,15 +240,27 @@ class InMemoryMemoryIndex:
         keyword: list[tuple[str, float]] = []
         ceiling = 0.0
         vector: list[tuple[str, float]] = []
+        carriers: dict[str, int] = {}
         if query.text is not None:
-            fields = [(d.memory.id, d.body, d.context) for d in candidates]
-            keyword, ceiling = bm25_search_fields(fields, query.text, query.limit, CONTEXT_WEIGHT)
+            fields = [(d.memory.id, d.body, d.context, d.cues) for d in candidates]
+            keyword, ceiling = bm25_search_fields(fields, query.text, query.limit, CONTEXT_WEIGHT, CUE_WEIGHT)
         if query.vector is not None and candidates:
             q = check_vector(query.vector, self._dimension)
             sims = np.stack([d.vector for d in candidates]) @ q
-            ranked = sorted((-float(sims[i]), d.memory.id) for i, d in enumerate(candidates))
+            best: list[float] = []
+            for d, sim in zip(candidates, sims, strict=True):
+                score = float(sim)
+                if query.match_cues and d.cue_vectors is not None and len(d.cue_vectors):
+                    cue_sims = d.cue_vectors @ q
+                    n = int(np.argmax(cue_sims))
+                    if float(cue_sims[n]) > score:
+                        score = float(cue_sims[n])
+                        carriers[d.memory.id] = n
+                best.append(score)
+            ranked = sorted((-best[i], d.memory.id) for i, d in enumerate(candidates))
             vector = [(memory_id, -neg) for neg, memory_id in ranked[: query.limit]]
-        return ChannelHits(keyword, vector, ceiling)
+            carriers = {i: carriers[i] for i, _ in vector if i in carriers}
+        return ChannelHits(keyword, vector, ceiling, vector_cues=carriers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +271,17 @@ class _Indexed:
     vector: Vector
     body: list[str]
     context: list[str]
+    cues: list[str] = field(default_factory=list)
+    """The recall cues' terms, all cues in one field (as FTS5's third column holds them)."""
+    cue_vectors: Vector | None = None
+
+
+def _cues(doc: IndexDocument, dimension: int | None) -> tuple[list[str], Vector | None]:
+    """A document's cue terms and checked cue vectors (none without `cue_vectors`)."""
+    if doc.cue_vectors is None or not doc.memory.cues:
+        return [], None
+    vectors = np.stack([check_vector(v, dimension) for v in doc.cue_vectors])
+    return text_terms(doc.cue_text), vectors
 
 
 def check_vector(vector: Vector, dimension: int | None) -> Vector:

@@ -10,8 +10,10 @@ numpy matrix kept in memory (built lazily from the file, updated in place on wri
 filter applied as a boolean mask before ranking, so a small scope still gets its `limit` results.
 
 Text is indexed as `text.tokens` (casefolded words, CJK bigrams) with FTS5's porter stemmer, in
-two columns: the memory's content (`body`) and its keyword context (`ctx`, weighted
-`CONTEXT_WEIGHT` by the BM25 ranking).
+three columns: the memory's content (`body`), its keyword context (`ctx`, weighted `CONTEXT_WEIGHT`
+by the BM25 ranking) and its recall cues (`cue`, weighted `CUE_WEIGHT`). The cues' vectors are kept
+beside the content's (`docs.cue_vectors`, a row per cue) and a document's cosine is the best of its
+content's and its cues' (`TenantMatrix.best`).
 
 Writes are conditional on the memory's version (stored per document, checked in the write's
 transaction, and the matrix is updated only for the writes that applied). Keyword queries run on
@@ -105,12 +107,13 @@ class SQLiteMemoryIndex:
                             continue  # a vector-less update of a tenant with nothing indexed
                         table = created[m.tenant_id] = create_fts(conn, m.tenant_id)
                     doc_row = DocRow.of(m)
-                    if not _write(conn, table, doc, doc_row, vector):
+                    cue_vectors = _cue_matrix(doc, self._dimension)
+                    if not _write(conn, table, doc, doc_row, vector, cue_vectors):
                         continue
                     self._df.changed(table)
                     cached = self._tenants.get(m.tenant_id)
                     if cached is not None:
-                        cached.put(m.id, doc_row, vector)
+                        cached.put(m.id, doc_row, vector, _cues_or_none(vector, cue_vectors, self._dimension))
             self._fts.update(created)
 
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
@@ -169,12 +172,11 @@ class SQLiteMemoryIndex:
 
     def search(self, query: IndexQuery) -> ChannelHits:
         keyword, ceiling = self._keyword(query) if query.text is not None else ([], 0.0)
-        vector = (
-            self._vector(query, check_vector(query.vector, self._dimension))
-            if query.vector is not None
-            else []
-        )
-        return ChannelHits(keyword, vector, ceiling)
+        vector: list[tuple[str, float]] = []
+        carriers: dict[str, int] = {}
+        if query.vector is not None:
+            vector, carriers = self._vector(query, check_vector(query.vector, self._dimension))
+        return ChannelHits(keyword, vector, ceiling, vector_cues=carriers)
 
     def _keyword(self, query: IndexQuery) -> tuple[list[tuple[str, float]], float]:
         """The keyword hits, best first, and the query's BM25 scale (`ChannelHits.keyword_ceiling`)."""
@@ -199,18 +201,20 @@ class SQLiteMemoryIndex:
             )
         return [(r[0], float(r[1])) for r in rows], ceiling
 
-    def _vector(self, query: IndexQuery, vector: Vector) -> list[tuple[str, float]]:
+    def _vector(self, query: IndexQuery, vector: Vector) -> tuple[list[tuple[str, float]], dict[str, int]]:
+        """The vector hits, best first, and which cue carried each (`ChannelHits.vector_cues`)."""
         with self._lock:
             tm = self._tenant(query.tenant_id)
             rows = np.flatnonzero(tm.mask(query.filter))
             if rows.size == 0:
-                return []
-            # Score every row, then select: cheaper than gathering the matching rows into a copy.
-            sims = (tm.matrix[: tm.size] @ vector)[rows]
+                return [], {}
+            sims, carrier = tm.best(rows, vector, query.match_cues)
             k = min(query.limit, rows.size)
             top = np.argpartition(-sims, k - 1)[:k]
-            ranked = sorted((-float(sims[i]), tm.ids[rows[i]]) for i in top)  # ties: by memory id
-            return [(memory_id, -neg) for neg, memory_id in ranked]
+            ranked = sorted((-float(sims[i]), tm.ids[rows[i]], int(carrier[i])) for i in top)  # ties: by id
+            return [(memory_id, -neg) for neg, memory_id, _ in ranked], {
+                memory_id: cue for _, memory_id, cue in ranked if cue >= 0
+            }
 
     def _tenant(self, tenant_id: str) -> TenantMatrix:
         tm = self._tenants.get(tenant_id)
@@ -219,18 +223,44 @@ class SQLiteMemoryIndex:
             with self._db.reading() as conn:  # under self._lock: no write lands while the matrix loads
                 rows = conn.execute(
                     "SELECT memory_id, agent_id, visibility, session_id, type, status, scope_key, event_time,"
-                    " tags, vector FROM docs WHERE tenant_id = ? ORDER BY rowid",
+                    " tags, vector, cue_vectors FROM docs WHERE tenant_id = ? ORDER BY rowid",
                     (tenant_id,),
                 ).fetchall()
             for r in rows:
                 doc = DocRow(r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]), frozenset(json.loads(r[8])))
-                tm.put(r[0], doc, np.frombuffer(r[9], dtype=np.float32))
+                cues = (
+                    None if r[10] is None else np.frombuffer(r[10], np.float32).reshape(-1, self._dimension)
+                )
+                tm.put(r[0], doc, np.frombuffer(r[9], dtype=np.float32), cues)
             self._tenants[tenant_id] = tm
         return tm
 
 
+def _cue_matrix(doc: IndexDocument, dimension: int) -> Vector | None:
+    """The document's cue vectors checked (`IndexDocument.cue_vectors`), or None."""
+    if doc.cue_vectors is None:
+        return None
+    return (
+        np.stack([check_vector(v, dimension) for v in doc.cue_vectors])
+        if len(doc.cue_vectors)
+        else (np.zeros((0, dimension), np.float32))
+    )
+
+
+def _cues_or_none(vector: Vector | None, cue_vectors: Vector | None, dimension: int) -> Vector | None:
+    """What `TenantMatrix.put` takes: with a content vector its cues (none: empty), else as given."""
+    if vector is not None and cue_vectors is None:
+        return np.zeros((0, dimension), np.float32)
+    return cue_vectors
+
+
 def _write(
-    conn: sqlite3.Connection, table: str, doc: IndexDocument, doc_row: DocRow, vector: Vector | None
+    conn: sqlite3.Connection,
+    table: str,
+    doc: IndexDocument,
+    doc_row: DocRow,
+    vector: Vector | None,
+    cue_vectors: Vector | None,
 ) -> bool:
     """Write one document unless the indexed one is newer (or, vector-less, absent or of other content).
 
@@ -257,17 +287,32 @@ def _write(
             )
         if doc.context is not None:
             conn.execute(f"UPDATE {table} SET ctx = ? WHERE rowid = ?", (fts_text(doc.context), row[0]))
+        if cue_vectors is not None:
+            conn.execute(f"UPDATE {table} SET cue = ? WHERE rowid = ?", (fts_text(doc.cue_text), row[0]))
+            conn.execute("UPDATE docs SET cue_vectors = ? WHERE rowid = ?", (_blob(cue_vectors), row[0]))
         return True
     if row is not None:
         conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
         conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
     cur = conn.execute(
         "INSERT INTO docs (tenant_id, memory_id, agent_id, visibility, session_id, type, status, scope_key,"
-        " event_time, tags, version, content_hash, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (m.tenant_id, m.id, *cols, vector.tobytes()),
+        " event_time, tags, version, content_hash, vector, cue_vectors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (m.tenant_id, m.id, *cols, vector.tobytes(), _blob(cue_vectors)),
     )
     conn.execute(
-        f"INSERT INTO {table} (rowid, body, ctx) VALUES (?, ?, ?)",
-        (cur.lastrowid, fts_text(m.content), fts_text(doc.context or "")),
+        f"INSERT INTO {table} (rowid, body, ctx, cue) VALUES (?, ?, ?, ?)",
+        (
+            cur.lastrowid,
+            fts_text(m.content),
+            fts_text(doc.context or ""),
+            fts_text(doc.cue_text) if cue_vectors is not None else "",
+        ),
     )
     return True
+
+
+def _blob(cue_vectors: Vector | None) -> bytes | None:
+    """Cue vectors as `docs.cue_vectors` holds them (float32 rows, concatenated); None for none."""
+    return (
+        None if cue_vectors is None or len(cue_vectors) == 0 else np.ascontiguousarray(cue_vectors).tobytes()
+    )

@@ -11,7 +11,7 @@ import sqlite3
 
 from rearview.backends.sqlite_common import Migration
 from rearview.models import MemoryType, Visibility
-from rearview.ports import CONTEXT_WEIGHT
+from rearview.ports import CONTEXT_WEIGHT, CUE_WEIGHT
 from rearview.scopes import scope_key
 
 FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
@@ -22,8 +22,8 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 def bm25_rank(table: str) -> str:
-    """FTS5 BM25 with the context column counted at `CONTEXT_WEIGHT` (lower is better, as FTS5 ranks)."""
-    return f"bm25({table}, 1.0, {CONTEXT_WEIGHT!r})"
+    """FTS5 BM25, the context column at `CONTEXT_WEIGHT`, the cues' at `CUE_WEIGHT` (lower is better)."""
+    return f"bm25({table}, 1.0, {CONTEXT_WEIGHT!r}, {CUE_WEIGHT!r})"
 
 
 def fts_name(number: int) -> str:
@@ -35,10 +35,29 @@ def create_fts(conn: sqlite3.Connection, tenant_id: str) -> str:
     """Register `tenant_id` in `fts_tenants` and create its FTS5 table; returns the table's name."""
     cur = conn.execute("INSERT INTO fts_tenants (tenant_id) VALUES (?)", (tenant_id,))
     table = fts_name(int(cur.lastrowid or 0))
-    conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(body, ctx, tokenize = '{TOKENIZER}')")
+    conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(body, ctx, cue, tokenize = '{TOKENIZER}')")
     if FTS_SECURE_DELETE:  # a persistent option of the table
         conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1)")
     return table
+
+
+def _add_cue_column(conn: sqlite3.Connection) -> None:
+    """Give every tenant's FTS5 table a third column for recall cues, and `docs` their vectors.
+
+    FTS5 cannot add a column: each table is rebuilt under its own name, its documents keeping their
+    text with no cues (`cue_vectors` NULL: none).
+    """
+    conn.execute("ALTER TABLE docs ADD COLUMN cue_vectors BLOB")
+    for (n,) in conn.execute("SELECT n FROM fts_tenants ORDER BY n").fetchall():
+        table = fts_name(n)
+        conn.execute(f"ALTER TABLE {table} RENAME TO {table}_old")
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(body, ctx, cue, tokenize = '{TOKENIZER}')")
+        if FTS_SECURE_DELETE:
+            conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1)")
+        conn.execute(
+            f"INSERT INTO {table} (rowid, body, ctx, cue) SELECT rowid, body, ctx, '' FROM {table}_old"
+        )
+        conn.execute(f"DROP TABLE {table}_old")
 
 
 def _split_by_tenant(conn: sqlite3.Connection) -> None:
@@ -95,4 +114,5 @@ MIGRATIONS: list[Migration] = [
     # One FTS5 table per tenant (see `_split_by_tenant`).
     _split_by_tenant,
     _rekey_scopes,
+    _add_cue_column,
 ]

@@ -66,6 +66,8 @@ class TenantMatrix:
 
     String columns are dictionary-coded to int32 so a filter is a few vectorized comparisons;
     tags keep an inverted list (tag -> rows). Removed rows stay allocated and are masked out.
+    Recall cues' vectors (`IndexDocument.cue_vectors`) are a second matrix whose rows name their
+    document's row (`CueRows`): a document's vector evidence is the best of its content and cues.
     """
 
     def __init__(self, dimension: int) -> None:
@@ -80,13 +82,19 @@ class TenantMatrix:
         self.vocab: dict[str, dict[str | None, int]] = {name: {} for name in CODED_COLUMNS}
         self.row_tags: list[frozenset[str]] = []
         self.tag_rows: dict[str, set[int]] = {}
+        self.cues = CueRows(dimension)
 
-    def put(self, memory_id: str, doc: DocRow, vector: Vector | None) -> None:
+    def put(
+        self, memory_id: str, doc: DocRow, vector: Vector | None, cue_vectors: Vector | None = None
+    ) -> None:
+        """Index one document; `vector`/`cue_vectors` as `IndexDocument` defines them (None keeps)."""
         row = self.pos.get(memory_id)
         if row is None:
             if vector is None:
                 return
             row = self._append(memory_id)
+        if vector is not None or cue_vectors is not None:
+            self.cues.replace(row, cue_vectors)
         for name in CODED_COLUMNS:
             self.codes[name][row] = self.vocab[name].setdefault(getattr(doc, name), len(self.vocab[name]))
         self.event_time[row] = doc.event_time
@@ -100,6 +108,20 @@ class TenantMatrix:
         if row is not None:
             self.alive[row] = False
             self._set_tags(row, frozenset())
+            self.cues.replace(row, None)
+
+    def best(
+        self, rows: npt.NDArray[np.intp], query: Vector, with_cues: bool
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]:
+        """Each of `rows`' cosine to `query`, and which cue carried it (-1: the content).
+
+        The content's cosine, or with `with_cues` its best cue's where that is higher.
+        """
+        sims = (self.matrix[: self.size] @ query)[rows]
+        carrier = np.full(rows.size, -1, np.intp)
+        if with_cues and self.cues.live:
+            self.cues.lift(rows, query, sims, carrier)
+        return sims, carrier
 
     def _append(self, memory_id: str) -> int:
         row = self.size
@@ -156,6 +178,82 @@ class TenantMatrix:
             has[list(self.tag_rows.get(tag, ()))] = True
             ok &= has
         return ok
+
+
+class CueRows:
+    """The cue vectors of one tenant's documents: row i is cue `n[i]` of document row `owner[i]`.
+
+    A document's cues are replaced whole (its old rows marked dead); dead rows are dropped once
+    they outnumber the live ones, so the matrix stays proportional to the cues indexed.
+    """
+
+    def __init__(self, dimension: int) -> None:
+        self.matrix = np.zeros((0, dimension), np.float32)
+        self.owner = np.zeros(0, np.intp)
+        self.n = np.zeros(0, np.intp)
+        self.size = 0
+        self.live = 0
+        self.of_row: dict[int, list[int]] = {}
+
+    def replace(self, row: int, vectors: Vector | None) -> None:
+        """Document `row`'s cues become `vectors` (None or empty: none)."""
+        for old in self.of_row.pop(row, ()):
+            self.owner[old] = -1
+            self.live -= 1
+        if vectors is None or len(vectors) == 0:
+            self._compact_if_sparse()
+            return
+        need = self.size + len(vectors)
+        if need > self.matrix.shape[0]:
+            capacity = max(64, need * 2)
+            self.matrix = _grown(self.matrix, capacity)
+            self.owner = _grown(self.owner, capacity)
+            self.n = _grown(self.n, capacity)
+        span = range(self.size, need)
+        self.matrix[self.size : need] = vectors
+        self.owner[self.size : need] = row
+        self.n[self.size : need] = np.arange(len(vectors))
+        self.of_row[row] = list(span)
+        self.size = need
+        self.live += len(vectors)
+
+    def lift(
+        self,
+        rows: npt.NDArray[np.intp],
+        query: Vector,
+        sims: npt.NDArray[np.float32],
+        carrier: npt.NDArray[np.intp],
+    ) -> None:
+        """Raise `sims[j]` (document `rows[j]`) to its best cue's cosine where that is higher, in place."""
+        owner = self.owner[: self.size]
+        where = np.full(int(max(rows.max(initial=0), owner.max(initial=0))) + 1, -1, np.intp)
+        where[rows] = np.arange(rows.size)
+        alive = owner >= 0
+        slot = np.where(alive, where[np.where(alive, owner, 0)], -1)
+        mine = np.flatnonzero(slot >= 0)
+        if mine.size == 0:
+            return
+        cue_sims = self.matrix[mine] @ query
+        slots = slot[mine]
+        best = np.full(rows.size, -np.inf, np.float32)
+        np.maximum.at(best, slots, cue_sims)
+        better = best > sims
+        won = better[slots] & (cue_sims == best[slots])
+        carrier[slots[won]] = self.n[mine[won]]
+        sims[better] = best[better]
+
+    def _compact_if_sparse(self) -> None:
+        dead = self.size - self.live
+        if dead < 64 or dead < self.live:
+            return
+        keep = np.flatnonzero(self.owner[: self.size] >= 0)
+        self.matrix = self.matrix[keep].copy()
+        self.owner = self.owner[keep].copy()
+        self.n = self.n[keep].copy()
+        self.size = keep.size
+        self.of_row = {}
+        for i, row in enumerate(self.owner):
+            self.of_row.setdefault(int(row), []).append(i)
 
 
 _A = TypeVar("_A", bound=np.generic)

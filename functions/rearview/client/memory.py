@@ -129,15 +129,21 @@ class Memory:
         idempotency_key: str | None = None,
         session_id: str | None = None,
         visibility: Visibility | str = Visibility.SHARED,
+        cues: Sequence[str] = (),
     ) -> WriteReceipt:
-        """Remember one statement (`memory_write`): created, merged into a duplicate, or superseding one."""
+        """Remember one statement (`memory_write`): created, merged into a duplicate, or superseding one.
+
+        `cues` (at most 5, each a short phrase) are recall cues: how someone might later ask for the
+        memory, in other words or another language. Searches match them beside the content; they are
+        kept with the memory, attributed to this agent, never part of its content.
+        """
         req = WriteRequest.model_validate(
             {
                 "content": content, "type": type, "importance": importance, "confidence": confidence,
                 "tags": list(tags), "entities": list(entities), "metadata": dict(metadata or {}),
                 "event_time": _time(event_time, "event_time"), "ttl_days": ttl_days, "supersedes": supersedes,
                 "idempotency_key": idempotency_key, "session_id": session_id, "visibility": visibility,
-                "agent_id": self._acting,
+                "agent_id": self._acting, "cues": _phrases(cues, "cues"),
             }
         )  # fmt: skip
         return self._transport.get().write(req)
@@ -157,10 +163,13 @@ class Memory:
         include_archived: bool = False,
         reference_time: When = None,
         explain: bool = False,
+        alternatives: Sequence[str] | None = None,
     ) -> Recall:
         """Recall relevant memories, best first, with a ready-to-inject context block (`memory_search`).
 
-        As the tool does, a search reinforces the relevant memories it returns.
+        `alternatives` (at most 3) are other phrasings of `query` (a synonym, another language): a
+        memory found by any of them is recalled. As the tool does, a search reinforces the relevant
+        memories it returns.
         """
         statuses = (
             (MemoryStatus.ACTIVE,)
@@ -172,6 +181,7 @@ class Memory:
             {
                 "query": query, "filter": flt, "top_k": top_k, "min_score": min_score,
                 "reference_time": _time(reference_time, "reference_time"), "agent_id": self._acting,
+                "alternatives": None if alternatives is None else _phrases(alternatives, "alternatives"),
             }
         )  # fmt: skip
         return self._transport.get().search(req, explain)
@@ -192,8 +202,12 @@ class Memory:
         event_time: When = None,
         ttl_days: float | None = None,
         expected_version: int | None = None,
+        cues: Sequence[str] | None = None,
     ) -> MemoryView:
-        """Edit a memory in place, a new version (`memory_update`); None leaves a field as it is."""
+        """Edit a memory in place, a new version (`memory_update`); None leaves a field as it is.
+
+        `cues` replaces the memory's recall cues (an empty list removes them).
+        """
         req = UpdateRequest.model_validate(
             {
                 "memory_id": memory_id, "content": content, "tags": None if tags is None else list(tags),
@@ -201,6 +215,7 @@ class Memory:
                 "metadata": None if metadata is None else dict(metadata),
                 "event_time": _time(event_time, "event_time"),
                 "ttl_days": ttl_days, "expected_version": expected_version, "agent_id": self._acting,
+                "cues": None if cues is None else _phrases(cues, "cues"),
             }
         )  # fmt: skip
         return self._transport.get().update(req)
@@ -322,6 +337,13 @@ def _checked_type(value: MemoryType | str) -> MemoryType:
         return MemoryType(value)
     except ValueError:
         raise InvalidInputError("type", f"unknown memory type {value!r}", allowed=list(MemoryType)) from None
+
+
+def _phrases(values: Sequence[str], field: str) -> list[str]:
+    """`values` as a list; one string is refused (it would be read as a list of its characters)."""
+    if isinstance(values, str):
+        raise InvalidInputError(field, "must be a list of phrases, not one string (wrap it: [...])")
+    return list(values)
 
 
 def _time(value: When, field: str) -> datetime | None:

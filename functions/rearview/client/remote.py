@@ -11,6 +11,8 @@ Differences from the embedded transport, all the server's and not hidden:
   `rearview.errors` (InvalidInputError with its field, NotFoundError with its id, ...), the server's
   message as its text; a refused key is AuthenticationError, an unreachable server BackendError;
 - `update` sends what the `memory_update` tool takes (no `entities`);
+- `cues` (write, update) and `alternatives` (search) are sent only when given, so a `Memory` that
+  does not use them still talks to a server from before they existed;
 - `browse` reads the `memory://memories` resource (a listing, not a tool), which filters by one
   tag and one type: further tags and types are applied to each page here.
 """
@@ -67,13 +69,14 @@ M = TypeVar("M", bound=BaseModel)
 
 WRITE_ARGS = frozenset(
     {"content", "type", "importance", "confidence", "tags", "entities", "metadata", "event_time",
-     "ttl_days", "supersedes", "idempotency_key", "session_id", "visibility"}
+     "ttl_days", "supersedes", "idempotency_key", "session_id", "visibility", "cues"}
 )  # fmt: skip
 """The `WriteRequest` fields `memory_write` takes (the agent is added apart; provenance is the server's)."""
 UPDATE_ARGS = frozenset(
     {"memory_id", "content", "tags", "importance", "confidence", "metadata", "event_time", "ttl_days",
-     "expected_version"}
+     "expected_version", "cues"}
 )  # fmt: skip
+"""The `UpdateRequest` fields `memory_update` takes (`cues`: only when given; an empty list clears them)."""
 
 
 class RemoteTransport:
@@ -93,6 +96,8 @@ class RemoteTransport:
 
     def write(self, req: WriteRequest) -> WriteReceipt:
         args = req.model_dump(mode="json", include=set(WRITE_ARGS), exclude_none=True)
+        if not args.get("cues"):
+            args.pop("cues", None)  # none given: the argument stays out
         return self._model(WriteReceipt, "memory_write", self._agent_args(args))
 
     def search(self, req: SearchRequest, explain: bool) -> Recall:
@@ -104,6 +109,8 @@ class RemoteTransport:
         }  # fmt: skip
         if req.reference_time is not None:
             args["reference_time"] = req.reference_time.isoformat()
+        if req.alternatives:
+            args["alternatives"] = list(req.alternatives)
         return recall_of(self._call("memory_search", self._agent_args(args)))
 
     def get(self, memory_id: str, agent_id: str) -> MemoryView:

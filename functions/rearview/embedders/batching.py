@@ -124,6 +124,14 @@ class BatchingEmbedder(EmbedderWrapper):
         assert slot.vector is not None  # done without an error means answered
         return slot.vector.copy()
 
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        """Several queries (a search's phrasings) in one engine call of their own; cached ones cost none."""
+        found = {t: v for t in dict.fromkeys(texts) if (v := self._cache.get(self.model_id, t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            found.update(self._embed(missing))
+        return np.stack([np.array(found[t], dtype=np.float32) for t in texts])
+
     def _take(self) -> list[_Slot]:
         with self._lock:
             return [self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))]

@@ -13,11 +13,16 @@ maps onto a memory:
   not fit a record (500 characters), is stored whole as JSON;
 - `put` of a new key is `memory_write` (as the store's `type` and `visibility`; `ttl` minutes as
   `ttl_days`); of an existing key, `memory_update` (a new version of the same memory, history kept);
+- the value fields `put`'s `index` names (else the store's `cue_fields`), but the text field, are
+  the memory's recall cues: a string field one cue, a list of strings one cue each (at most 5, each
+  at most 200 characters; they stay in the value too). A `put` with none keeps an existing memory's
+  cues; one that names fields replaces them (an empty list of cues included);
 - `get` lists the memory tagged with the item's digest (no ranking, no reinforcement);
 - `put(..., None)` and `delete` are `memory_forget` (soft by default; `hard_delete=True` purges);
 - `search(prefix, query=...)` is `memory_search` within the prefix's tag, best first, `score` being
-  Rearview's score (it reinforces what it recalls, as every recall does); without a query, the
-  listing of the prefix's tag, newest `updated_at` first;
+  Rearview's score (it reinforces what it recalls, as every recall does); `alternatives=[...]` (this
+  store's addition, at most 3) are other phrasings of the query. Without a query, the listing of
+  the prefix's tag, newest `updated_at` first;
 - `list_namespaces` reads the namespaces of the listed items, sorted.
 
 What differs from LangGraph's `InMemoryStore`, on purpose (Rearview is a memory, not a key-value store):
@@ -133,8 +138,10 @@ class RearviewStore(BaseStore):
     `memory` is the Python API, embedded or remote (which lists through the server's listing
     resource). `type` and `visibility` are what each item is written as (default: a `semantic`
     memory every agent of the tenant sees);
-    `text_fields` are the value fields tried, in order, for the memory's text; `hard_delete` purges
-    a deleted item instead of forgetting it softly (restorable, kept in `memory_history`).
+    `text_fields` are the value fields tried, in order, for the memory's text; `cue_fields` the value
+    fields whose text is the memory's recall cues when a `put` names no `index` (default: none);
+    `hard_delete` purges a deleted item instead of forgetting it softly (restorable, kept in
+    `memory_history`).
     Constructing the store does no I/O: the `Memory` opens on the first op.
     """
 
@@ -147,12 +154,14 @@ class RearviewStore(BaseStore):
         type: MemoryType | str = MemoryType.SEMANTIC,
         visibility: Visibility | str = Visibility.SHARED,
         text_fields: Sequence[str] = ("content", "text"),
+        cue_fields: Sequence[str] = (),
         hard_delete: bool = False,
     ) -> None:
         self.memory = memory
         self.type = MemoryType(type)
         self.visibility = Visibility(visibility)
         self.text_fields = tuple(text_fields)
+        self.cue_fields = tuple(cue_fields)
         self.hard_delete = hard_delete
 
     # ------------------------------------------------------------------------------ BaseStore
@@ -167,6 +176,44 @@ class RearviewStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """`batch` on a worker thread (the `Memory` is synchronous)."""
         return await asyncio.to_thread(self.batch, list(ops))
+
+    def search(
+        self,
+        namespace_prefix: Namespace,
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        alternatives: Sequence[str] | None = None,
+    ) -> list[SearchItem]:
+        """`BaseStore.search`, and `alternatives`: other phrasings of `query` (at most 3), recalled too."""
+        refresh = (
+            refresh_ttl if refresh_ttl is not None else (self.ttl_config or {}).get("refresh_on_read", True)
+        )
+        op = SearchOp(namespace_prefix, filter, limit, offset, query, refresh)
+        validate_op_namespace(op)
+        return self._search(op, _phrasings(query, alternatives))
+
+    async def asearch(
+        self,
+        namespace_prefix: Namespace,
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        alternatives: Sequence[str] | None = None,
+    ) -> list[SearchItem]:
+        """`search` on a worker thread."""
+        return await asyncio.to_thread(
+            self.search, namespace_prefix, query=query, filter=filter, limit=limit, offset=offset,
+            refresh_ttl=refresh_ttl, alternatives=alternatives,
+        )  # fmt: skip
 
     def _run(self, op: Op) -> Result:
         if isinstance(op, GetOp):
@@ -195,18 +242,21 @@ class RearviewStore(BaseStore):
             if current is not None:
                 self._remove(current)
             return
-        content, record = self._encoded(op.namespace, op.key, op.value)
+        content, record, text_field = self._encoded(op.namespace, op.key, op.value)
+        cues = self._cues(op, text_field)
         ttl_days = None if op.ttl is None else op.ttl / MINUTES_PER_DAY
         name = _item_tag(op.namespace, op.key)
         if current is not None and _record_names(current.memory) == {name}:
-            self.memory.update(current.memory.id, content=content, metadata={name: record}, ttl_days=ttl_days)
+            self.memory.update(
+                current.memory.id, content=content, metadata={name: record}, ttl_days=ttl_days, cues=cues
+            )
             return
         if current is not None:  # a key of a merged memory: it gets a memory of its own
             self._detach(current)
         tags = [ROOT_TAG, *_namespace_tags(op.namespace), name]
         receipt = self.memory.write(
             content, type=self.type, visibility=self.visibility, tags=tags, metadata={name: record},
-            ttl_days=ttl_days,
+            ttl_days=ttl_days, cues=cues or (),
         )  # fmt: skip
         held = self.memory.get(receipt.id)
         if name not in held.tags or held.metadata.get(name) != record:
@@ -230,8 +280,13 @@ class RearviewStore(BaseStore):
         tags = [t for t in entry.memory.tags if t != name and (not _is_namespace_tag(t) or t in needed)]
         self.memory.update(entry.memory.id, tags=tags, metadata=metadata)
 
-    def _encoded(self, namespace: Namespace, key: str, value: Mapping[str, Any]) -> tuple[str, str]:
-        """The memory's text and the item's record: a text field apart if the rest fits, else all JSON."""
+    def _encoded(
+        self, namespace: Namespace, key: str, value: Mapping[str, Any]
+    ) -> tuple[str, str, str | None]:
+        """The memory's text, the item's record and the text field (None: the value is all JSON).
+
+        A text field apart if the rest fits the record, else the whole value as JSON.
+        """
         place: dict[str, Any] = {"ns": list(namespace), "key": key}
         for field in self.text_fields:
             text = value.get(field)
@@ -239,19 +294,40 @@ class RearviewStore(BaseStore):
                 rest = {k: v for k, v in value.items() if k != field}
                 record = _json({**place, "f": field, "v": rest})
                 if len(record) <= MAX_METADATA_VALUE_CHARS:
-                    return text, record
+                    return text, record, field
                 break
         record = _json(place)
         if len(record) > MAX_METADATA_VALUE_CHARS:
             raise InvalidInputError("key", f"namespace and key exceed {MAX_METADATA_VALUE_CHARS} characters")
-        return _json(dict(value)), record
+        return _json(dict(value)), record, None
+
+    def _cues(self, op: PutOp, text_field: str | None) -> list[str] | None:
+        """The recall cues of a put: the text of the fields its `index` (else `cue_fields`) names.
+
+        None when no field is named (an existing memory keeps its cues); `index=False` names none.
+        The text field (the memory's content) and `$` (the whole value) are no cues.
+        """
+        fields = op.index if isinstance(op.index, list) else (self.cue_fields if op.index is None else ())
+        if not fields:
+            return None
+        value = op.value or {}
+        cues: dict[str, str] = {}  # by its text casefolded, spaces collapsed: a repeat is one cue
+        for field in dict.fromkeys(fields):
+            if field in (text_field, "$"):
+                continue
+            found = value.get(field)
+            texts = [found] if isinstance(found, str) else found if isinstance(found, list) else []
+            for text in texts:
+                if isinstance(text, str) and text.strip():
+                    cues.setdefault(" ".join(text.casefold().split()), text)
+        return list(cues.values())
 
     # ------------------------------------------------------------------------------ search/list
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp, alternatives: list[str] | None = None) -> list[SearchItem]:
         wanted = max(op.offset, 0) + max(op.limit, 0)
         if op.query:
-            found = self._recalled(op, wanted)
+            found = self._recalled(op, wanted, alternatives)
         else:
             found = ((e, None) for m in self._listed(_prefix_tag(op.namespace_prefix)) for e in _entries(m))
         hits: list[SearchItem] = []
@@ -262,10 +338,14 @@ class RearviewStore(BaseStore):
                     break
         return hits[op.offset : op.offset + op.limit]
 
-    def _recalled(self, op: SearchOp, wanted: int) -> Iterator[tuple[_Entry, float | None]]:
+    def _recalled(
+        self, op: SearchOp, wanted: int, alternatives: list[str] | None
+    ) -> Iterator[tuple[_Entry, float | None]]:
         """The recalled memories' entries, best first: a filter or a merged key reads past `wanted`."""
         top_k = MAX_TOP_K if op.filter else min(MAX_TOP_K, max(wanted, 1))
-        recall = self.memory.search(op.query or "", tags=[_prefix_tag(op.namespace_prefix)], top_k=top_k)
+        recall = self.memory.search(
+            op.query or "", tags=[_prefix_tag(op.namespace_prefix)], top_k=top_k, alternatives=alternatives
+        )
         for hit in recall.results:
             for entry in _entries(self.memory.get(hit.id)):
                 yield entry, hit.score
@@ -298,6 +378,19 @@ class RearviewStore(BaseStore):
 
 
 # ---------------------------------------------------------------------------------- the mapping
+
+
+def _phrasings(query: str | None, alternatives: Sequence[str] | None) -> list[str] | None:
+    """A search's `alternatives` as a list (None for none); refused without a query to rephrase."""
+    if alternatives is None:
+        return None
+    if isinstance(alternatives, str):
+        raise InvalidInputError(
+            "alternatives", "must be a list of phrasings, not one string (wrap it: [...])"
+        )
+    if not query:
+        raise InvalidInputError("alternatives", "are other phrasings of `query`: give a query too")
+    return list(alternatives)
 
 
 def _json(value: Any) -> str:

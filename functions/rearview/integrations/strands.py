@@ -9,8 +9,9 @@
   and the assistant's text, tool calls and results left out) into the hook's `session_id`, so what
   the user said becomes memories a later conversation recalls.
 
-`memory_tools(memory)` gives the model `remember` (`memory_write`) and `recall` (`memory_search`), for
-agents that should decide themselves what is worth keeping. Both can be used together.
+`memory_tools(memory)` gives the model `remember` (`memory_write`, with optional recall `cues`) and
+`recall` (`memory_search`, with optional `alternatives`: other phrasings of the query), for agents
+that should decide themselves what is worth keeping. Both can be used together.
 
 Memory is an enhancement, not a dependency: when Rearview fails (a `RearviewError`: a server down,
 a full disk), the hooks log it and the agent answers without memory; the tools answer the error's
@@ -140,7 +141,9 @@ def memory_tools(memory: Memory) -> list[Any]:
     """The `remember` and `recall` tools on `memory`, for `Agent(tools=...)`."""
 
     @tool
-    def remember(content: str, type: str = "semantic", tags: list[str] | None = None) -> str:
+    def remember(
+        content: str, type: str = "semantic", tags: list[str] | None = None, cues: list[str] | None = None
+    ) -> str:
         """Store one durable fact, preference, decision or lesson in long-term memory.
 
         Call it when the user states something worth knowing in a later conversation; write one
@@ -151,15 +154,17 @@ def memory_tools(memory: Memory) -> list[Any]:
             type: semantic (facts, preferences), episodic (what happened, when) or procedural
                 (how to do things).
             tags: Optional labels to filter by later.
+            cues: Optional recall cues (at most 5 short phrases): how someone might later ask for
+                it in other words or another language, e.g. ["which JavaScript package manager?"].
         """
         try:
-            receipt = memory.write(content, type=type, tags=tags or ())
+            receipt = memory.write(content, type=type, tags=tags or (), cues=cues or ())
         except RearviewError as exc:
             return f"Not remembered: {exc}"
         return f"Remembered ({receipt.action.value}, id {receipt.id})."
 
     @tool
-    def recall(query: str, top_k: int = 5) -> str:
+    def recall(query: str, top_k: int = 5, alternatives: list[str] | None = None) -> str:
         """Search long-term memory for what is relevant to a question, best first.
 
         Call it before answering when the user's past preferences, facts or decisions may matter.
@@ -167,9 +172,11 @@ def memory_tools(memory: Memory) -> list[Any]:
         Args:
             query: What to look for, in words, e.g. "which package manager does the user prefer?".
             top_k: How many memories at most (1-50).
+            alternatives: Optional other phrasings of the query (at most 3: synonyms, another
+                language), e.g. ["npm or pnpm or yarn?"]; a memory found by any of them is recalled.
         """
         try:
-            found = memory.search(query, top_k=top_k)
+            found = memory.search(query, top_k=top_k, alternatives=alternatives or None)
         except RearviewError as exc:
             return f"Memory unavailable: {exc}"
         return found.context if found.results else "Nothing relevant remembered."

@@ -7,12 +7,54 @@ index outage. They log it and report it (`None` vector, `False`), and `rearview 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rearview.errors import EmbedderError, IndexUnavailableError
+from rearview.models import Memory
 from rearview.ports import Embedder, IndexDocument, MemoryIndex, Vector
 
 log = logging.getLogger(__name__)
+
+
+def embed_with_cues(
+    embedder: Embedder, texts: Sequence[tuple[str, Sequence[str]]]
+) -> list[tuple[Vector, Vector | None]]:
+    """Each (content, cues)'s content vector and cue vectors (None: no cues), in one embedder call.
+
+    Raises EmbedderError as `embed_documents` does.
+    """
+    flat = [t for content, cues in texts for t in (content, *cues)]
+    matrix = embedder.embed_documents(flat) if flat else None
+    out: list[tuple[Vector, Vector | None]] = []
+    at = 0
+    for _, cues in texts:
+        assert matrix is not None
+        out.append((matrix[at], matrix[at + 1 : at + 1 + len(cues)] if cues else None))
+        at += 1 + len(cues)
+    return out
+
+
+def index_documents(
+    embedder: Embedder, memories: Sequence[Memory], contexts: Mapping[str, str] | None = None
+) -> list[IndexDocument]:
+    """Full documents of `memories`: content and cues embedded in one call, with their `contexts`.
+
+    Raises EmbedderError as `embed_documents` does.
+    """
+    vectors = embed_with_cues(embedder, [(m.content, [c.text for c in m.cues]) for m in memories])
+    return [
+        IndexDocument(m, vector, cue_vectors=cues, context=(contexts or {}).get(m.id))
+        for m, (vector, cues) in zip(memories, vectors, strict=True)
+    ]
+
+
+def embed_memory(embedder: Embedder, memory: Memory) -> IndexDocument | None:
+    """One memory's full document, or None when the embedder fails (it stays unindexed)."""
+    try:
+        return index_documents(embedder, [memory])[0]
+    except EmbedderError as exc:
+        log.warning("embedding failed, memory stored unindexed: %s", exc)
+        return None
 
 
 def embed_document(embedder: Embedder, content: str) -> Vector | None:

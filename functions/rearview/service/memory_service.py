@@ -43,6 +43,7 @@ from rearview.errors import (
 from rearview.limits import MAX_FORGET_BATCH, MAX_TAGS, AgentIdText, checked
 from rearview.models import (
     DEFAULT_AGENT,
+    Cue,
     ForgetRequest,
     ForgetResult,
     HistoryAction,
@@ -227,23 +228,52 @@ class MemoryService:
                 source_agents=[],
                 source_speakers=[],
             )
-        vector = indexing.embed_document(self.embedder, str(changes["content"])) if content_changed else None
         updated = current.model_copy(
             update={**changes, "updated_at": self.clock.now(), "version": current.version + 1}
         )
+        doc = self._updated_document(updated, content_changed, "cues" in changes)
         event = change_event(updated, HistoryAction.UPDATED, current, updated.updated_at, req.agent_id)
         self.store.commit([StoreWrite(updated, event, current.version)])
         # The neighbours' contexts hold this memory's text (and its time decides their links).
-        docs = keyword_context.documents_with_context(self.store, tenant_id, [IndexDocument(updated, vector)])
-        if content_changed and vector is None:
+        docs = keyword_context.documents_with_context(
+            self.store, tenant_id, [doc or IndexDocument(updated, None)]
+        )
+        if content_changed and doc is None:
             # A stale vector must not answer for the new content; the neighbours still change.
             indexing.delete(self.index, tenant_id, [updated.id])
             docs = docs[1:]
         indexing.upsert(self.index, docs)
         return self._present(updated)
 
+    def _updated_document(
+        self, updated: Memory, content_changed: bool, cues_changed: bool
+    ) -> IndexDocument | None:
+        """What the index gets for an update.
+
+        The whole document re-embedded when the content changed (None if the embedder failed), the
+        cues alone when only they did, else the fields alone.
+        """
+        if content_changed:
+            return indexing.embed_memory(self.embedder, updated)
+        if not cues_changed:
+            return IndexDocument(updated, None)
+        if not updated.cues:
+            return IndexDocument(
+                updated, None, cue_vectors=np.zeros((0, self.embedder.dimension), np.float32)
+            )
+        try:
+            cue_vectors = self.embedder.embed_documents([c.text for c in updated.cues])
+        except EmbedderError as exc:
+            log.warning("embedding the new cues failed; the indexed cues stay until reindex: %s", exc)
+            return IndexDocument(updated, None)
+        return IndexDocument(updated, None, cue_vectors=cue_vectors)
+
     def _update_changes(self, tenant_id: str, current: Memory, req: UpdateRequest) -> dict[str, object]:
         changes: dict[str, object] = {}
+        if req.cues is not None:
+            cues = [Cue(text=t, by=req.agent_id) for t in req.cues]
+            if [c.text for c in cues] != [c.text for c in current.cues]:
+                changes["cues"] = cues
         if req.content is not None and req.content != current.content:
             changes.update(content=req.content, content_hash=content_hash(req.content))
         for name in ("tags", "entities", "metadata"):
@@ -454,10 +484,9 @@ class MemoryService:
             restored, HistoryAction.RESTORED, stub, now, agent_id, note=f"restored from {ref}"
         )
         self.store.commit([StoreWrite(restored, event, stub.version)])
-        vector = indexing.embed_document(self.embedder, restored.content)
-        indexed = vector is not None and indexing.upsert(
-            self.index,
-            keyword_context.documents_with_context(self.store, tenant_id, [IndexDocument(restored, vector)]),
+        doc = indexing.embed_memory(self.embedder, restored)
+        indexed = doc is not None and indexing.upsert(
+            self.index, keyword_context.documents_with_context(self.store, tenant_id, [doc])
         )
         try:
             self._require_archive().delete(tenant_id, ref, stub.id)
@@ -480,10 +509,9 @@ class MemoryService:
             restored, HistoryAction.RESTORED, memory, now, agent_id, note="restored from forgotten"
         )
         self.store.commit([StoreWrite(restored, event, memory.version)])
-        vector = indexing.embed_document(self.embedder, restored.content)
-        indexed = vector is not None and indexing.upsert(
-            self.index,
-            keyword_context.documents_with_context(self.store, tenant_id, [IndexDocument(restored, vector)]),
+        doc = indexing.embed_memory(self.embedder, restored)
+        indexed = doc is not None and indexing.upsert(
+            self.index, keyword_context.documents_with_context(self.store, tenant_id, [doc])
         )
         return RestoreResult(memory=self._present(restored), restored_from="forgotten", indexed=indexed)
 

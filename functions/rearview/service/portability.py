@@ -31,9 +31,11 @@ from pydantic import BaseModel, ConfigDict
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.limits import (
     MAX_CONTENT_CHARS,
+    MAX_MEMORY_CUES,
     AgentIdText,
     Confidence,
     ContentText,
+    CueText,
     FlatMetadata,
     Importance,
     Labels,
@@ -43,7 +45,7 @@ from rearview.limits import (
     text_problem,
 )
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus
-from rearview.ports import IndexDocument, MemoryStore, StoreWrite
+from rearview.ports import MemoryStore, StoreWrite
 from rearview.service import indexing
 from rearview.service.memory_service import MemoryService
 from rearview.service.reindex import INDEXED_STATUSES, REINDEX_BATCH
@@ -88,6 +90,11 @@ def check_restorable(record: ExportRecord) -> None:
     checked(Labels, m.tags, "memory.tags")
     checked(Labels, m.entities, "memory.entities")
     checked(FlatMetadata, m.metadata, "memory.metadata")
+    if len(m.cues) > MAX_MEMORY_CUES:
+        raise InvalidInputError("memory.cues", f"has {len(m.cues)} items; the limit is {MAX_MEMORY_CUES}")
+    for i, cue in enumerate(m.cues):
+        checked(CueText, cue.text, f"memory.cues[{i}].text")
+        checked(AgentIdText, cue.by, f"memory.cues[{i}].by")
     checked(Importance, m.importance, "memory.importance")
     checked(Confidence, m.confidence, "memory.confidence")
     for i, ref in enumerate(m.derived_from):
@@ -229,12 +236,11 @@ class Restorer:
         if not batch:
             return
         try:
-            vectors = self._service.embedder.embed_documents([m.content for m in batch])
+            docs = indexing.index_documents(self._service.embedder, batch)
         except EmbedderError as exc:
             log.warning("embedding failed, restored memories stored unindexed: %s", exc)
             self.unindexed += len(batch)
             return
-        docs = [IndexDocument(m, vectors[i]) for i, m in enumerate(batch)]
         if not indexing.upsert(self._service.index, docs):
             self.unindexed += len(batch)
 

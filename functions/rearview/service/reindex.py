@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from rearview.models import Memory, MemoryFilter, MemoryStatus
 from rearview.ports import IndexDocument, MemoryIndex, VersionedIndex
+from rearview.service import indexing
 from rearview.service.keyword_context import reindex_contexts
 from rearview.service.memory_service import MemoryService
 
@@ -29,9 +30,8 @@ def _pages(service: MemoryService, tenant_id: str) -> Iterator[list[Memory]]:
 
 def index_documents(service: MemoryService, tenant_id: str, items: Sequence[Memory]) -> list[IndexDocument]:
     """Full documents of `items`: re-embedded, each with its keyword context rebuilt from the store."""
-    vectors = service.embedder.embed_documents([m.content for m in items])
     contexts = reindex_contexts(service.store, tenant_id, items)
-    return [IndexDocument(m, vectors[i], context=contexts.get(m.id)) for i, m in enumerate(items)]
+    return indexing.index_documents(service.embedder, items, contexts)
 
 
 def reindex_tenant(

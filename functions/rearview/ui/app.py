@@ -35,7 +35,7 @@ from starlette.types import ASGIApp
 from rearview.api.auth import ApiKeyResolver, authenticate, key_fingerprint
 from rearview.api.refusals import RefusedKeyLimiter, client_address
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError, NotPermittedError, RearviewError
-from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType
+from rearview.models import DEFAULT_AGENT, SERVICE_CUE_AUTHOR, ForgetRequest, MemoryStatus, MemoryType
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
 from rearview.ui import csrf
@@ -106,6 +106,7 @@ class MemoryBrowser:
         )
         self.templates.filters["when"] = when
         self.templates.filters["linked_ids"] = linked_ids
+        self.templates.globals["service_cue_author"] = SERVICE_CUE_AUTHOR
 
     # ------------------------------------------------------------------------------ plumbing
 

@@ -229,9 +229,16 @@ def shown(value: object) -> str:
     if value is None:
         return "—"
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "—"
+        return ", ".join(_item(v) for v in value) or "—"
     if isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items()) or "—"
+    return str(value)
+
+
+def _item(value: object) -> str:
+    """One item of a history list: a recall cue (`{"text", "by"}`) as its text and author."""
+    if isinstance(value, dict) and value.keys() == {"text", "by"}:
+        return f"{value['text']} (by {value['by']})"
     return str(value)
 
 

@@ -1,7 +1,8 @@
 """Items ↔ `Memory` / `HistoryEvent`: the attribute layout of the table's items.
 
 - memory (`pk` `T#<tenant>#M#<id>`, `sk` `MEMORY`): every `Memory` field as its own attribute
-  (times as fixed-width ISO-8601 UTC, `metadata` as JSON), `expires_at` (the TTL attribute,
+  (times as fixed-width ISO-8601 UTC, `metadata` and `cues` as JSON; no `cues` attribute for a
+  memory without any, as in items written before cues existed), `expires_at` (the TTL attribute,
   epoch seconds rounded up), `expires_iso` (the exact instant, for read-time expiry checks) and
   the GSI keys (`gsi1pk`, `gsi2pk` when the memory has a session, `gsi3pk`, `updated_key`).
 - history event (same `pk`, `sk` `H#<version:010d>#<event id>`): `event`, the event as JSON.
@@ -41,7 +42,10 @@ if TYPE_CHECKING:
 TTL_ATTRIBUTE: Final = "expires_at"
 MAX_ITEM_BYTES: Final = 400 * 1024
 """DynamoDB's item size limit (also applies to every GSI projection of the item)."""
-_JSON_FIELDS: Final = frozenset({"metadata"})
+_JSON_FIELDS: Final = frozenset({"metadata", "cues"})
+"""Fields stored as one JSON string attribute (`cues`: a list of `{"by", "text"}` objects)."""
+_OMITTED_WHEN_EMPTY: Final = frozenset({"cues"})
+"""Fields with no attribute when empty: an item written before the field existed reads the same."""
 
 
 def string_value(text: str) -> AttributeValueTypeDef:
@@ -136,11 +140,14 @@ def memory_to_item(memory: Memory) -> Item:
     }
     if memory.session_id is not None:
         item["gsi2pk"] = string_value(session_pk(memory.tenant_id, memory.session_id))
+    as_json = memory.model_dump(mode="json", include=set(_JSON_FIELDS))
     for name, value in memory:
-        if value is None or name == "expires_at":
+        if value is None or name == "expires_at" or (name in _OMITTED_WHEN_EMPTY and not value):
             continue
-        is_json = name in _JSON_FIELDS
-        item[name] = string_value(json.dumps(value, sort_keys=True)) if is_json else attribute_value(value)
+        if name in _JSON_FIELDS:
+            item[name] = string_value(json.dumps(as_json[name], sort_keys=True))
+        else:
+            item[name] = attribute_value(value)
     item.update(expiry_attributes(memory.expires_at))
     return item
 

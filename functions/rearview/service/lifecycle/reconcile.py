@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from enum import IntEnum
 
 from rearview.models import Memory, MemoryFilter, MemoryStatus
-from rearview.ports import IndexDocument
+from rearview.service import indexing
 from rearview.service.keyword_context import reindex_contexts
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import ReconcileReport
@@ -147,8 +147,5 @@ class ReconcileJob:
         service, batch = self.ctx.service, self.ctx.config.reindex_batch
         for start in range(0, len(items), batch):
             chunk = items[start : start + batch]
-            vectors = service.embedder.embed_documents([m.content for m in chunk])
             contexts = reindex_contexts(service.store, self.ctx.tenant_id, chunk)
-            service.index.upsert(
-                [IndexDocument(m, vectors[i], context=contexts.get(m.id)) for i, m in enumerate(chunk)]
-            )
+            service.index.upsert(indexing.index_documents(service.embedder, chunk, contexts))

@@ -93,7 +93,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from rearview.models import Memory
@@ -187,6 +187,11 @@ class RankingPolicy:
     relevant_at: float = 0.5
     """Relevance from which a returned memory is marked relevant (`SearchHit.relevant`) and reinforced:
     with the learned relevance, more likely than not to answer the query. Under it, a weak match."""
+    similarity_keep: int = 3
+    """The similarity floor (`similarity_floor`): the memories of best cosine (over every phrasing and
+    cue) that are always returned, as weak matches if nothing marks them likely; 0: off."""
+    similarity_rank_k: float = 3.0
+    """The floor's order: reciprocal-rank fusion, 1/(k + rank by score) + 1/(k + rank by cosine)."""
 
     @property
     def recency_lambda(self) -> float:
@@ -249,6 +254,22 @@ class Candidates:
     """The same for `archived` (over the store's page of archived previews)."""
     vector_baselines: tuple[float, float] | None = None
     """The query's cosine to unrelated (Latin, CJK) text (`baseline.Baselines.of`); None when unknown."""
+    vector_cues: Mapping[str, int] = field(default_factory=dict)
+    """memory_id -> the cue that carried its vector score (`ports.ChannelHits.vector_cues`)."""
+    alternatives: tuple[Phrasing, ...] = ()
+    """The channels' hits for each of the search's alternatives (`SearchRequest.alternatives`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Phrasing:
+    """One alternative phrasing's channel hits, as `Candidates` holds the query's."""
+
+    text: str
+    keyword: ChannelScores | None = None
+    vector: ChannelScores | None = None
+    keyword_ceiling: float = 0.0
+    vector_baselines: tuple[float, float] | None = None
+    vector_cues: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +287,10 @@ class Fused:
     (`RankingPolicy.relative_vector_order`): what `admitted` judges. None: `relevance` is."""
     hop_lifted: bool = False
     """`relevance` is the second hop's lift (`second_hop`)."""
+    phrasing: int = 0
+    """Which phrasing carried it: 0 the query, i the i-th alternative (`Candidates.alternatives`)."""
+    cue: int | None = None
+    """The cue (index in `Memory.cues`) whose vector carried its vector score; None: the content."""
 
     @property
     def admission(self) -> float:
@@ -356,10 +381,84 @@ def admitted(ranked: Sequence[Ranked], policy: RankingPolicy = DEFAULT_RANKING) 
     return [r for r in ranked if r.fused.admission >= floor]
 
 
+def similarity_floor(
+    ranked: Sequence[Ranked], returned: Sequence[Ranked], candidates: Candidates, policy: RankingPolicy
+) -> list[Ranked]:
+    """`returned` (admitted) plus the best cosine matches, ordered with plain similarity's order too.
+
+    So recall is never below plain vector similarity (DESIGN, "The agent is the model").
+
+    The `similarity_keep` held memories of best cosine (the best over the query, its alternatives
+    and each memory's cues) join `returned` if admission left them out: relevance still marks them
+    weak unless it says otherwise, so an empty answer stays empty of likely answers. The order is
+    reciprocal-rank fusion of `ranked`'s (by score) and the cosine order (`similarity_rank_k`), ties
+    by score order: measured on the everyday set's development half (benchmarks/recall/
+    everyday_recall.py), this keeps every question kind's hit@3 at or above plain cosine's, where
+    the score order alone lost a third of the paraphrases it finds. `score` stays what `why` says.
+    """
+    if policy.similarity_keep <= 0:
+        return list(returned)
+    by_cosine = _cosine_order(candidates)
+    position = {r.memory.id: n for n, r in enumerate(ranked)}
+    kept = {r.memory.id: r for r in returned}
+    by_id = {r.memory.id: r for r in ranked}
+    for memory_id in by_cosine[: policy.similarity_keep]:
+        if memory_id in by_id:
+            kept.setdefault(memory_id, by_id[memory_id])
+    cosine_rank = {memory_id: n for n, memory_id in enumerate(by_cosine)}
+    k, absent = policy.similarity_rank_k, len(ranked) + len(by_cosine)
+
+    def fused_rank(r: Ranked) -> tuple[float, int]:
+        n = position.get(r.memory.id, absent)
+        return (-(1 / (k + n) + 1 / (k + cosine_rank.get(r.memory.id, absent))), n)
+
+    return sorted(kept.values(), key=fused_rank)
+
+
+def _cosine_order(candidates: Candidates) -> list[str]:
+    """The held candidates by their best cosine over every phrasing's vector hits, best first."""
+    best: dict[str, float] = {}
+    for hits in (candidates.vector, *(a.vector for a in candidates.alternatives)):
+        for memory_id, cosine in hits or ():
+            if memory_id in candidates.memories and cosine > best.get(memory_id, -2.0):
+                best[memory_id] = cosine
+    return sorted(best, key=lambda i: (-best[i], i))
+
+
 def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused]:
+    """Every candidate of any phrasing with its best phrasing's `Fused` (`fuse_phrasing`).
+
+    Each phrasing (the query, each alternative) is judged as a query of its own, on its own scales
+    and evidence; a memory takes the phrasing under which it is most relevant, so one strongly
+    matched by any phrasing can rank first, and an alternative that matches nothing costs nothing.
+    """
+    best = {f.memory_id: f for f in _with_cues(fuse_phrasing(candidates, policy), candidates.vector_cues)}
+    for n, alt in enumerate(candidates.alternatives, start=1):
+        asked = replace(
+            candidates, query=alt.text, keyword=alt.keyword, vector=alt.vector,
+            keyword_ceiling=alt.keyword_ceiling, vector_baselines=alt.vector_baselines, alternatives=(),
+        )  # fmt: skip
+        for f in _with_cues(fuse_phrasing(asked, policy), alt.vector_cues):
+            kept = best.get(f.memory_id)
+            if kept is None or f.relevance > kept.relevance:
+                best[f.memory_id] = replace(f, phrasing=n)
+    return list(best.values())
+
+
+def _with_cues(fused: list[Fused], cues: Mapping[str, int]) -> list[Fused]:
+    """`fused` with the cue that carried each vector score (only where the vector channel counted)."""
+    if not cues:
+        return fused
+    return [
+        replace(f, cue=cues[f.memory_id]) if f.memory_id in cues and f.vector_score > 0 else f for f in fused
+    ]
+
+
+def fuse_phrasing(candidates: Candidates, policy: RankingPolicy) -> list[Fused]:
     """Every candidate of either channel with its relevance on the absolute scales (module docstring).
 
-    A channel without its scale (no ceiling, no baselines) is scored on the relative one instead.
+    One phrasing (`candidates.query` and its channels); a channel without its scale (no ceiling,
+    no baselines) is scored on the relative one instead.
     """
     keyword, vector = candidates.keyword, candidates.vector
     w = policy.keyword_weight if keyword is not None and vector is not None else float(vector is None)

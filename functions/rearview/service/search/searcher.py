@@ -13,6 +13,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import NamedTuple
 
+import numpy as np
+
 from rearview.clock import Clock
 from rearview.errors import EmbedderError, IndexUnavailableError, StoreError
 from rearview.limits import query_terms_problem
@@ -33,10 +35,12 @@ from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
 from rearview.service.search.ranking import (
     Candidates,
     ChannelScores,
+    Phrasing,
     Ranked,
     admitted,
     hop_seeds,
     rank,
+    similarity_floor,
     subject_of,
 )
 from rearview.service.search.rendering import render_context
@@ -55,6 +59,8 @@ class _Channels(NamedTuple):
     vector: ChannelScores | None
     keyword_ceiling: float = 0.0
     vector_baselines: tuple[float, float] | None = None
+    vector_cues: Mapping[str, int] = {}
+    alternatives: tuple[Phrasing, ...] = ()
 
 
 class Searcher:
@@ -94,9 +100,13 @@ class Searcher:
         policy = self.config.ranking
         ranked = rank(candidates, policy)
         yield_point()
-        relevant = (r for r in admitted(ranked, policy) if round(r.score, 6) >= req.min_score)
+        returned = similarity_floor(ranked, admitted(ranked, policy), candidates, policy)
+        relevant = (r for r in returned if round(r.score, 6) >= req.min_score)
         kept = collapse_extracted(relevant, top_k)
-        results = [_hit(c.ranked, c.related, policy.relevant_at) for c in kept]  # hits built for these only
+        phrasings = [candidates.query, *(a.text for a in candidates.alternatives)]
+        results = [
+            _hit(c.ranked, c.related, policy.relevant_at, phrasings) for c in kept
+        ]  # hits built for these only
         if req.reinforce and results:
             results = self._reinforce(tenant_id, results, candidates.memories)
         context = render_context(results)
@@ -132,8 +142,11 @@ class Searcher:
             flt = req.filter.model_copy(update={"statuses": (MemoryStatus.ARCHIVED,)})
             limit = self.config.fallback_scan_limit
             archived, archived_ceiling = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
+        alternative_hits = [h for alt in channels.alternatives for h in (alt.keyword, alt.vector)]
         ids = dict.fromkeys(
-            i for hits in (channels.keyword, channels.vector, archived) for i, _ in hits or ()
+            i
+            for hits in (channels.keyword, channels.vector, archived, *alternative_hits)
+            for i, _ in hits or ()
         )
         yield_point()
         now = self.clock.now()
@@ -148,6 +161,8 @@ class Searcher:
             keyword_ceiling=channels.keyword_ceiling,
             archived_ceiling=archived_ceiling,
             vector_baselines=channels.vector_baselines,
+            vector_cues=channels.vector_cues,
+            alternatives=channels.alternatives,
         )
         if channels.keyword is None or not live:
             return first
@@ -198,26 +213,44 @@ class Searcher:
     def _live_channels(
         self, tenant_id: str, req: SearchRequest, flt: MemoryFilter, depth: int, reasons: list[str]
     ) -> _Channels:
-        """The index's keyword and vector channels, or the store's keyword fallback when the index is down."""
-        query = req.query.strip()
-        vector = self._embed_query(query, reasons) if "vector" in req.channels else None
+        """The index's channels for the query and each alternative, or the store's keyword fallback.
+
+        Every phrasing is embedded in one embedder call and searched on both channels; with the
+        index down, the store's fallback answers the query alone.
+        """
+        phrasings = req.phrasings
+        vectors = self._embed_queries(phrasings, reasons) if "vector" in req.channels else None
         yield_point()
-        text = query if "keyword" in req.channels else None
-        try:
-            hits = self.index.search(
-                IndexQuery(tenant_id=tenant_id, filter=flt, limit=depth, text=text, vector=vector)
+        channels: list[_Channels] = []
+        for n, text in enumerate(phrasings):
+            vector = None if vectors is None else vectors[n]
+            try:
+                hits = self.index.search(
+                    IndexQuery(
+                        tenant_id=tenant_id, filter=flt, limit=depth, vector=vector,
+                        text=text if "keyword" in req.channels else None,
+                    )
+                )  # fmt: skip
+            except IndexUnavailableError as exc:
+                reasons.append(f"index unavailable ({exc}); answered from the store's recent memories")
+                limit = self.config.fallback_scan_limit
+                keyword, ceiling = store_keyword_search(self.store, tenant_id, flt, req.query, depth, limit)
+                return _Channels(keyword, None, ceiling)
+            channels.append(
+                _Channels(
+                    hits.keyword if "keyword" in req.channels else None,
+                    hits.vector if vector is not None else None,
+                    hits.keyword_ceiling,
+                    self._baselines(vector, reasons) if vector is not None else None,
+                    hits.vector_cues,
+                )
             )
-        except IndexUnavailableError as exc:
-            reasons.append(f"index unavailable ({exc}); answered from the store's recent memories")
-            limit = self.config.fallback_scan_limit
-            keyword, ceiling = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
-            return _Channels(keyword, None, ceiling)
-        return _Channels(
-            hits.keyword if text is not None else None,
-            hits.vector if vector is not None else None,
-            hits.keyword_ceiling,
-            self._baselines(vector, reasons) if vector is not None else None,
+            yield_point()
+        alternatives = tuple(
+            Phrasing(text, c.keyword, c.vector, c.keyword_ceiling, c.vector_baselines, c.vector_cues)
+            for text, c in zip(phrasings[1:], channels[1:], strict=True)
         )
+        return channels[0]._replace(alternatives=alternatives)
 
     def _baselines(self, vector: Vector, reasons: list[str]) -> tuple[float, float] | None:
         """The query's baselines (`baseline.Baselines`); None (relative scale) if the embedder fails."""
@@ -227,9 +260,16 @@ class Searcher:
             reasons.append(f"embedder unavailable ({exc}); vector scores relative to the candidates")
             return None
 
-    def _embed_query(self, query: str, reasons: list[str]) -> Vector | None:
+    def _embed_queries(self, texts: list[str], reasons: list[str]) -> Vector | None:
+        """The phrasings' query vectors in one embedder call (row i: `texts[i]`), or None if it fails."""
         try:
-            return self.embedder.embed_query(query)
+            if len(texts) == 1:
+                return self.embedder.embed_query(texts[0])[None, :]
+            batch = getattr(self.embedder, "embed_queries", None)
+            if callable(batch):
+                matrix: Vector = batch(texts)
+                return matrix
+            return np.stack([self.embedder.embed_query(t) for t in texts])
         except EmbedderError as exc:
             reasons.append(f"embedder unavailable ({exc}); keyword channel only")
             return None
@@ -269,8 +309,9 @@ class Searcher:
         ]
 
 
-def _hit(ranked: Ranked, related: list[str], relevant_at: float) -> SearchHit:
+def _hit(ranked: Ranked, related: list[str], relevant_at: float, phrasings: list[str]) -> SearchHit:
     memory, fused, factors = ranked.memory, ranked.fused, ranked.factors
+    cue = memory.cues[fused.cue].text if fused.cue is not None and fused.cue < len(memory.cues) else None
     return SearchHit(
         id=memory.id,
         related=related,
@@ -306,5 +347,7 @@ def _hit(ranked: Ranked, related: list[str], relevant_at: float) -> SearchHit:
             subject=factors.subject,
             temporal=round(factors.temporal, 6),
             consolidated=factors.consolidated,
+            cue=cue,
+            phrasing=phrasings[fused.phrasing] if 0 < fused.phrasing < len(phrasings) else None,
         ),
     )

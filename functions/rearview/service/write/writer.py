@@ -18,9 +18,16 @@ from datetime import datetime
 from typing import NamedTuple, TypeGuard
 
 from rearview.clock import Clock
-from rearview.errors import ConflictError, IndexUnavailableError, InvalidInputError, NotFoundError
+from rearview.errors import (
+    ConflictError,
+    EmbedderError,
+    IndexUnavailableError,
+    InvalidInputError,
+    NotFoundError,
+)
 from rearview.ids import new_id
 from rearview.models import (
+    Cue,
     HistoryAction,
     Memory,
     MemoryFilter,
@@ -29,6 +36,7 @@ from rearview.models import (
     WriteAction,
     WriteRequest,
     WriteResult,
+    united_cues,
 )
 from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
 from rearview.scopes import legacy_scope_key, scope_key
@@ -92,6 +100,8 @@ class Draft:
     digest: str
     vector: Vector | None
     """None when the embedder failed: the memory is stored unindexed."""
+    cue_vectors: Vector | None = None
+    """The request's cues embedded with its content (one row each); None without cues."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +127,9 @@ class Changes:
     index_docs: list[IndexDocument] = field(default_factory=list)
     superseded_ids: list[str] = field(default_factory=list)
 
-    def put(self, write: StoreWrite, vector: Vector | None) -> None:
+    def put(self, write: StoreWrite, vector: Vector | None, cue_vectors: Vector | None = None) -> None:
         self.writes.append(write)
-        self.index_docs.append(IndexDocument(write.memory, vector))
+        self.index_docs.append(IndexDocument(write.memory, vector, cue_vectors=cue_vectors))
 
     def retire(
         self, retired: Memory, successor_id: str, now: datetime, actor: str, reason: str | None
@@ -224,7 +234,7 @@ class Writer:
         flt = MemoryFilter(scope_key=draft.scope_key, statuses=(MemoryStatus.SUPERSEDED,))
         try:
             hits = self.index.search(
-                IndexQuery(tenant_id=tenant_id, filter=flt, limit=3, vector=draft.vector)
+                IndexQuery(tenant_id=tenant_id, filter=flt, limit=3, vector=draft.vector, match_cues=False)
             )
         except IndexUnavailableError:
             return None
@@ -243,12 +253,21 @@ class Writer:
 
         `embedded` is the caller's embedding of `req.content` (see `write`).
         """
+        vector, cue_vectors = embedded.vector if embedded else None, None
+        if embedded is None or req.cues:
+            try:
+                embedded_cues = indexing.embed_with_cues(self.embedder, [(req.content, req.cues)])
+                vector, cue_vectors = embedded_cues[0]
+            except EmbedderError as exc:
+                log.warning("embedding failed, memory stored unindexed: %s", exc)
+                vector = cue_vectors = None
         return Draft(
             req=req,
             now=self.clock.now(),
             scope_key=scope_key(req.type, req.visibility, req.agent_id, req.session_id),
             digest=content_hash(req.content),
-            vector=embedded.vector if embedded else indexing.embed_document(self.embedder, req.content),
+            vector=vector,
+            cue_vectors=cue_vectors,
         )
 
     # ------------------------------------------------------------------------------ decide
@@ -333,7 +352,7 @@ class Writer:
             hits = self.index.search(
                 IndexQuery(
                     tenant_id=tenant_id, filter=MemoryFilter(scope_key=draft.scope_key),
-                    limit=2 + len(excluded), vector=draft.vector,
+                    limit=2 + len(excluded), vector=draft.vector, match_cues=False,
                 )
             )  # fmt: skip
         except IndexUnavailableError:
@@ -361,7 +380,7 @@ class Writer:
             return None
         query = IndexQuery(
             tenant_id=tenant_id, filter=MemoryFilter(scope_key=draft.scope_key),
-            limit=self.config.contradiction_candidates, vector=vector,
+            limit=self.config.contradiction_candidates, vector=vector, match_cues=False,
         )  # fmt: skip
         try:
             hits = self.index.search(query)
@@ -425,6 +444,7 @@ class Writer:
         changes.put(
             StoreWrite(memory, change_event(memory, HistoryAction.CREATED, None, now, note=note), None),
             draft.vector,
+            draft.cue_vectors if draft.vector is not None else None,
         )
         if isinstance(decision, Supersede):
             changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
@@ -449,7 +469,7 @@ class Writer:
             )
         event = change_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
         changes = Changes()
-        changes.put(StoreWrite(merged, event, existing.version), None)
+        changes.put(StoreWrite(merged, event, existing.version), None, self._cue_vectors(merged, existing))
         if decision.retires is not None:
             changes.retire(decision.retires, merged.id, now, req.agent_id, None)
         self.store.commit(changes.writes)
@@ -463,6 +483,18 @@ class Writer:
             indexed=indexed,
         )
 
+    def _cue_vectors(self, merged: Memory, existing: Memory) -> Vector | None:
+        """The merged memory's cue vectors when the merge added cues (None: the indexed ones stay)."""
+        if merged.cues == existing.cues:
+            return None
+        try:
+            return indexing.embed_with_cues(self.embedder, [(merged.content, [c.text for c in merged.cues])])[
+                0
+            ][1]
+        except EmbedderError as exc:
+            log.warning("embedding merged cues failed; the indexed cues stay until reindex: %s", exc)
+            return None
+
     def _merged(self, tenant_id: str, existing: Memory, req: WriteRequest, now: datetime) -> Memory:
         """`existing` reinforced by the duplicate write: labels and metadata united, higher scores kept.
 
@@ -470,9 +502,11 @@ class Writer:
         strength is reinforced as by a recall, and its text, labels, metadata, importance,
         confidence and lifetime stay what its writer gave it.
         """
+        cues = united_cues(existing.cues, [Cue(text=t, by=req.agent_id) for t in req.cues])
         if existing.agent_id != req.agent_id:
             return existing.model_copy(
                 update={
+                    "cues": cues,
                     "strength": self.config.reinforcement.reinforced(
                         existing.strength, self.config.reinforcement.merge_boost
                     ),
@@ -490,6 +524,7 @@ class Writer:
                 ),
                 "importance": importance,
                 "confidence": max(existing.confidence, req.confidence),
+                "cues": cues,
                 "tags": list(dict.fromkeys([*existing.tags, *req.tags])),
                 "entities": list(dict.fromkeys([*existing.entities, *req.entities])),
                 "metadata": {**existing.metadata, **req.metadata},
@@ -534,6 +569,7 @@ class Writer:
             speaker=req.speaker,
             source_agents=req.source_agents,
             source_speakers=req.source_speakers,
+            cues=[Cue(text=t, by=req.agent_id) for t in req.cues],
         )
 
     def replay(self, tenant_id: str, idempotency_key: str | None) -> WriteResult | None:
