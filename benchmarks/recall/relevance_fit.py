@@ -1,24 +1,28 @@
 """Fit the relevance model (`service/search/relevance.py`) on labelled candidates, cross-validated by user.
 
     export PYTHONPATH=functions:.
-    .venv/bin/python benchmarks/recall/everyday_recall.py --cache benchmarks/results/everyday.pkl
+    .venv/bin/python benchmarks/recall/everyday_recall.py --help-mode both \\
+        --cache benchmarks/results/everyday.pkl
     .venv/bin/python benchmarks/recall/locomo_recall.py --embedder onnx --cache benchmarks/results/locomo.pkl
-    .venv/bin/python benchmarks/recall/relevance_fit.py benchmarks/results/everyday.pkl \\
-        --locomo benchmarks/results/locomo.pkl [--write]
+    .venv/bin/python benchmarks/recall/relevance_fit.py benchmarks/results/everyday.pkl.without \\
+        benchmarks/results/everyday.pkl.with --locomo benchmarks/results/locomo.pkl [--write]
 
-Rows: every candidate of every question (`ranking.evidence_of`: both channels' hits the store
-holds), its features (`relevance.features`, the one definition the search uses) and whether it
-answers the question (the everyday set's answers and also-relevant memories; LoCoMo's evidence
-turns). A logistic regression (standardized features, L2 penalty `L2`, Newton steps) is fitted on
-them; LoCoMo's rows are weighted so that the two sets weigh the same.
+Rows: every candidate of every question and phrasing (the query, and each alternative judged as a
+query of its own: `ranking.evidence_of` over `Candidates.asked_as`), its features (`relevance.
+features`, the one definition the search uses) and whether it answers the question (the everyday
+set's answers and also-relevant memories; LoCoMo's evidence turns). A logistic regression
+(standardized features, L2 penalty `L2`, Newton steps) is fitted on them; LoCoMo's rows are
+weighted so that the two sets weigh the same.
 
-Cross-validation: leave one everyday user out (8 folds): the model is fitted on the other users and
-all of LoCoMo, and the held-out user's questions are ranked by the real `ranking.rank` /
-`ranking.admitted` with that fold's model, under each point of the admission grid (`GRID`). Printed
-per point: hit@1, hit@3, precision of what is returned, the `nothing` questions with no memory
-returned and with no memory marked relevant (`RankingPolicy.relevant_at`), per kind. `--write`
-refits on everything and writes `relevance_model.json` with what it was trained on and these
-figures.
+The everyday caches are modes: the same questions asked without the agent's help and with its
+cues and alternatives (`everyday_recall.py --help-mode both`). Cross-validation: leave one everyday
+user out (8 folds): the model is fitted on the other users (every mode) and all of LoCoMo, and the
+held-out user's questions are ranked by the real `ranking.returned` with that fold's model, under
+each point of the grid (`GRID`). Printed per mode and point: hit@1, hit@3, precision of what is
+returned, the `nothing` questions with no likely answer, the answerable ones with a likely answer
+in the first three, per kind; then plain cosine's hit@3 and LoCoMo's development R@10 per point, and
+the point `choose` picks. `--write` refits on everything and writes `relevance_model.json` with what
+it was trained on and these figures for the shipped point (`ranking.LEARNED_ADMISSION`).
 """
 
 from __future__ import annotations
@@ -52,8 +56,13 @@ from rearview.service.search.relevance import FEATURES, MODEL_FILE, RelevanceMod
 
 L2 = 1.0
 GRID: dict[str, tuple[float, ...]] = {
-    "min_relevance": (0.15, 0.2, 0.25, 0.3),
-    "relative_relevance": (0.0, 0.3, 0.5, 0.7),
+    "min_relevance": (0.25, 0.3),
+    "relative_relevance": (0.5, 0.6),
+    "similarity_keep": (0, 3),
+    "similarity_slack": (1,),
+    "similarity_trusts_agreement": (0, 1),
+    "phrasing_agreement": (0.0, 1.0),
+    "relevant_at": (0.45, 0.475, 0.5),
 }
 TOP_K = 10
 Matrix = npt.NDArray[np.float64]
@@ -67,11 +76,17 @@ class Rows:
 
 
 def rows_of(candidates: Candidates, relevant: frozenset[str]) -> tuple[list[list[float]], list[float]]:
-    evidence = evidence_of(candidates)
-    if evidence is None:
-        return [], []
-    table = features(evidence)
-    return list(table.values()), [float(i in relevant) for i in table]
+    """One row per candidate and phrasing (the query and each alternative, each judged on its own)."""
+    x: list[list[float]] = []
+    y: list[float] = []
+    for n in range(1 + len(candidates.alternatives)):
+        evidence = evidence_of(candidates.asked_as(n))
+        if evidence is None:
+            continue
+        table = features(evidence)
+        x.extend(table.values())
+        y.extend(float(i in relevant) for i in table)
+    return x, y
 
 
 def stack(groups: Sequence[tuple[list[list[float]], list[float]]], weight: float) -> Rows:
@@ -106,7 +121,7 @@ def evaluate(asked: Sequence[Labelled], policy: RankingPolicy) -> Figures:
     """The real ranking of each question under `policy`: figures overall and per kind."""
     per: dict[str, list[tuple[Labelled, list[ranking.Ranked]]]] = defaultdict(list)
     for a in asked:
-        kept = ranking.admitted(ranking.rank(a.candidates, policy), policy)[:TOP_K]
+        kept = ranking.returned(a.candidates, policy)[:TOP_K]
         per[a.kind].append((a, kept))
         per["all"].append((a, kept))
     return {kind: _figures(rows, policy) for kind, rows in per.items()}
@@ -130,6 +145,11 @@ def _figures(rows: list[tuple[Labelled, list[ranking.Ranked]]], policy: RankingP
             if r.fused.relevance >= policy.relevant_at
         ]
         out["likely right"] = fmean(i in a.relevant for a, i in likely) if likely else 1.0
+        out["marked"] = fmean(
+            any(r.memory.id in a.answers and r.fused.relevance >= policy.relevant_at for r in kept[:3])
+            for a, kept in rows
+            if a.answers
+        )
     if nothing:
         out["empty"] = fmean(not kept for _, kept in nothing)
         out["none relevant"] = fmean(
@@ -144,23 +164,55 @@ for the difference between the halves (and for the model having seen this half).
 
 
 def choose(
-    results: Sequence[tuple[dict[str, float], dict[str, dict[str, float]]]],
-    fixed: dict[str, dict[str, float]],
+    results: Mapping[str, Sequence[tuple[dict[str, float], Figures]]],
+    cosine: Mapping[str, Figures],
     locomo_r10: Mapping[str, float],
-) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """The admission point to ship: the most precise whose hit@3 is at least the fixed mix's and whose
-    LoCoMo R@10 (`locomo_r10`, by `label`) is at least `LOCOMO_FLOOR`.
+) -> tuple[dict[str, float], Figures]:
+    """The point to ship, judged on every mode (without and with the agent's help).
 
-    Finding the answer is not traded for a cleaner context; among the points that find as much as
-    before, the one returning the least noise.
+    Eligible: in every mode, every kind's hit@3 is at least plain cosine's (`cosine_figures`: recall
+    never below plain similarity), and LoCoMo's R@10 (`locomo_r10`, by `label`) at least
+    `LOCOMO_FLOOR`. Among them, the best mean over modes of precision, the `nothing` questions with
+    no likely answer, and the answerable ones with a likely answer in the first three ("marked"):
+    what a returned list costs the agent, and whether its marks can be trusted both ways.
     """
-    floor = fixed["all"]["hit@3"]
-    eligible = [
-        r
-        for r in results
-        if r[1]["all"]["hit@3"] >= floor - 1e-12 and locomo_r10.get(label(r[0]), 1.0) >= LOCOMO_FLOOR
-    ]
-    return max(eligible or results, key=lambda r: (r[1]["all"]["precision"], r[1]["all"]["hit@3"]))
+
+    def kinds_ok(point: dict[str, float]) -> bool:
+        for mode, rows in results.items():
+            figures = next(f for p, f in rows if p == point)
+            for kind, floor in cosine[mode].items():
+                if (
+                    kind != "nothing"
+                    and figures.get(kind, {}).get("hit@3", 1.0) < floor.get("hit@3", 0.0) - 1e-9
+                ):
+                    return False
+        return True
+
+    def value(point: dict[str, float]) -> float:
+        total = 0.0
+        for rows in results.values():
+            f = next(f for p, f in rows if p == point)
+            total += (
+                f["all"]["precision"] + f.get("nothing", {}).get("none relevant", 0.0) + f["all"]["marked"]
+            )
+        return total
+
+    first = next(iter(results.values()))
+    eligible = [p for p, _ in first if kinds_ok(p) and locomo_r10.get(label(p), 1.0) >= LOCOMO_FLOOR]
+    point = max(eligible or [p for p, _ in first], key=value)
+    return point, next(f for p, f in first if p == point)
+
+
+def cosine_figures(asked: Sequence[Labelled]) -> Figures:
+    """Plain cosine's figures on the same questions: each question's candidates by `ranking.cosine_order`."""
+    per: dict[str, list[bool]] = defaultdict(list)
+    for a in asked:
+        if a.answers:
+            top = ranking.cosine_order(a.candidates)[:3]
+            hit = any(i in a.answers for i in top)
+            per[a.kind].append(hit)
+            per["all"].append(hit)
+    return {kind: {"hit@3": fmean(hits)} for kind, hits in per.items()}
 
 
 def label(point: Mapping[str, float]) -> str:
@@ -171,7 +223,7 @@ def locomo_recall(asked: Sequence[Asked], policy: RankingPolicy) -> float:
     """LoCoMo's mean R@10 under `policy` (top 20 returned, as `locomo_recall.py` asks)."""
     out = []
     for a in asked:
-        kept = [r.memory.id for r in ranking.admitted(ranking.rank(a.candidates, policy), policy)][:20]
+        kept = [r.memory.id for r in ranking.returned(a.candidates, policy)][:20]
         out.append(recall_at(kept, a.evidence, (10,))[10])
     return fmean(out)
 
@@ -181,27 +233,38 @@ Figures = dict[str, dict[str, float]]
 
 
 def cross_validate(
-    everyday: Sequence[Labelled], locomo: Rows | None, base: RankingPolicy
-) -> list[tuple[dict[str, float], Figures]]:
-    """Each `GRID` point's figures, every user's questions ranked by a model fitted without that user."""
+    everyday: Sequence[Labelled],
+    locomo: Rows | None,
+    base: RankingPolicy,
+    modes: Mapping[str, Sequence[Labelled]] | None = None,
+) -> dict[str, list[tuple[dict[str, float], Figures]]]:
+    """Each `GRID` point's figures per mode, each user's questions ranked by a model fitted without them.
+
+    The model of a fold is fitted on every row of `everyday` but the held-out user's (all modes: the
+    same questions asked without and with the agent's help); each of `modes` (default: `everyday` as
+    one mode, "all") is scored on its own.
+    """
+    modes = modes or {"all": everyday}
     folds: list[tuple[str, RelevanceModel]] = []
     for user in sorted({a.group for a in everyday}):
         parts = [stack([rows_of(a.candidates, a.relevant) for a in everyday if a.group != user], 1.0)]
         if locomo is not None:
             parts.append(_weighted(locomo, parts[0]))
         folds.append((user, fit(parts)))
-    results = []
+    results: dict[str, list[tuple[dict[str, float], Figures]]] = defaultdict(list)
     for values in itertools.product(*GRID.values()):
         point = dict(zip(GRID, values, strict=True))
-        per_kind: dict[str, list[tuple[Labelled, list[ranking.Ranked]]]] = defaultdict(list)
-        for user, model in folds:
-            policy = replace(base, relevance_model=model, **point)
-            for a in everyday:
-                if a.group == user:
-                    kept = ranking.admitted(ranking.rank(a.candidates, policy), policy)[:TOP_K]
-                    per_kind[a.kind].append((a, kept))
-                    per_kind["all"].append((a, kept))
-        results.append((point, {k: _figures(v, replace(base, **point)) for k, v in per_kind.items()}))
+        for mode, asked in modes.items():
+            per_kind: dict[str, list[tuple[Labelled, list[ranking.Ranked]]]] = defaultdict(list)
+            for user, model in folds:
+                policy = replace(base, relevance_model=model, **point)  # type: ignore[arg-type]
+                for a in asked:
+                    if a.group == user:
+                        kept = ranking.returned(a.candidates, policy)[:TOP_K]
+                        per_kind[a.kind].append((a, kept))
+                        per_kind["all"].append((a, kept))
+            figures = {k: _figures(v, replace(base, **point)) for k, v in per_kind.items()}  # type: ignore[arg-type]
+            results[mode].append((point, figures))
     return results
 
 
@@ -216,7 +279,8 @@ def render(results: list[tuple[dict[str, float], dict[str, dict[str, float]]]]) 
         )
         lines.append(
             f"{point}  hit@1 {a['hit@1']:.3f} hit@3 {a['hit@3']:.3f} precision {a['precision']:.3f}"
-            f" likely-right {a.get('likely right', 0):.3f} empty {n.get('empty', 0):.3f}"
+            f" likely-right {a.get('likely right', 0):.3f} marked {a.get('marked', 0):.3f}"
+            f" empty {n.get('empty', 0):.3f}"
             f" none-relevant {n.get('none relevant', 0):.3f}  [{kinds}]"
         )
     return "\n".join(lines)
@@ -224,41 +288,56 @@ def render(results: list[tuple[dict[str, float], dict[str, dict[str, float]]]]) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("everyday", type=Path, help="everyday_recall.py --cache output")
+    parser.add_argument(
+        "everyday",
+        type=Path,
+        nargs="+",
+        help="everyday_recall.py --cache outputs (one per mode: without, with help)",
+    )
     parser.add_argument("--locomo", type=Path, help="locomo_recall.py --cache output")
     parser.add_argument(
         "--write", action="store_true", help=f"refit on everything and write {MODEL_FILE.name}"
     )
     args = parser.parse_args(argv)
-    everyday: list[Labelled] = pickle.loads(args.everyday.read_bytes())
+    modes: dict[str, list[Labelled]] = {p.stem: pickle.loads(p.read_bytes()) for p in args.everyday}
+    everyday = [a for asked in modes.values() for a in asked]
     locomo, asked = None, []
     if args.locomo:
         asked = pickle.loads(args.locomo.read_bytes())
         locomo = stack([rows_of(a.candidates, frozenset(a.evidence)) for a in asked], 1.0)
     base = with_learned_relevance(DEFAULT_RANKING)
-    results = cross_validate(everyday, locomo, base)
-    fixed = evaluate(everyday, DEFAULT_RANKING)
-    print(f"leave one user out ({len({a.group for a in everyday})} users), by hit@3 then precision:")
-    print(render(results))
-    print(f"the fixed mix on the same questions:\n{render([({}, fixed)])}")
+    results = cross_validate(everyday, locomo, base, modes)
+    first = next(iter(modes))
+    for mode, mode_results in results.items():
+        users = len({a.group for a in modes[mode]})
+        print(f"{mode}: leave one user out ({users} users), by hit@3 then precision:")
+        print(render(mode_results))
+        fixed_figures = evaluate(modes[mode], DEFAULT_RANKING)
+        print(f"{mode}: the fixed mix on the same questions:\n{render([({}, fixed_figures)])}")
+    fixed = evaluate(modes[first], DEFAULT_RANKING)
     locomo_r10: dict[str, float] = {}
     if asked:
         model = fit(_parts(everyday, locomo))
-        for point, _ in results:
-            locomo_r10[label(point)] = locomo_recall(asked, replace(base, relevance_model=model, **point))
+        for point, _ in results[first]:
+            locomo_r10[label(point)] = locomo_recall(asked, replace(base, relevance_model=model, **point))  # type: ignore[arg-type]
         fixed_r10 = locomo_recall(asked, DEFAULT_RANKING)
         print(f"LoCoMo development R@10 (model fitted on all): fixed {fixed_r10:.3f}; by point:")
         print("\n".join(f"  {k}: {v:.3f}" for k, v in locomo_r10.items()))
-    chosen_point, _ = choose(results, fixed, locomo_r10)
+    cosine = {mode: cosine_figures(asked_) for mode, asked_ in modes.items()}
     print(
-        f"chosen (the most precise with hit@3 >= the fixed mix's, LoCoMo R@10 >= {LOCOMO_FLOOR}):",
+        "plain cosine hit@3:", {m: {k: round(v["hit@3"], 3) for k, v in f.items()} for m, f in cosine.items()}
+    )
+    chosen_point, _ = choose(results, cosine, locomo_r10)
+    print(
+        f"chosen (every kind's hit@3 >= plain cosine's in every mode, LoCoMo R@10 >= {LOCOMO_FLOOR}):",
         chosen_point,
     )
     shipped = {name: getattr(base, name) for name in GRID}
     if shipped != chosen_point:
         print(f"NOTE: ranking.LEARNED_ADMISSION is {shipped}, not the chosen point")
     if args.write:
-        write_model(everyday, locomo, shipped, next(f for p, f in results if p == shipped), fixed)
+        figures = {mode: next(f for p, f in r if p == shipped) for mode, r in results.items()}
+        write_model(everyday, locomo, shipped, figures, fixed)
         print(f"wrote {MODEL_FILE}")
     return 0
 
@@ -267,7 +346,7 @@ def write_model(
     everyday: Sequence[Labelled],
     locomo: Rows | None,
     shipped: dict[str, float],
-    figures: dict[str, dict[str, float]],
+    figures: dict[str, Figures],
     fixed: dict[str, dict[str, float]],
 ) -> None:
     """Refit on every row and write the model with what it was trained on and its CV figures."""

@@ -15,13 +15,18 @@ over streamable HTTP:
   queries that every client asks (an agent re-asking what it asked a minute ago), the rest are
   distinct (no text is generated twice in a run, so with `--repeat 0` the query cache never hits).
 
+With `--alternatives 0,2` every mode runs once per count: each search also carries that many
+alternative phrasings (fresh text, never cached: the worst case), and the table ends with each
+count's concurrent p95 as a ratio of the same mode's without alternatives (issue 44's budget: 1.6x
+for two).
+
 Each phase reports p50/p95/p99 latency, searches/s, errors (a failed call or an error result) and
 the server's CPU per search (from /proc: a busy host inflates latency, not this). Searches use the
 tool's defaults (top_k 10, recall reinforcement on), as an agent's call would.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/speed/concurrent_search.py
         [--memories 2000] [--clients 16] [--queries 30] [--single 40] [--repeat 0.25]
-        [--modes today,cache,batching,batched] [--data-dir PATH] [--json PATH]
+        [--modes today,cache,batching,batched] [--alternatives 0,2] [--data-dir PATH] [--json PATH]
 
 `--data-dir` keeps the loaded directory between runs (it is loaded only when it holds fewer
 memories than asked); the default is a fresh temporary directory.
@@ -45,7 +50,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from benchmarks.common.machine import cpu_s, loadavg
+from benchmarks.common.machine import cpu_model, cpu_s, loadavg
 from benchmarks.common.server import serving
 from benchmarks.common.synthetic_memories import TENANT, Corpus, bulk_load, fresh_query
 from benchmarks.common.timing import Latency
@@ -162,11 +167,19 @@ def make_queries(rng: random.Random, hot: Sequence[str], n: int, repeat: float, 
 # ---------------------------------------------------------------------------------- the clients
 
 
-async def _search(client: Client, query: str, phase: Phase) -> None:
+Search = tuple[str, list[str]]
+"""One search: its query and its alternatives (none: an agent that gives none)."""
+
+
+async def _search(client: Client, search: Search, phase: Phase) -> None:
+    query, alternatives = search
+    arguments: dict[str, object] = {"query": query}
+    if alternatives:
+        arguments["alternatives"] = alternatives
     started = time.perf_counter()
     try:
         with anyio.fail_after(CALL_TIMEOUT_S):
-            result = await client.call_tool("memory_search", {"query": query})
+            result = await client.call_tool("memory_search", arguments)
     except Exception as exc:  # every failure is counted, whatever its kind
         phase.errors.append(f"{type(exc).__name__}: {exc}")
         return
@@ -176,7 +189,9 @@ async def _search(client: Client, query: str, phase: Phase) -> None:
         phase.latencies_ms.append((time.perf_counter() - started) * 1000)
 
 
-async def _client(url: str, queries: Sequence[str], ready: list[int], go: anyio.Event, phase: Phase) -> None:
+async def _client(
+    url: str, queries: Sequence[Search], ready: list[int], go: anyio.Event, phase: Phase
+) -> None:
     """One agent: its own HTTP connection and MCP session; searches back to back once `go` is set."""
     async with (
         httpx2.AsyncClient(timeout=CALL_TIMEOUT_S) as http,
@@ -188,7 +203,7 @@ async def _client(url: str, queries: Sequence[str], ready: list[int], go: anyio.
             await _search(client, query, phase)
 
 
-async def run_phase(url: str, pid: int, name: str, per_client: Sequence[Sequence[str]]) -> Phase:
+async def run_phase(url: str, pid: int, name: str, per_client: Sequence[Sequence[Search]]) -> Phase:
     """All clients connect, then start together; timed from the start to the last answer."""
     phase = Phase(name, len(per_client))
     ready: list[int] = []
@@ -207,22 +222,33 @@ async def run_phase(url: str, pid: int, name: str, per_client: Sequence[Sequence
     return phase
 
 
-def run_mode(args: argparse.Namespace, data_dir: Path, mode: str) -> ModeResult:
-    """Start a server with the mode's settings; warm it, then the single-client and concurrent phases."""
+def run_mode(args: argparse.Namespace, data_dir: Path, mode: str, alternatives: int = 0) -> ModeResult:
+    """Start a server with the mode's settings; warm it, then the single-client and concurrent phases.
+
+    Every search carries `alternatives` fresh alternative phrasings.
+    """
     rng = random.Random(7)  # every mode gets the same queries
     seen: set[str] = set()
     hot = make_queries(rng, [], HOT_QUERIES, 0.0, seen)
-    warm = make_queries(rng, hot, 3, 0.0, seen)
-    single = make_queries(rng, hot, args.single, 0.0, seen)
-    concurrent = [make_queries(rng, hot, args.queries, args.repeat, seen) for _ in range(args.clients)]
+
+    def searches(n: int, repeat: float) -> list[Search]:
+        alts = random.Random(11)  # the alternatives do not change the queries drawn
+        alt_seen: set[str] = set(seen)
+        queries = make_queries(rng, hot, n, repeat, seen)
+        return [(q, make_queries(alts, [], alternatives, 0.0, alt_seen)) for q in queries]
+
+    warm = searches(3, 0.0)
+    single = searches(args.single, 0.0)
+    concurrent = [searches(args.queries, args.repeat) for _ in range(args.clients)]
     load_before = loadavg()
-    with serving(data_dir, MODES[mode], data_dir / f"server-{mode}.log") as (url, pid):
+    name = f"{mode}+{alternatives}alt" if alternatives else mode
+    with serving(data_dir, MODES[mode], data_dir / f"server-{name}.log") as (url, pid):
         anyio.run(run_phase, url, pid, "warm-up", [warm])
         phases = [
             anyio.run(run_phase, url, pid, "single", [single]),
             anyio.run(run_phase, url, pid, "concurrent", concurrent),
         ]
-    return ModeResult(mode, MODES[mode], phases, load_before, loadavg())
+    return ModeResult(name, MODES[mode], phases, load_before, loadavg())
 
 
 # ---------------------------------------------------------------------------------- the report
@@ -256,6 +282,15 @@ def render_table(results: Sequence[ModeResult]) -> str:
     return "\n".join(lines)
 
 
+def print_ratios(results: Sequence[ModeResult]) -> None:
+    """Each run with alternatives: its concurrent p95 over the same mode's without."""
+    for r in results:
+        base = next((b for b in results if b.mode == r.mode.split("+")[0]), None)
+        if base is not None and base is not r:
+            ratio = float(r.phases[1].summary()["p95_ms"]) / float(base.phases[1].summary()["p95_ms"])
+            print(f"{r.mode}: concurrent p95 {ratio:.2f}x {base.mode}'s")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -269,6 +304,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--modes", default="today,batched", help=f"comma-separated server modes, of: {', '.join(MODES)}"
+    )
+    parser.add_argument(
+        "--alternatives",
+        default="0",
+        help="comma-separated alternatives per search, each a run of every mode",
     )
     parser.add_argument("--data-dir", type=Path, default=None, help="keep the loaded data here (reused)")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
@@ -293,12 +333,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
         results = []
+        counts = [int(n) for n in args.alternatives.split(",") if n.strip()]
         for mode in modes:
-            results.append(run_mode(args, data_dir, mode))
-            r = results[-1]
-            print(f"  {mode}: load average {r.load_before} -> {r.load_after}", flush=True)
+            for count in counts:
+                results.append(run_mode(args, data_dir, mode, count))
+                r = results[-1]
+                print(f"  {r.mode}: load average {r.load_before} -> {r.load_after}", flush=True)
     print()
+    print(f"machine: {cpu_model()}")
     print(render_table(results))
+    print_ratios(results)
     for r in results:
         for p in r.phases:
             for error in sorted(set(p.errors))[:5]:

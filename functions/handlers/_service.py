@@ -15,10 +15,17 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rearview.ports import CheckpointStore
+    from rearview.service.lifecycle import LifecycleConfig
     from rearview.service.memory_service import MemoryService
     from rearview.settings import Settings
 
-__all__ = ["build_lambda_service", "lambda_checkpoints", "lambda_service", "process_checkpoints"]
+__all__ = [
+    "build_lambda_service",
+    "lambda_checkpoints",
+    "lambda_lifecycle_config",
+    "lambda_service",
+    "process_checkpoints",
+]
 
 
 def build_lambda_service(settings: Settings | None = None) -> MemoryService:
@@ -42,6 +49,15 @@ def lambda_checkpoints() -> CheckpointStore:
     from rearview.settings import Settings
 
     return build_checkpoints(Settings.load())
+
+
+@cache
+def lambda_lifecycle_config() -> LifecycleConfig:
+    """The scheduled jobs' tunables from the environment (`REARVIEW_LIFECYCLE_*`)."""
+    from rearview.bootstrap import build_lifecycle_config
+    from rearview.settings import Settings
+
+    return build_lifecycle_config(Settings.load())
 
 
 @cache

@@ -345,5 +345,13 @@ def build_lifecycle(
     checkpoints = build_checkpoints(settings)
     if ensure_schema:
         checkpoints.ensure_schema()
-    config = LifecycleConfig(page_size=settings.lifecycle_page_size, lookahead=settings.lifecycle_lookahead)
-    return LifecycleService(service, checkpoints, config)
+    return LifecycleService(service, checkpoints, build_lifecycle_config(settings))
+
+
+def build_lifecycle_config(settings: Settings) -> LifecycleConfig:
+    """The jobs' tunables from settings (page size, archive look-ahead, cues per tenant and run)."""
+    return LifecycleConfig(
+        page_size=settings.lifecycle_page_size,
+        lookahead=settings.lifecycle_lookahead,
+        cues_per_run=settings.lifecycle_cues_per_run,
+    )

@@ -24,7 +24,7 @@ from rearview.settings import Settings
 
 if TYPE_CHECKING:
     from rearview.import_file import ImportRun
-    from rearview.service.lifecycle import LifecycleTimer
+    from rearview.service.lifecycle import JobReport, LifecycleTimer
     from rearview.service.lifecycle.job_names import JobName
     from rearview.service.memory_service import MemoryService
 
@@ -37,7 +37,8 @@ EXIT_CODES = """exit status:
   1    runtime error: a backend failed, a file could not be read,
        an import skipped a line or stopped at one
   2    usage error: bad arguments, settings (REARVIEW_*) or config file
-  3    a lifecycle job stopped at its --budget-s (the next run resumes)
+  3    a lifecycle job stopped at its --budget-s, or cues at its bound per run
+       (the next run resumes)
   130  interrupted (Ctrl-C)"""
 NO_MERGE_THRESHOLD = 1.01
 """A near-duplicate threshold above any cosine: `import --no-merge` merges exact duplicates only."""
@@ -346,6 +347,7 @@ JOB_HELP: dict[JobName, str] = {
     "decay": "archive memories whose strength decayed below the threshold (importance 5 never)",
     "archive": "archive memories that reach their retention before the next run (renew recalled ones)",
     "reconcile": "rewrite stale index documents, drop those of archived/deleted memories, index missing ones",
+    "cues": "write recall cues for active memories that have none, with the language model (REARVIEW_LLM)",
 }
 
 
@@ -483,7 +485,7 @@ def describe_data(settings: Settings) -> str:
 
 
 def _lifecycle_timer(settings: Settings, service: MemoryService) -> LifecycleTimer | None:
-    """The background decay + archive rounds of `rearview serve` (None when the interval is 0)."""
+    """The background decay + archive (+ cues, with a model) rounds of `rearview serve` (None: interval 0)."""
     if settings.lifecycle_interval_s <= 0:
         return None
     from rearview.bootstrap import build_lifecycle
@@ -505,6 +507,9 @@ def _job(settings: Settings, args: argparse.Namespace) -> int:
 
     service = build_service(settings, embedder_on_demand=True)  # decay and archive never embed
     lifecycle = build_lifecycle(settings, service)
+    if not lifecycle.enabled(args.job):  # cues without a language model (or with 0 per run)
+        print(f"({args.job}: nothing to do without REARVIEW_LLM, or with REARVIEW_LIFECYCLE_CUES_PER_RUN=0)")
+        return EXIT_OK
     budget = Deadline(args.budget_s) if args.budget_s is not None else None
     tenants = [args.tenant] if args.tenant else sorted(service.store.tenants())
     if not tenants:
@@ -520,13 +525,21 @@ def _job(settings: Settings, args: argparse.Namespace) -> int:
         return EXIT_OK
     left = [*unfinished, *waiting]
     names = ", ".join(f"'{printable(t)}'" for t in left[:10]) + (", ..." if len(left) > 10 else "")
-    at = f" at --budget-s {args.budget_s:g}" if args.budget_s is not None else ""
     print(
-        f"{args.job} stopped{at}: {plural(len(left), 'tenant')} not done ({names}); "
+        f"{args.job} stopped{_stopped_at(args, reports)}: {plural(len(left), 'tenant')} not done ({names}); "
         "the next run resumes there",
         file=sys.stderr,
     )
     return EXIT_STOPPED
+
+
+def _stopped_at(args: argparse.Namespace, reports: Sequence[JobReport]) -> str:
+    """What stopped a job: its `--budget-s`, or the cues job's bound per tenant and run."""
+    from rearview.service.lifecycle import CueReport
+
+    if any(isinstance(r, CueReport) and r.limit_reached for r in reports):
+        return " at REARVIEW_LIFECYCLE_CUES_PER_RUN"
+    return f" at --budget-s {args.budget_s:g}" if args.budget_s is not None else ""
 
 
 def _tenant(settings: Settings, args: argparse.Namespace) -> str:

@@ -203,8 +203,9 @@ class IndexQuery:
     text: str | None = None
     vector: Vector | None = None
     match_cues: bool = True
-    """Whether a memory's recall cues count: its keyword field at `CUE_WEIGHT`, its cue vectors in
-    the vector channel (the best of content and cues). False compares content alone (dedup)."""
+    """Whether a memory's cue vectors count in the vector channel (its cosine the best of content and
+    cues); False compares content alone (dedup). The keyword channel always counts the cues' words
+    at `CUE_WEIGHT`: no caller compares text alone."""
 
 
 @dataclass(frozen=True, slots=True)

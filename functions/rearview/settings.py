@@ -192,7 +192,8 @@ class Settings(ClaimSettings):
     """Strength half-life by importance (JSON); unset keeps the defaults."""
     archive_strength_threshold: float = Field(default=0.1, ge=0, le=2)
     lifecycle_interval_s: float = Field(default=3600.0, ge=0)
-    """How often `rearview serve` runs the decay and archive jobs in the background; 0 = never."""
+    """How often `rearview serve` runs the decay and archive jobs (and, with `llm`, cues) in the background;
+    0 = never."""
     lifecycle_budget_s: float = Field(default=300.0, gt=0)
     """Time one round of jobs may take before it hands over to the next round."""
     lifecycle_lookahead_hours: float | None = Field(default=None, gt=0)
@@ -211,6 +212,9 @@ class Settings(ClaimSettings):
         return timedelta(hours=36)
 
     lifecycle_page_size: int = Field(default=100, ge=1, le=1000)
+    lifecycle_cues_per_run: int = Field(default=50, ge=0, le=10_000)
+    """With `llm`: memories the `cues` job sends to the model per tenant and run (the next run resumes
+    where it stopped); 0 = the job never runs. Without a model the job does nothing."""
     archive_prefix: str = "archive/"
     archive_kms_key_id: str | None = None
     llm: LanguageModelKind = "none"

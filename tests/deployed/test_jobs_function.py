@@ -51,6 +51,7 @@ def test_the_schedules_are_the_templates(deployment: Deployment) -> None:
         "decay": {"job": "decay"},
         "archive": {"job": "archive"},
         "reconcile": {"job": "reconcile"},
+        "cues": {"job": "cues"},
     }
 
 

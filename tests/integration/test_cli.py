@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from rearview.cli import main
+from rearview.ports import Completion
 from tests.e2e.server import free_port
 
 
@@ -315,6 +317,50 @@ def test_a_budget_that_is_not_a_positive_number_is_a_usage_error(
         main(["--data-dir", str(tmp_path), "decay", "--budget-s", budget])
     assert exited.value.code == 2
     assert "--budget-s" in capsys.readouterr().err
+
+
+def test_the_cues_job_without_a_language_model_says_there_is_nothing_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _jsonl(tmp_path / "m.jsonl", [{"content": "one fact"}])
+    assert main(["--data-dir", str(tmp_path), "import", str(src)]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(tmp_path), "cues", "--budget-s", "5"]) == 0
+    assert "nothing to do without REARVIEW_LLM" in capsys.readouterr().out
+
+
+class _CueModel:
+    """A language model that gives every memory of a cue prompt the same two cues."""
+
+    model_id = "fake:cues"
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> str:
+        return self.answer(system, prompt, max_tokens).text
+
+    def answer(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        labels = re.findall(r"^\[(m\d+)\]", prompt, flags=re.MULTILINE)
+        return Completion(
+            json.dumps({label: ["what was noted?", "a noted fact"] for label in labels}), "end_turn"
+        )
+
+
+def test_the_cues_job_with_a_language_model_stops_at_its_bound_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("rearview.bootstrap.build_language_model", lambda settings: _CueModel())
+    monkeypatch.setenv("REARVIEW_LIFECYCLE_CUES_PER_RUN", "1")
+    src = _jsonl(tmp_path / "m.jsonl", [{"content": "one fact"}, {"content": "another fact entirely"}])
+    assert main(["--data-dir", str(tmp_path), "import", str(src)]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(tmp_path), "cues"]) == 3
+    out, err = capsys.readouterr()
+    assert json.loads(out)["cued"] == 1
+    assert "cues stopped at REARVIEW_LIFECYCLE_CUES_PER_RUN: 1 tenant not done ('local')" in err
+    assert main(["--data-dir", str(tmp_path), "cues"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["resumed"] and report["complete"] and report["cued"] == 1
+    assert main(["--data-dir", str(tmp_path), "search", "what was noted?", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["why"]["cue"] == "what was noted?"
 
 
 def test_a_job_on_an_empty_store_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,6 +27,7 @@ REQUIRED = {
     "decay",
     "archive",
     "reconcile",
+    "cues",
     "export",
     "ingest",
 }

@@ -548,7 +548,7 @@ def test_stream_handler_entry_point(lambda_env: None) -> None:
     assert result == {"batchItemFailures": []}
 
 
-@pytest.mark.parametrize("name", ["jobs/decay", "jobs/archive", "jobs/reconcile"])
+@pytest.mark.parametrize("name", ["jobs/decay", "jobs/archive", "jobs/reconcile", "jobs/cues"])
 def test_jobs_handler_runs_the_scheduler_payloads(lambda_env: None, name: str) -> None:
     event = load_event(name)
     lambda_service.cache_clear()

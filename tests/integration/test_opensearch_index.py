@@ -35,7 +35,7 @@ from rearview.backends.opensearch import (
     index_body,
     signing_auth,
 )
-from rearview.backends.opensearch.mapping import ADDED_FIELDS, TERM_FIELDS, document_source
+from rearview.backends.opensearch.mapping import TERM_FIELDS, added_fields, document_source
 from rearview.bm25 import bm25_rank_fields
 from rearview.errors import IndexUnavailableError, InvalidInputError
 from rearview.fts_terms import fts_terms, text_terms
@@ -645,14 +645,15 @@ def test_ensure_schema_adds_the_fields_added_since_to_an_index_created_before_th
     alias = index.config.alias
     index.client.indices.delete(index=f"{alias}-v2")
     body = index_body(index.config)
-    for name in ADDED_FIELDS:
+    added = added_fields(index.config)
+    for name in added:
         del body["mappings"]["properties"][name]
     index.client.indices.create(index=f"{alias}-v2", body=body)
     index.client.indices.put_alias(index=f"{alias}-v2", name=alias)
 
     index.ensure_schema()
     props = index.client.indices.get_mapping(index=alias)[f"{alias}-v2"]["mappings"]["properties"]
-    assert {name: props[name] for name in ADDED_FIELDS} == ADDED_FIELDS
+    assert {name: props[name] for name in added} == added
     doc = IndexDocument(
         memory("m1", version=4), unit(np.random.default_rng(1)), context="[8 May 2023] lighthouse"
     )
@@ -735,13 +736,13 @@ def test_search_asks_for_a_shortlist_only_when_a_document_of_the_tenant_can_matc
     hits = index.search(IndexQuery("t1", MemoryFilter(), 5, text="quillwort", vector=vector))
     assert hits.keyword == [] and ids(hits.vector) == ["mine"]
     assert [len(bodies) for bodies in sent] == [1, 1]
-    assert sent[0][0]["size"] == 0 and "knn" in sent[1][0]["query"]
+    assert sent[0][0]["size"] == 0 and "dis_max" in sent[1][0]["query"]  # content and cues' knn
 
     sent.clear()
     hits = index.search(IndexQuery("t1", MemoryFilter(), 5, text="lighthouse", vector=vector))
     assert ids(hits.keyword) == ["mine"]
     assert [len(bodies) for bodies in sent] == [1, 2]
-    assert "script_score" in sent[1][0]["query"] and "knn" in sent[1][1]["query"]
+    assert "script_score" in sent[1][0]["query"] and "dis_max" in sent[1][1]["query"]
 
 
 @needs_engine

@@ -28,7 +28,12 @@ def test_environment_is_globals_under_the_functions_own_with_parameters_resolved
     assert mcp.environment["REARVIEW_UI"] == "false" and "REARVIEW_UI" not in jobs.environment
     assert (mcp.timeout_s, jobs.timeout_s, mcp.memory_mb) == (29, 900, 1024)
     assert jobs.async_dead_letter_queue == "arn:aws:sqs:us-east-1:123456789012:jq"
-    assert [s.input for s in jobs.schedules] == [{"job": "decay"}, {"job": "archive"}, {"job": "reconcile"}]
+    assert [s.input for s in jobs.schedules] == [
+        {"job": "decay"},
+        {"job": "archive"},
+        {"job": "reconcile"},
+        {"job": "cues"},
+    ]
 
 
 def test_parameters_are_checked_against_the_template() -> None:

@@ -165,7 +165,7 @@ def test_jobs_are_scheduled_with_retries_and_dead_letters() -> None:
         scheduled.add(JobEvent.model_validate_json(schedule["Input"]).job)
         assert schedule["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["JobsDeadLetterQueue", "Arn"]}
         assert schedule["RetryPolicy"]["MaximumRetryAttempts"] >= 1
-    assert scheduled == {"decay", "archive", "reconcile"}
+    assert scheduled == {"decay", "archive", "reconcile", "cues"}
     on_failure = jobs["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
     assert on_failure["Destination"] == {"Fn::GetAtt": ["JobsDeadLetterQueue", "Arn"]}
 

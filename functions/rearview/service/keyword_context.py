@@ -34,6 +34,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -233,7 +234,7 @@ def _with_context(doc: IndexDocument, contexts: dict[str, str]) -> IndexDocument
     if m.status is not MemoryStatus.ACTIVE:
         return doc
     context = contexts.get(m.id) or context_text(m)
-    return IndexDocument(m, doc.vector, context=context)
+    return replace(doc, context=context)
 
 
 def reindex_contexts(store: MemoryStore, tenant_id: str, memories: Sequence[Memory]) -> dict[str, str]:

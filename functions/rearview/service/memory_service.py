@@ -70,6 +70,7 @@ from rearview.ports import (
     Archive,
     Embedder,
     IndexDocument,
+    LanguageModel,
     MemoryIndex,
     MemoryStore,
     StoreWrite,
@@ -148,6 +149,11 @@ class MemoryService:
             lambda tenant_id: WriteBatch(self._writer, tenant_id),
         )
         self._ingest_slots = TenantSlots("memory_ingest", self.config.tenant_ingest_concurrency)
+
+    @property
+    def language_model(self) -> LanguageModel | None:
+        """The deployment's language model (`REARVIEW_LLM`, the consolidator's), or None offline."""
+        return self.consolidator.llm
 
     def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
         """Store one memory, or merge it into a duplicate, or supersede an older one: see `Writer.write`."""

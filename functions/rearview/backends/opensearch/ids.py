@@ -6,8 +6,8 @@ Two strategies, chosen once when the adapter is built (`OpenSearchConfig.uses_as
   `index` actions with the memory version as an external version (`external_gte`), so the engine
   itself refuses a stale write (the adapter counts that conflict as skipped, not failed); a
   vector-less upsert first reads its document by id (realtime `mget`) for the vector and text
-  (and context, unless it brings one) it keeps. Deletes are bulk `delete` actions by id,
-  without reading first.
+  (and context and recall cues, unless it brings them) it keeps. Deletes are bulk `delete`
+  actions by id, without reading first.
 - `AssignedIds` (Serverless vector collections, which reject custom ids and have no refresh
   control): the memory id is only a field. An upsert looks up the existing documents of the
   batch by `(tenant_id, memory_id)`, then deletes them by their assigned `_id` and indexes the
@@ -26,7 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from rearview.backends.opensearch.mapping import CONTEXT_FIELD, Json, document_source, keyword_terms
+from rearview.backends.opensearch.mapping import (
+    CONTEXT_FIELD,
+    CUE_VECTORS_FIELD,
+    CUES_FIELD,
+    Json,
+    cue_entries,
+    document_source,
+    keyword_terms,
+)
 from rearview.backends.opensearch.queries import as_mapping, hit_list, lookup_body
 
 if TYPE_CHECKING:
@@ -53,9 +61,10 @@ class DocumentIds(Protocol):
     def upsert_ops(self, index: str, batch: Sequence[IndexDocument]) -> list[BulkOp]:
         """Operations that write every document of `batch` (distinct memories, vectors already checked).
 
-        A None vector updates only the filterable fields (and a given context) of an existing
-        document, keeping its vector and text; an absent document, or one of other content, is
-        left alone. No operation may replace a document of a newer version.
+        A None vector updates only the filterable fields (and a given context, and given cue
+        vectors with the cues' text) of an existing document, keeping its vector and text; an
+        absent document, or one of other content, is left alone. No operation may replace a
+        document of a newer version.
         """
         ...
 
@@ -81,7 +90,7 @@ class OwnIds:
             memory = doc.memory
             doc_id = _own_id(memory.tenant_id, memory.id)
             if doc.vector is not None:
-                source = document_source(memory, doc.vector, doc.context)
+                source = document_source(memory, doc.vector, doc.context, cue_vectors=doc.cue_vectors)
             else:
                 found = existing.get(doc_id)
                 if found is None or not _may_write(memory, None, [found]):
@@ -132,7 +141,9 @@ class AssignedIds:
                 with_vector = next((f for f in old if f.vector is not None), old[0])
                 source = _kept(doc, with_vector)
             else:
-                source = _without_nulls(document_source(memory, doc.vector, doc.context))
+                source = _without_nulls(
+                    document_source(memory, doc.vector, doc.context, cue_vectors=doc.cue_vectors)
+                )
             ops.extend(_delete_op(index, found.id) for found in old)
             ops.append(({"index": {"_index": index}}, source))
         return ops
@@ -157,9 +168,9 @@ class AssignedIds:
 
 @dataclass(frozen=True, slots=True)
 class _Found:
-    """An existing document: its `_id`, memory version, content hash, vector, text and context.
+    """An existing document: its `_id`, memory version, content hash, vector, text, context and cues.
 
-    Version 0 and hash None: written before versions were indexed.
+    Version 0 and hash None: written before versions were indexed. No cues: written before them.
     """
 
     id: str
@@ -168,11 +179,15 @@ class _Found:
     vector: list[float] | None
     content: str
     context: str
+    cues: str = ""
+    cue_vectors: list[Any] | None = None
+    """`CUE_VECTORS_FIELD` as indexed (kept as it is by a vector-less update that brings no cues)."""
 
     @classmethod
     def of(cls, doc_id: str, src: Mapping[str, Any]) -> _Found:
         version, digest = src.get("memory_version"), src.get("content_hash")
         vector, content, context = src.get("vector"), src.get("content"), src.get(CONTEXT_FIELD)
+        cues, cue_vectors = src.get(CUES_FIELD), src.get(CUE_VECTORS_FIELD)
         return cls(
             id=doc_id,
             version=version if isinstance(version, int) else 0,
@@ -180,6 +195,8 @@ class _Found:
             vector=vector if isinstance(vector, list) else None,
             content=content if isinstance(content, str) else "",
             context=context if isinstance(context, str) else "",
+            cues=cues if isinstance(cues, str) else "",
+            cue_vectors=cue_vectors if isinstance(cue_vectors, list) else None,
         )
 
 
@@ -197,16 +214,25 @@ def _may_write(memory: Memory, vector: Vector | None, existing: Sequence[_Found]
 
 
 def _kept(doc: IndexDocument, found: _Found) -> Json:
-    """The source of a vector-less update: `found`'s vector and text (and context, unless `doc` has one)."""
+    """A vector-less update's source: `found`'s vector and text, its context and cues unless `doc` has them.
+
+    Cues come as `IndexDocument.cue_vectors`: their text and vectors are replaced together.
+    """
     fresh = document_source(doc.memory, None, doc.context)
     context = found.context if doc.context is None else doc.context
+    if doc.cue_vectors is None:
+        cues, cue_vectors = found.cues, found.cue_vectors
+    else:
+        cues, cue_vectors = doc.cue_text, cue_entries(doc.cue_vectors)
     return _without_nulls(
         {
             **fresh,
             CONTEXT_FIELD: context,
             "content": found.content,
             "vector": found.vector,
-            **keyword_terms(found.content, context),
+            CUES_FIELD: cues,
+            CUE_VECTORS_FIELD: cue_vectors,
+            **keyword_terms(found.content, context, cues),
         }
     )
 

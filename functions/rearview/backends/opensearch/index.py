@@ -3,10 +3,12 @@
 Two round trips per search: a keyword query first reads the tenant's statistics
 (`queries.corpus_body`); then one `_msearch` carries the BM25 channel's shortlist
 (`queries.keyword_body`: candidates matched under a bool filter, ordered by the tenant's statistics
-only, ranked here by BM25 as SQLite FTS5 scores it; left out when no document of the tenant can
-match) and the vector channel (a `knn` query with the same filter *inside* the clause, so the
-engine's efficient filtering returns `limit` hits whenever that many match; nothing is
-post-filtered). Fusion is not done here: the service fuses the two ranked channels.
+only, ranked here by BM25 as SQLite FTS5 scores it, recall cues at `CUE_WEIGHT`; left out when no
+document of the tenant can match) and the vector channel (`queries.vector_body`: a `knn` query on
+the content, with `IndexQuery.match_cues` the best of it and a nested `knn` query on the recall
+cues' vectors, each with the same filter *inside* the clause, so the engine's efficient filtering
+returns `limit` hits whenever that many match; nothing is post-filtered). Fusion is not done here:
+the service fuses the two ranked channels.
 
 Index lifecycle: documents live in versioned indexes `<alias>-v<N>`; every read and write goes
 through the alias. `ensure_schema()` creates `<alias>-v<index_version>` and the alias when the
@@ -38,7 +40,7 @@ from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, R
 
 from rearview.backends.opensearch.config import OpenSearchConfig, Refresh, build_client
 from rearview.backends.opensearch.ids import AssignedIds, BulkOp, DocumentIds, OwnIds
-from rearview.backends.opensearch.mapping import ADDED_FIELDS, Json, index_body
+from rearview.backends.opensearch.mapping import Json, added_fields, index_body
 from rearview.backends.opensearch.queries import (
     KEPT_FIELDS,
     LOOKUP_FIELDS,
@@ -46,12 +48,11 @@ from rearview.backends.opensearch.queries import (
     TenantCorpus,
     as_mapping,
     corpus_body,
-    cosine,
     keyword_body,
     keyword_ranked,
-    ranked,
     tenant_corpus,
     vector_body,
+    vector_ranked,
     versions_body,
     versions_page,
 )
@@ -100,8 +101,8 @@ class OpenSearchMemoryIndex:
 
         Idempotent and safe to race: an index created concurrently is reused. An alias that
         already points elsewhere (e.g. after a reindex) is left alone, but gains the fields added
-        since (`ADDED_FIELDS`: versions, keyword context, term fields) it lacks; fields it has keep
-        their mapping (term fields created with BM25 stay BM25). Its documents still carry the
+        since (`added_fields`: versions, keyword context, term fields, recall cues) it lacks; fields
+        it has keep their mapping (term fields created with BM25 stay BM25). Its documents still carry the
         engine's own versions and no context: rebuild it (`rearview reindex`) so writes compare
         memory versions, the keyword channel sees the context, and its shortlist is the tenant's.
         """
@@ -121,7 +122,7 @@ class OpenSearchMemoryIndex:
             )
 
     def _missing_fields(self) -> Json:
-        """`ADDED_FIELDS` that some index behind the alias lacks.
+        """`added_fields` that some index behind the alias lacks.
 
         A field it has stays as it was mapped: its similarity, for one, cannot change on an existing index.
         """
@@ -131,9 +132,10 @@ class OpenSearchMemoryIndex:
             )
         )
         missing: Json = {}
+        added = added_fields(self._config)
         for entry in response.values():
             props = as_mapping(as_mapping(as_mapping(entry).get("mappings")).get("properties"))
-            missing.update({name: field for name, field in ADDED_FIELDS.items() if name not in props})
+            missing.update({name: field for name, field in added.items() if name not in props})
         return missing
 
     def create_version(self, version: int) -> str:
@@ -201,10 +203,10 @@ class OpenSearchMemoryIndex:
 
         A stale write is refused by the engine (external versioning) and skipped without an
         error. A document whose `vector` is None updates only the filterable fields (and, when
-        given, the context) of an existing document, keeping its vector and text; it is ignored if
-        the document is absent. A zero
+        given, the context, and the recall cues' text and vectors) of an existing document, keeping
+        its vector and text; it is ignored if the document is absent or of other content. A zero
         vector (which the `cosinesimil` space rejects) is not indexed: that memory is found by
-        the keyword channel only.
+        the keyword channel only (a zero cue vector likewise: that cue by its words only).
         """
         self._upsert(self._config.alias, docs, refresh=self._config.refresh)
 
@@ -228,7 +230,8 @@ class OpenSearchMemoryIndex:
         engine); one `_msearch` then carries the keyword shortlist (`keyword_body`, ordered by those
         statistics only, left out when no document of the tenant can match) and the vector channel,
         which the engine runs side by side. Returns at most `query.limit` hits per channel, best
-        first, one per memory id. A zero query vector (cosine undefined) yields no vector hits.
+        first, one per memory id, and which recall cue carried each vector hit it names
+        (`ChannelHits.vector_cues`). A zero query vector (cosine undefined) yields no vector hits.
         Raises IndexUnavailableError if the engine fails or does not answer within `timeout_s`
         (both round trips together).
         """
@@ -249,13 +252,15 @@ class OpenSearchMemoryIndex:
                 searches.append(("vector", vector_body(query, vector, self._config.ef_search)))
         keyword: list[tuple[str, float]] = []
         nearest: list[tuple[str, float]] = []
+        carriers: dict[str, int] = {}
         results = self._msearch([b for _, b in searches], deadline) if searches else []
         for (channel, _), result in zip(searches, results, strict=True):
             if channel == "keyword" and corpus is not None:
                 keyword = keyword_ranked(result, phrases, corpus.stats, query.limit)
             else:
-                nearest = [(mid, cosine(score)) for mid, score in ranked(result, query.limit)]
-        return ChannelHits(keyword, nearest, corpus.stats.ceiling() if corpus is not None else 0.0)
+                nearest, carriers = vector_ranked(result, query.limit)
+        ceiling = corpus.stats.ceiling() if corpus is not None else 0.0
+        return ChannelHits(keyword, nearest, ceiling, vector_cues=carriers)
 
     def _msearch(self, bodies: Sequence[Json], deadline: float) -> list[Mapping[str, Any]]:
         """One `_msearch` of `bodies` through the alias, within what is left until `deadline`."""
@@ -304,6 +309,13 @@ class OpenSearchMemoryIndex:
 
     # -- vectors ----------------------------------------------------------------------------
 
+    def _check_cue_vectors(self, cue_vectors: Vector | None) -> Vector | None:
+        """A document's cue vectors as a (cues, dimension) float32 matrix, each row checked as a vector."""
+        if cue_vectors is None:
+            return None
+        rows = [self._check_vector(row) for row in cue_vectors]
+        return np.stack(rows) if rows else np.zeros((0, self._config.dimension), np.float32)
+
     def _check_vector(self, vector: Vector) -> Vector:
         arr = np.asarray(vector, dtype=np.float32)
         if arr.ndim != 1 or arr.shape[0] != self._config.dimension:
@@ -320,7 +332,9 @@ class OpenSearchMemoryIndex:
         latest: dict[tuple[str, str], IndexDocument] = {}
         for doc in docs:  # the last document of a memory in the batch wins
             vector = None if doc.vector is None else self._check_vector(doc.vector)
-            latest[(doc.memory.tenant_id, doc.memory.id)] = replace(doc, vector=vector)
+            cue_vectors = self._check_cue_vectors(doc.cue_vectors)
+            key = (doc.memory.tenant_id, doc.memory.id)
+            latest[key] = replace(doc, vector=vector, cue_vectors=cue_vectors)
         if not latest:
             return
         ops = self._ids.upsert_ops(index, list(latest.values()))

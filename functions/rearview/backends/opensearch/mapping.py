@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ADDED_FIELDS",
     "CONTEXT_FIELD",
+    "CUES_FIELD",
+    "CUE_VECTORS_FIELD",
     "INDEX_ANALYZER",
     "KEYWORD_FIELDS",
     "TERMS_ANALYZER",
@@ -23,6 +25,9 @@ __all__ = [
     "QUERY_ANALYZER",
     "VERSION_FIELDS",
     "Json",
+    "added_fields",
+    "cue_entries",
+    "cue_text",
     "document_source",
     "epoch_us",
     "index_body",
@@ -51,6 +56,15 @@ Added to an index created before they existed by `ensure_schema` (mappings only 
 
 CONTEXT_FIELD: Final = "context"
 """The text field of `IndexDocument.context`: analyzed like `content`, searched at `CONTEXT_WEIGHT`."""
+CUES_FIELD: Final = "cues"
+"""The text field of a memory's recall cues (`IndexDocument.cue_text`, a cue a line): analyzed like
+`content`; the keyword channel matches their terms (`TERM_FIELDS["cues"]`) at `CUE_WEIGHT`."""
+CUE_VECTORS_FIELD: Final = "cue_vectors"
+"""The `nested` field of a memory's cue vectors: one object per cue, `{"cue": i, "vector": [...]}`
+(row i of `IndexDocument.cue_vectors`, for `Memory.cues[i]`; no `vector` where the row is zero).
+
+A nested k-NN query scores a document by its best cue; `queries.vector_body` takes the best of
+that and the content's `vector`, and reads which cue carried it from the nested query's inner hit."""
 
 _TEXT: Final = {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": QUERY_ANALYZER}
 
@@ -63,19 +77,23 @@ every tenant) statistics; the keyword channel boosts each phrase by the tenant's
 similarity cannot change on an existing index: one created with BM25 term fields keeps them (and a
 shortlist the engine's statistics order) until `rearview reindex`."""
 
-TERM_FIELDS: Final = {"body": "kw_body", "context": "kw_context", "length": "kw_length"}
+TERM_FIELDS: Final = {"body": "kw_body", "context": "kw_context", "cues": "kw_cues", "length": "kw_length"}
 """The document as the embedded index holds it, for BM25 as FTS5 scores it (`rearview.bm25`): the FTS5
-terms of the content and of the context (`keyword_terms`), and their total count. The keyword channel
-matches on them, reads them back from candidates and sums the lengths over the tenant's documents."""
+terms of the content, of the context and of the recall cues (`keyword_terms`), and their total count.
+The keyword channel matches on them, reads them back from candidates and sums the lengths over the
+tenant's documents."""
 
 ADDED_FIELDS: Final = {
     **VERSION_FIELDS,
     CONTEXT_FIELD: _TEXT,
+    CUES_FIELD: _TEXT,
     TERM_FIELDS["body"]: _TERMS,
     TERM_FIELDS["context"]: _TERMS,
+    TERM_FIELDS["cues"]: _TERMS,
     TERM_FIELDS["length"]: {"type": "integer"},
 }
-"""The fields added since the first mapping: `ensure_schema` puts them on an index created before them."""
+"""The fields added since the first mapping that do not depend on the configuration (`added_fields`
+adds the cue vectors'): `ensure_schema` puts them on an index created before them."""
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -127,30 +145,54 @@ def index_body(config: OpenSearchConfig) -> Json:
             "properties": {
                 **{name: keyword for name in KEYWORD_FIELDS},
                 **VERSION_FIELDS,
-                **ADDED_FIELDS,
+                **added_fields(config),
                 "content": _TEXT,
                 "event_time": {"type": "date"},
                 "event_time_us": {"type": "long"},
                 "updated_at": {"type": "date"},
-                "vector": {
-                    "type": "knn_vector",
-                    "dimension": config.dimension,
-                    "method": {
-                        "name": "hnsw",
-                        "engine": config.engine,
-                        "space_type": "cosinesimil",
-                        "parameters": {"m": config.m, "ef_construction": config.ef_construction},
-                    },
-                },
+                "vector": _knn_vector(config),
             },
         },
     }
 
 
-def document_source(memory: Memory, vector: Vector | None, context: str | None) -> Json:
+def added_fields(config: OpenSearchConfig) -> Json:
+    """Every field added since the first mapping: `ADDED_FIELDS` and the recall cues' vectors.
+
+    `ensure_schema` puts the ones it lacks on an index created before them (mappings only grow, and
+    a `nested` field of `knn_vector`s can be added to a k-NN index like any other field).
+    """
+    return {
+        **ADDED_FIELDS,
+        CUE_VECTORS_FIELD: {
+            "type": "nested",
+            "properties": {"cue": {"type": "integer"}, "vector": _knn_vector(config)},
+        },
+    }
+
+
+def _knn_vector(config: OpenSearchConfig) -> Json:
+    """A `knn_vector` field of the index's vectors: HNSW, cosine similarity."""
+    return {
+        "type": "knn_vector",
+        "dimension": config.dimension,
+        "method": {
+            "name": "hnsw",
+            "engine": config.engine,
+            "space_type": "cosinesimil",
+            "parameters": {"m": config.m, "ef_construction": config.ef_construction},
+        },
+    }
+
+
+def document_source(
+    memory: Memory, vector: Vector | None, context: str | None, *, cue_vectors: Vector | None = None
+) -> Json:
     """The indexed document of a memory (`vector` None: the fields a vector-less update sets).
 
     `context` None: no context in a full document, the indexed one kept by a vector-less update.
+    A full document holds the memory's recall cues (text and vectors) when `cue_vectors` are given,
+    and none otherwise (`IndexDocument.cue_vectors`); a vector-less update's cues are `ids._kept`'s.
     """
     source: Json = {
         "memory_id": memory.id,
@@ -171,20 +213,38 @@ def document_source(memory: Memory, vector: Vector | None, context: str | None) 
     if context is not None or vector is not None:
         source[CONTEXT_FIELD] = context or ""
     if vector is not None:
+        cues = cue_text(memory) if cue_vectors is not None else ""
         source["content"] = memory.content
-        source.update(keyword_terms(memory.content, context or ""))
+        source[CUES_FIELD] = cues
+        source[CUE_VECTORS_FIELD] = cue_entries(cue_vectors)
+        source.update(keyword_terms(memory.content, context or "", cues))
         if vector.any():  # cosinesimil rejects a zero vector; such a memory is found by keyword only
             source["vector"] = vector.tolist()
     return source
 
 
-def keyword_terms(content: str, context: str) -> Json:
-    """`TERM_FIELDS` of a document of `content` and `context`: what FTS5 indexes of each, and the count."""
-    body, ctx = text_terms(content), text_terms(context)
+def cue_text(memory: Memory) -> str:
+    """The memory's recall cues as `CUES_FIELD` holds them (`IndexDocument.cue_text`): a cue a line."""
+    return "\n".join(c.text for c in memory.cues)
+
+
+def cue_entries(cue_vectors: Vector | None) -> list[Json]:
+    """`CUE_VECTORS_FIELD` of a document: row i as cue i (without a vector where the row is zero)."""
+    if cue_vectors is None:
+        return []
+    return [
+        {"cue": i, **({"vector": row.tolist()} if row.any() else {})} for i, row in enumerate(cue_vectors)
+    ]
+
+
+def keyword_terms(content: str, context: str, cues: str = "") -> Json:
+    """`TERM_FIELDS` of a document's content, context and cues: what FTS5 indexes of each, and the count."""
+    body, ctx, cue = text_terms(content), text_terms(context), text_terms(cues)
     return {
         TERM_FIELDS["body"]: " ".join(body),
         TERM_FIELDS["context"]: " ".join(ctx),
-        TERM_FIELDS["length"]: len(body) + len(ctx),
+        TERM_FIELDS["cues"]: " ".join(cue),
+        TERM_FIELDS["length"]: len(body) + len(ctx) + len(cue),
     }
 
 

@@ -7,6 +7,8 @@ Jobs (each per tenant, each returning its own typed report of what it did):
 - `reconcile`: compares the index's document versions with the store's: rewrites stale
   documents, removes those of archived, deleted or purged memories, and indexes the searchable
   memories the index lacks.
+- `cues` (`cues`): with the deployment's language model, writes recall cues for the active
+  memories that have none, a bounded number per tenant and run (nothing without a model).
 - `handle_expired` (`expiry`): the DynamoDB stream consumer's entry point for a TTL deletion:
   archives the old image (with its history) and drops it from the index.
 
@@ -22,7 +24,7 @@ How they behave:
   archive batch is settled on resume.
 
 Modules: `budget` (how long a run may go), `reports`, `context` (tunables and the ports a job
-uses), `runner`, `archiving`, `rules`, `reconcile`, `expiry`, `service` (`LifecycleService`),
+uses), `runner`, `archiving`, `rules`, `reconcile`, `cues`, `expiry`, `service` (`LifecycleService`),
 `entry_points` (what the Lambda handlers call), `timer` (`rearview serve`'s rounds),
 `job_names` (the jobs' names, shared with the schedules and the CLI), `archival` (what an
 archived memory's stub holds and how it comes back), `strength` (strength anchors over time).
@@ -38,6 +40,7 @@ from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.lifecycle.entry_points import on_expired, run_job
 from rearview.service.lifecycle.job_names import DEFAULT_JOBS, JOBS, JobName
 from rearview.service.lifecycle.reports import (
+    CueReport,
     DecayReport,
     ExpiryReport,
     JobReport,
@@ -52,6 +55,7 @@ __all__ = [
     "DEFAULT_JOBS",
     "JOBS",
     "Budget",
+    "CueReport",
     "Deadline",
     "DecayReport",
     "ExpiryReport",

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from rearview.clock import Clock
-from rearview.ports import Archive, Embedder, MemoryIndex, MemoryStore
+from rearview.ports import Archive, Embedder, LanguageModel, MemoryIndex, MemoryStore
 from rearview.service.config import ServiceConfig
 
 
@@ -30,6 +30,9 @@ class ServiceParts(Protocol):
     def config(self) -> ServiceConfig: ...
     @property
     def archive(self) -> Archive | None: ...
+    @property
+    def language_model(self) -> LanguageModel | None:
+        """The deployment's model (`REARVIEW_LLM`), or None offline: the `cues` job needs one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,9 @@ class LifecycleConfig:
     reindex_batch: int = 64
     versions_page: int = 1000
     """(memory id, version) pairs read per index page when reconcile lists what the index holds."""
+    cues_per_run: int = 50
+    """Memories the `cues` job sends to the language model per tenant and run, at most; 0 turns it off
+    (`Settings.lifecycle_cues_per_run`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-JobName = Literal["decay", "archive", "reconcile"]
+JobName = Literal["decay", "archive", "reconcile", "cues"]
 JOBS: tuple[JobName, ...] = get_args(JobName)
-DEFAULT_JOBS: tuple[JobName, ...] = ("decay", "archive")
-"""What `LifecycleService.run_all` and the `rearview serve` timer run unless told otherwise."""
+DEFAULT_JOBS: tuple[JobName, ...] = ("decay", "archive", "cues")
+"""What `LifecycleService.run_all` and the `rearview serve` timer run unless told otherwise (`cues` only
+with a language model: `LifecycleService.enabled`)."""

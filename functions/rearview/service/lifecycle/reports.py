@@ -77,6 +77,32 @@ class ReconcileReport(JobReport):
     index_documents: int | None = None
 
 
+class CueReport(JobReport):
+    """`cues`: recall cues the language model `model_id` wrote for active memories that had none.
+
+    `asked`: memories sent to the model (what the per-run bound counts); `cued`: memories that got
+    cues (`cues_written` in all); `had_cues`: memories listed that already had some, left alone;
+    `unanswered`: memories the model gave no usable cue for (the next pass asks again);
+    `unusable_answers`: answers that were not the JSON asked for, or were cut off (nothing of
+    them written); `model_failures`: calls that failed (the run stops there for the tenant and the
+    next one resumes at that page); `unindexed`: cued memories whose cues did not reach the index
+    (reconcile rewrites them). `limit_reached`: the run stopped at `cues_per_run` (`complete` is
+    then False, the next run resumes).
+    """
+
+    job: JobName = "cues"
+    model_id: str | None = None
+    asked: int = 0
+    cued: int = 0
+    cues_written: int = 0
+    had_cues: int = 0
+    unanswered: int = 0
+    unusable_answers: int = 0
+    model_failures: int = 0
+    unindexed: int = 0
+    limit_reached: bool = False
+
+
 class ExpiryReport(BaseModel):
     """What `handle_expired` did with one TTL-expired memory."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rearview.errors import InvalidInputError
 from rearview.models import Memory
@@ -10,10 +10,12 @@ from rearview.ports import Archive, CheckpointStore
 from rearview.service.lifecycle.archiving import ArchivingScan
 from rearview.service.lifecycle.budget import Budget, Unlimited
 from rearview.service.lifecycle.context import JobContext, LifecycleConfig, ServiceParts
+from rearview.service.lifecycle.cues import CueJob
 from rearview.service.lifecycle.expiry import archive_expired, sweep_expired
 from rearview.service.lifecycle.job_names import DEFAULT_JOBS, JOBS, JobName
 from rearview.service.lifecycle.reconcile import ReconcileJob
 from rearview.service.lifecycle.reports import (
+    CueReport,
     DecayReport,
     ExpiryReport,
     JobReport,
@@ -47,6 +49,8 @@ class LifecycleService:
             return self.apply_retention(tenant_id, budget)
         if job == "reconcile":
             return self.reconcile(tenant_id, budget)
+        if job == "cues":
+            return self.cues(tenant_id, budget)
         raise InvalidInputError("job", f"unknown job {job!r}", allowed=JOBS)
 
     def run_all(
@@ -58,9 +62,12 @@ class LifecycleService:
         """Run `jobs` for every tenant (default: all), unfinished and least recently finished first.
 
         Stops when the budget runs out; what is left resumes on the next call, so no tenant
-        starves behind a large one.
+        starves behind a large one. A job that is not `enabled` is left out (no tenant is read for it).
         """
         budget = budget or Unlimited()
+        jobs = [job for job in jobs if self.enabled(job)]
+        if not jobs:
+            return []
         names = list(tenants) if tenants is not None else self.service.store.tenants()
         reports: list[JobReport] = []
         for tenant_id in sorted(names, key=lambda t: self._urgency(t, jobs)):
@@ -69,6 +76,12 @@ class LifecycleService:
                     return reports
                 reports.append(self.run(job, tenant_id, budget))
         return reports
+
+    def enabled(self, job: JobName) -> bool:
+        """Whether `job` has anything to do here: `cues` needs a language model and `cues_per_run` > 0."""
+        if job == "cues":
+            return self.service.language_model is not None and self.config.cues_per_run > 0
+        return True
 
     def _urgency(self, tenant_id: str, jobs: Sequence[JobName]) -> tuple[int, float]:
         states = [self._checkpoint(tenant_id, job).load() for job in jobs]
@@ -102,6 +115,23 @@ class LifecycleService:
         self._run(ReconcileJob(self._context(tenant_id), report), budget)
         return report
 
+    def cues(self, tenant_id: str, budget: Budget | None = None) -> CueReport:
+        """Write recall cues for the tenant's active memories that have none (see `cues`).
+
+        At most `config.cues_per_run` memories go to the model per run; the run then stops
+        (`complete` False, `limit_reached`) and the next one resumes. Without a language model (or
+        with `cues_per_run` 0) nothing is read or written: a complete report without `model_id`.
+        """
+        now = self.service.clock.now()
+        model = self.service.language_model
+        if model is None or self.config.cues_per_run <= 0:
+            return CueReport(tenant_id=tenant_id, started_at=now, finished_at=now, complete=True)
+        report = CueReport(tenant_id=tenant_id, started_at=now, model_id=model.model_id)
+        job = CueJob(self._context(tenant_id), model, report)
+        self._run(job, _Either(budget or Unlimited(), lambda: job.exhausted))
+        report.limit_reached = not report.complete and job.exhausted and report.model_failures == 0
+        return report
+
     def handle_expired(self, tenant_id: str, old_image: Memory) -> ExpiryReport:
         """Archive a memory the store's TTL removed (a DynamoDB stream REMOVE old image); idempotent.
 
@@ -121,3 +151,14 @@ class LifecycleService:
 
     def _checkpoint(self, tenant_id: str, job: JobName) -> Checkpoint:
         return Checkpoint(self.checkpoints, tenant_id, job)
+
+
+class _Either:
+    """A budget that runs out with `budget` or as soon as `spent()` says so (a job's own bound)."""
+
+    def __init__(self, budget: Budget, spent: Callable[[], bool]) -> None:
+        self.budget = budget
+        self.spent = spent
+
+    def expired(self) -> bool:
+        return self.spent() or self.budget.expired()

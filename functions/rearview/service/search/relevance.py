@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -60,6 +60,10 @@ FEATURES: tuple[str, ...] = (
     "vector_x_turn",
     "keyword_x_turn",
     "gap_x_turn",
+    "cue_coverage",
+    "via_cue",
+    "alternative",
+    "vector_x_alternative",
 )
 """The model's inputs, in order (`features` computes them; the JSON model names them)."""
 
@@ -79,6 +83,12 @@ class Evidence:
     """The query's BM25 scale (`ports.ChannelHits.keyword_ceiling`), > 0."""
     baselines: tuple[float, float]
     """The query's cosine to unrelated (Latin, CJK) text (`baseline.Baselines.of`)."""
+    cues: Mapping[str, str] = field(default_factory=dict)
+    """memory_id -> its recall cues' text (`ports.IndexDocument.cue_text`), for those that have cues."""
+    via_cue: frozenset[str] = frozenset()
+    """The memories whose cosine a recall cue carried (`ports.ChannelHits.vector_cues`)."""
+    alternative: bool = False
+    """`query` is one of the search's alternatives, not the query the agent asked."""
 
 
 def features(evidence: Evidence) -> dict[str, list[float]]:
@@ -96,11 +106,14 @@ def features(evidence: Evidence) -> dict[str, list[float]]:
     margin = ranked[0] - ranked[1] if len(ranked) > 1 else 0.0
     best_bm25 = max(evidence.keyword.values(), default=0.0)
     n_terms = math.log(len(asked) + 1)
+    alternative = float(evidence.alternative)
     out: dict[str, list[float]] = {}
     for memory_id, content in evidence.contents.items():
         held, cjk, turn = _read(content)
         zero = evidence.baselines[cjk]
         cos = evidence.vector.get(memory_id, floor_cos)
+        cue_terms = _terms(evidence.cues.get(memory_id, ""))
+        cue_coverage = len(asked & cue_terms) / len(asked) if asked else 0.0
         bm25 = evidence.keyword.get(memory_id, 0.0)
         coverage = len(asked & held) / len(asked) if asked else 0.0
         cross = float(query_cjk != cjk)
@@ -126,8 +139,18 @@ def features(evidence: Evidence) -> dict[str, list[float]]:
             vector * turn,
             keyword * turn,
             gap * turn,
+            cue_coverage,
+            float(memory_id in evidence.via_cue),
+            alternative,
+            vector * alternative,
         ]
     return out
+
+
+@lru_cache(maxsize=1 << 14)
+def _terms(text: str) -> frozenset[str]:
+    """A text's stemmed terms, as the embedded index holds them (recent ones cached)."""
+    return frozenset(fts_terms(tokens(text))) if text else frozenset()
 
 
 @lru_cache(maxsize=1 << 14)

@@ -37,10 +37,8 @@ from rearview.service.search.ranking import (
     ChannelScores,
     Phrasing,
     Ranked,
-    admitted,
     hop_seeds,
-    rank,
-    similarity_floor,
+    returned,
     subject_of,
 )
 from rearview.service.search.rendering import render_context
@@ -98,10 +96,7 @@ class Searcher:
         candidates = self._candidates(tenant_id, req, top_k, reasons)
         yield_point()
         policy = self.config.ranking
-        ranked = rank(candidates, policy)
-        yield_point()
-        returned = similarity_floor(ranked, admitted(ranked, policy), candidates, policy)
-        relevant = (r for r in returned if round(r.score, 6) >= req.min_score)
+        relevant = (r for r in returned(candidates, policy) if round(r.score, 6) >= req.min_score)
         kept = collapse_extracted(relevant, top_k)
         phrasings = [candidates.query, *(a.text for a in candidates.alternatives)]
         results = [
