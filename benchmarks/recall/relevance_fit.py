@@ -64,6 +64,9 @@ GRID: dict[str, tuple[float, ...]] = {
     "phrasing_agreement": (0.0, 1.0),
     "relevant_at": (0.45, 0.475, 0.5),
 }
+"""The points cross-validated: admission (`min_relevance`, `relative_relevance`), the similarity
+floor (`similarity_keep` 0: off), how phrasings combine (`phrasing_agreement` 0: the best one's), and
+the mark of a likely answer (`relevant_at`)."""
 TOP_K = 10
 Matrix = npt.NDArray[np.float64]
 
@@ -158,9 +161,10 @@ def _figures(rows: list[tuple[Labelled, list[ranking.Ranked]]], policy: RankingP
     return out
 
 
-LOCOMO_FLOOR = 0.77
-"""The least LoCoMo development R@10 an admission point may cost: the held-out target 0.75 plus 0.02
-for the difference between the halves (and for the model having seen this half)."""
+LOCOMO_FLOOR = 0.78
+"""The least LoCoMo development R@10 a point may have. The held-out half measured .750 while this
+half measured .782 (issue 44's baseline), and the held-out target is not to fall below .750: so this
+half may not fall more than rounding below .782 (the model has seen this half)."""
 
 
 def choose(

@@ -169,7 +169,12 @@ def _plain_text(
 
 
 def _advertised(max_chars: int, min_chars: int = 1) -> Any:
-    """The bounds in the input schema (`minLength`/`maxLength`); `_plain_text` enforces them."""
+    """The bounds in the input schema (`minLength`/`maxLength`); `_plain_text` enforces them.
+
+    Identifiers (ids, agent and session names, keys) advertise no `minLength`: no model sends an
+    empty id, a server that gets one refuses it by name, and ten tools repeat them in every
+    session's tools/list (issue 44 spent those characters on cues and alternatives).
+    """
     schema: dict[str, JsonValue] = {"maxLength": max_chars}
     if min_chars:  # 0 is JSON Schema's default: saying it costs every session's tools/list
         schema["minLength"] = min_chars
@@ -188,13 +193,13 @@ ContentText = Annotated[
 ]
 """A memory's content: stripped, 1..`MAX_CONTENT_CHARS` characters of visible plain text."""
 SessionIdText = Annotated[
-    str, _plain_text(MAX_SESSION_ID_CHARS, identifier=True), _advertised(MAX_SESSION_ID_CHARS)
+    str, _plain_text(MAX_SESSION_ID_CHARS, identifier=True), _advertised(MAX_SESSION_ID_CHARS, 0)
 ]
 AgentIdText = Annotated[
-    str, _plain_text(MAX_AGENT_ID_CHARS, identifier=True), _advertised(MAX_AGENT_ID_CHARS)
+    str, _plain_text(MAX_AGENT_ID_CHARS, identifier=True), _advertised(MAX_AGENT_ID_CHARS, 0)
 ]
 IdempotencyKeyText = Annotated[
-    str, _plain_text(MAX_IDEMPOTENCY_KEY_CHARS), _advertised(MAX_IDEMPOTENCY_KEY_CHARS)
+    str, _plain_text(MAX_IDEMPOTENCY_KEY_CHARS), _advertised(MAX_IDEMPOTENCY_KEY_CHARS, 0)
 ]
 LabelText = Annotated[str, _plain_text(MAX_LABEL_CHARS), _advertised(MAX_LABEL_CHARS)]
 """One label of 1..`MAX_LABEL_CHARS` characters (a filter tag, an ingest speaker, a message id)."""
@@ -233,7 +238,7 @@ def _memory_id_problem(value: str) -> str | None:
 MemoryId = Annotated[
     str,
     _refusing(_memory_id_problem),
-    _advertised(MAX_ID_CHARS),
+    _advertised(MAX_ID_CHARS, 0),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import unicodedata
@@ -120,3 +121,33 @@ def disallowed_control_chars(text: str) -> list[int]:
     if not _CONTROL.search(text):  # the common case, at C speed
         return []
     return list(dict.fromkeys(ord(ch) for ch in _CONTROL.findall(text)))
+
+
+_ESCAPED = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_ASCII_ESCAPED = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\x7f": "\\u007f"})
+
+
+def quoted(text: str) -> str:
+    r"""`text` as a one-line JSON string literal that cannot read as markup or hide characters.
+
+    Line breaks, quotes and backslashes are JSON-escaped; `<`, `>`, `&`, the Unicode line and
+    paragraph separators and every format character (category Cf: zero-width, bidi controls, TAG
+    characters) become `\uXXXX` escapes, visible and inert.
+    """
+    body = json.dumps(text, ensure_ascii=False)
+    if body.isascii():  # the common case at C speed: JSON escaped every control character but DEL
+        return body.translate(_ASCII_ESCAPED)
+    return "".join(_ESCAPED.get(ch) or (_u_escape(ch) if invisible(ch) else ch) for ch in body)
+
+
+def invisible(ch: str) -> bool:
+    """A character that shows nothing: a format or control character, a line or paragraph separator."""
+    return unicodedata.category(ch) in ("Cf", "Cc", "Zl", "Zp")
+
+
+def _u_escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a JSON escape is UTF-16: a surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"

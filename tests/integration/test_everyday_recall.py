@@ -66,4 +66,6 @@ def test_the_answer_comes_first(
 def test_a_question_about_nothing_stored_gets_nothing(
     service: tuple[MemoryService, dict[str, str]], query: str
 ) -> None:
-    assert _found(service[0], query) == []
+    """No likely answer: at most the similarity floor's three closest, each marked a weak match."""
+    result = service[0].search("local", SearchRequest(query=query, reinforce=False))
+    assert len(result.results) <= 3 and not any(h.relevant for h in result.results)

@@ -1,13 +1,15 @@
-"""An index file written before the keyword context column keeps its documents after the migration."""
+"""An index file written before a schema change (the keyword context column, the cue column) keeps its documents."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from rearview.backends.sqlite_common import SQLiteDatabase
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_index_schema import MIGRATIONS
-from rearview.models import MemoryFilter
+from rearview.models import Cue, MemoryFilter
 from rearview.ports import IndexDocument, IndexQuery
 from tests.factories import make_memory, unit_vector
 
@@ -34,4 +36,39 @@ def test_documents_indexed_before_the_context_column_are_still_found(tmp_path: P
     fresh = make_memory("a new turn", memory_id="new")
     index.upsert([IndexDocument(fresh, unit_vector(2, 8), context="honey")])
     assert [i for i, _ in index.search(query).keyword] == ["old", "new"]
+    index.close()
+
+
+def test_documents_indexed_before_cues_keep_their_text_and_vectors_and_take_cues(tmp_path: Path) -> None:
+    """Issue 44: the per-tenant FTS5 tables are rebuilt with a cue column; nothing indexed is lost."""
+    path = tmp_path / "index.sqlite3"
+    kept = make_memory("green tea with honey", memory_id="old")
+    old = SQLiteDatabase(path)
+    old.migrate("index", MIGRATIONS[:-1])  # the schema before cues: two FTS5 columns per tenant
+    with old.transaction() as conn:
+        conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
+        conn.execute("CREATE VIRTUAL TABLE docs_fts_1 USING fts5(body, ctx, tokenize = 'porter unicode61')")
+        conn.execute(
+            "INSERT INTO docs (rowid, tenant_id, memory_id, agent_id, visibility, session_id, type, status,"
+            " scope_key, event_time, tags, vector, version, content_hash)"
+            " VALUES (1, 't1', 'old', 'default', 'shared', NULL, 'semantic', 'active', ?, 0, '[]', ?, 1, ?)",
+            (kept.scope_key, unit_vector(1, 8).tobytes(), kept.content_hash),
+        )
+        conn.execute(
+            "INSERT INTO docs_fts_1 (rowid, body, ctx) VALUES (1, 'green tea with honey', 'breakfast')"
+        )
+    old.close()
+
+    index = SQLiteMemoryIndex(path, 8)
+    index.ensure_schema()
+    by_text = IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=5, text="honey breakfast")
+    assert [i for i, _ in index.search(by_text).keyword] == ["old"]
+    by_vector = IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=5, vector=unit_vector(1, 8))
+    assert index.search(by_vector).vector[0][0] == "old"
+    cued = kept.model_copy(update={"cues": [Cue(text="morning drink", by="default")], "version": 2})
+    index.upsert([IndexDocument(cued, None, cue_vectors=np.stack([unit_vector(3, 8)]))])
+    hits = index.search(
+        IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=5, text="drink", vector=unit_vector(3, 8))
+    )
+    assert [i for i, _ in hits.keyword] == ["old"] and hits.vector_cues == {"old": 0}
     index.close()

@@ -42,15 +42,10 @@ from rearview.api.outputs import (
 from rearview.clock import parse_time
 from rearview.errors import AuthenticationError, ConfigurationError, InvalidInputError
 from rearview.limits import (
-    MAX_ALTERNATIVES,
-    MAX_CONFIDENCE,
     MAX_CONTENT_CHARS,
-    MAX_CUES,
     MAX_IMPORTANCE,
     MAX_INGEST_CHARS,
     MAX_INGEST_MESSAGES,
-    MAX_TOP_K,
-    MIN_CONFIDENCE,
     MIN_IMPORTANCE,
     AgentIdText,
     Alternatives,
@@ -95,23 +90,20 @@ P = ParamSpec("P")
 # Argument types: the limits of `models.py` (advertised in the input schemas) plus what the model reads.
 AgentId = Annotated[
     AgentIdText | None,
-    Field(description="Acting agent (default: your key's)."),
+    Field(description="Default: your key's agent."),
 ]
 SessionId = Annotated[SessionIdText | None, Field(description="The conversation/session id, if any.")]
-Tags = Annotated[Labels, Field(description="Labels for filtering, e.g. ['project:rearview'].")]
-Types = Annotated[MemoryTypes | None, Field(description="Only these types (default: all).")]
-TimeFrom = Annotated[TimestampText | None, Field(description="ISO-8601 UTC; only events at or after this.")]
+Tags = Annotated[Labels, Field(description="Labels, e.g. ['project:rearview'].")]
+Types = Annotated[MemoryTypes | None, Field(description="Only these types.")]
+TimeFrom = Annotated[TimestampText | None, Field(description="ISO-8601 UTC; events from this on.")]
 TimeTo = Annotated[
     TimestampText | None,
-    Field(description="ISO-8601 UTC; only events at or before this."),
+    Field(description="ISO-8601 UTC; events up to this."),
 ]
 MemoryIdArg = Annotated[MemoryId, Field(description="The memory's id.")]
 CuesArg = Annotated[
     Cues | None,
-    Field(
-        description=f"Up to {MAX_CUES} ways someone might later ask for this, in other words: a question "
-        "it answers, the same in the user's other language, a 2-5 word topic."
-    ),
+    Field(description="Up to 5 short questions or phrases it answers."),
 ]
 
 
@@ -403,9 +395,7 @@ class MemoryTools:
             Importance,
             Field(description=f"{MIN_IMPORTANCE} trivial .. {MAX_IMPORTANCE} critical (kept forever)."),
         ] = 3,
-        confidence: Annotated[
-            Confidence, Field(description=f"How sure you are, {MIN_CONFIDENCE:g}..{MAX_CONFIDENCE:g}.")
-        ] = 1.0,
+        confidence: Annotated[Confidence, Field(description="How sure you are.")] = 1.0,
         tags: Tags | None = None,
         entities: Annotated[
             Labels | None, Field(description="People, projects, tools this is about.")
@@ -427,7 +417,8 @@ class MemoryTools:
         cues: CuesArg = None,
     ) -> Annotated[CallToolResult, WriteReceipt]:
         """Remember something worth knowing later: a user preference, a fact, a decision, an event, or a
-        lesson from a failed attempt. Duplicates merge; pass `supersedes` to correct an older memory."""
+        lesson from a failed attempt. Add `cues`: a question it answers in other words, the same in the
+        user's other language, a short topic. Duplicates merge; `supersedes` corrects an older memory."""
         req = WriteRequest(
             content=content, type=type, importance=importance, confidence=confidence, tags=tags or [],
             entities=entities or [], metadata=metadata or {}, event_time=_time(event_time, "event_time"),
@@ -483,12 +474,9 @@ class MemoryTools:
         ],
         alternatives: Annotated[
             Alternatives | None,
-            Field(
-                description=f"Up to {MAX_ALTERNATIVES} other phrasings, searched too: a plain rephrasing "
-                "(how a note would word it) and the question in the user's other language."
-            ),
+            Field(description="Up to 3 other phrasings, searched too."),
         ] = None,
-        top_k: Annotated[TopK, Field(description=f"How many memories (1..{MAX_TOP_K}).")] = 10,
+        top_k: Annotated[TopK, Field(description="How many memories.")] = 10,
         types: Types = None,
         tags: Annotated[Labels | None, Field(description="Only memories carrying all these tags.")] = None,
         session_id: Annotated[
@@ -502,23 +490,18 @@ class MemoryTools:
         ] = False,
         include_archived: Annotated[
             bool,
-            Field(description="Also match archived memories (memory_restore brings one back)."),
+            Field(description="Also match archived memories (see memory_restore)."),
         ] = False,
         reference_time: Annotated[
             TimestampText | None,
-            Field(
-                description="ISO-8601 UTC time the question is asked at: what 'last week' or "
-                "'yesterday' mean (default: now)."
-            ),
+            Field(description="ISO-8601 UTC 'now' of 'last week', 'yesterday' (default: now)."),
         ] = None,
-        explain: Annotated[
-            bool, Field(description="Also return each hit's `why` (its score's terms).")
-        ] = False,
+        explain: Annotated[bool, Field(description="Also return each hit's `why`.")] = False,
         agent_id: AgentId = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
-        """Recall relevant memories before acting: call at the start of a task, before asking the user
-        something they may already have told you, and before retrying a failed approach. Returns
-        relevant memories best first, as a ready-to-inject context block (may be empty)."""
+        """Recall relevant memories before acting: at the start of a task, before asking the user what
+        they may have told you, before retrying a failed approach. Add `alternatives`: how a note would
+        word it, and the user's other language. Returns memories best first in a context block."""
         statuses = (
             (MemoryStatus.ACTIVE,)
             + ((MemoryStatus.SUPERSEDED,) if include_superseded else ())
@@ -548,19 +531,15 @@ class MemoryTools:
         memory_id: Annotated[MemoryId, Field(description="The memory to change.")],
         content: Annotated[ContentText | None, Field(description="New content (re-embedded).")] = None,
         tags: Annotated[Labels | None, Field(description="Replacement tags.")] = None,
-        importance: Annotated[
-            Importance | None, Field(description=f"New importance {MIN_IMPORTANCE}..{MAX_IMPORTANCE}.")
-        ] = None,
-        confidence: Annotated[
-            Confidence | None, Field(description=f"New confidence {MIN_CONFIDENCE:g}..{MAX_CONFIDENCE:g}.")
-        ] = None,
+        importance: Annotated[Importance | None, Field(description="New importance.")] = None,
+        confidence: Annotated[Confidence | None, Field(description="New confidence.")] = None,
         metadata: Annotated[FlatMetadata | None, Field(description="Replacement metadata.")] = None,
         event_time: Annotated[TimestampText | None, Field(description="New ISO-8601 UTC event time.")] = None,
         ttl_days: Annotated[TtlDays | None, Field(description="New lifetime from now, in days.")] = None,
         expected_version: Annotated[
             int | None, Field(description="Fail if the memory's version differs.")
         ] = None,
-        cues: Annotated[Cues | None, Field(description="Replacement recall cues ([] removes them).")] = None,
+        cues: Annotated[Cues | None, Field(description="Replacement cues ([] removes them).")] = None,
         agent_id: AgentId = None,
     ) -> CallToolResult:
         """Edit a memory in place (history keeps the old version). To record that a fact changed, prefer
@@ -604,9 +583,7 @@ class MemoryTools:
         ctx: Context,
         memory_id: Annotated[
             MemoryId,
-            Field(
-                description="The id of an archived (status 'archived') or soft-forgotten ('deleted') memory."
-            ),
+            Field(description="An archived or soft-forgotten memory's id."),
         ],
         agent_id: AgentId = None,
     ) -> CallToolResult:

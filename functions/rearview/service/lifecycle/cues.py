@@ -23,8 +23,8 @@ of the listing completes; the next run starts a new pass from the newest memory,
 again only about memories that still have no cue.
 
 The prompt: `CUE_SYSTEM` (versioned by `CUE_PROMPT_VERSION`, named in each history note) and one line
-per memory, `[m<i>] <content as a JSON string literal>` (`data_literal`: the convention of the search
-context block, `search.rendering.quoted`). The labels are the batch's own: an answer can name no
+per memory, `[m<i>] <content as a JSON string literal>` (`text.quoted`, as the search context block writes
+each memory). The labels are the batch's own: an answer can name no
 memory outside it.
 """
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from enum import IntEnum
 from typing import Final
@@ -55,6 +54,7 @@ from rearview.service.history import change_event
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import CueReport
 from rearview.service.lifecycle.runner import Checkpoint, JobState
+from rearview.text import quoted
 
 __all__ = [
     "CUE_BATCH",
@@ -64,7 +64,6 @@ __all__ = [
     "UnusableAnswerError",
     "batches",
     "cue_prompt",
-    "data_literal",
     "parse_cues",
 ]
 
@@ -97,7 +96,6 @@ CUED_TYPES: Final = (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PROCED
 """What the job cues: not working memory (this session's scratch, gone within the day)."""
 
 _FENCE = re.compile(r"^```(?:json)?\s*(?P<body>.*?)\s*```$", re.DOTALL)
-_ESCAPED = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 
 class CuePhase(IntEnum):
@@ -242,31 +240,8 @@ def batches(memories: Sequence[Memory]) -> Iterator[list[Memory]]:
 
 def cue_prompt(labelled: Mapping[str, Memory]) -> str:
     """The user message for one batch: each memory's label and its content as a quoted literal."""
-    lines = [f"[{label}] {data_literal(memory.content)}" for label, memory in labelled.items()]
+    lines = [f"[{label}] {quoted(memory.content)}" for label, memory in labelled.items()]
     return "Memories:\n" + "\n".join(lines) + "\n\nAnswer with the JSON object."
-
-
-def data_literal(text: str) -> str:
-    r"""`text` as a one-line JSON string literal that no content can end, or pass for markup.
-
-    As `search.rendering.quoted` (which lifecycle does not import): line breaks, quotes and
-    backslashes JSON-escaped, `<`, `>`, `&` and every invisible character (format, control, line and
-    paragraph separators) `\uXXXX`.
-    """
-    body = json.dumps(text, ensure_ascii=False)
-    return "".join(_ESCAPED.get(ch) or (_u_escape(ch) if _invisible(ch) else ch) for ch in body)
-
-
-def _invisible(ch: str) -> bool:
-    return unicodedata.category(ch) in ("Cf", "Cc", "Zl", "Zp")
-
-
-def _u_escape(ch: str) -> str:
-    code = ord(ch)
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    code -= 0x10000  # a JSON escape is UTF-16: a surrogate pair
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def parse_cues(text: str, labels: Mapping[str, object]) -> dict[str, list[str]]:

@@ -64,6 +64,7 @@ FEATURES: tuple[str, ...] = (
     "via_cue",
     "alternative",
     "vector_x_alternative",
+    "off_time",
 )
 """The model's inputs, in order (`features` computes them; the JSON model names them)."""
 
@@ -89,6 +90,8 @@ class Evidence:
     """The memories whose cosine a recall cue carried (`ports.ChannelHits.vector_cues`)."""
     alternative: bool = False
     """`query` is one of the search's alternatives, not the query the agent asked."""
+    off_time: frozenset[str] = frozenset()
+    """The memories that do not fit the time the query names or asks about (`ranking.temporal_factor`)."""
 
 
 def features(evidence: Evidence) -> dict[str, list[float]]:
@@ -143,6 +146,7 @@ def features(evidence: Evidence) -> dict[str, list[float]]:
             float(memory_id in evidence.via_cue),
             alternative,
             vector * alternative,
+            float(memory_id in evidence.off_time),
         ]
     return out
 

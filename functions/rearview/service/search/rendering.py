@@ -10,13 +10,13 @@ outside it. Each record carries its provenance: id, type, confidence, date, thro
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Sequence
 
 from rearview.clock import to_iso
 from rearview.models import MemorySource, MemoryView, SearchHit
+from rearview.text import invisible, quoted
 
 CONFLICT_RULE = "If a memory conflicts with the current situation, the current situation wins."
 DATA_RULE = (
@@ -35,34 +35,6 @@ SOURCE_LABELS = {
     MemorySource.IMPORT: "import",
     MemorySource.SUMMARY: "summary",
 }
-
-_ESCAPED = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_ASCII_ESCAPED = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\x7f": "\\u007f"})
-
-
-def quoted(text: str) -> str:
-    r"""`text` as a one-line JSON string literal that cannot read as markup or hide characters.
-
-    Line breaks, quotes and backslashes are JSON-escaped; `<`, `>`, `&`, the Unicode line and
-    paragraph separators and every format character (category Cf: zero-width, bidi controls, TAG
-    characters) become `\uXXXX` escapes, visible and inert.
-    """
-    body = json.dumps(text, ensure_ascii=False)
-    if body.isascii():  # the common case at C speed: JSON escaped every control character but DEL
-        return body.translate(_ASCII_ESCAPED)
-    return "".join(_ESCAPED.get(ch) or (_u_escape(ch) if _invisible(ch) else ch) for ch in body)
-
-
-def _invisible(ch: str) -> bool:
-    return unicodedata.category(ch) in ("Cf", "Cc", "Zl", "Zp")
-
-
-def _u_escape(ch: str) -> str:
-    code = ord(ch)
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    code -= 0x10000  # a JSON escape is UTF-16: a surrogate pair
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def provenance(memory: MemoryView | SearchHit) -> str:
@@ -118,7 +90,7 @@ def markdown_text(text: str) -> str:
     an image, follows a link or reads raw HTML from it. Ordinary punctuation stays as written
     (`Heron's on-call starts at 09:00 UTC.`).
     """
-    flat = "".join(" " if _invisible(ch) and ch not in "\t" else ch for ch in text if not _format(ch))
+    flat = "".join(" " if invisible(ch) and ch not in "\t" else ch for ch in text if not _format(ch))
     escaped = _MARKDOWN.sub(r"\\\1", " ".join(flat.split()))
     return _BLOCK_START.sub(lambda m: m.group(0) + "\\", escaped, count=1)
 
