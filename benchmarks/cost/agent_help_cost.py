@@ -3,7 +3,7 @@
 index bytes each memory takes with and without cues, on SQLite and (`--opensearch`) OpenSearch.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/cost/agent_help_cost.py \\
-        [--memories 300] [--rounds 3] [--embedder onnx] [--opensearch]
+        [--memories 300] [--rounds 3] [--embedder onnx] [--opensearch] [--everyday DATASET]
 
 Writes: the same `--memories` synthetic memories (`synthetic_memories.Corpus`) are written one
 `memory_write` at a time into two fresh embedded services (SQLite store and index, the local e5
@@ -13,7 +13,9 @@ two alternate in `--rounds` rounds in one process, and the report is the CPU and
 and their ratio (the issue's budget: 2x). Index bytes: each service's index file after a WAL
 checkpoint, per memory. With `--opensearch`, the same memories and vectors are bulk-written into two
 indexes of a real node (`REARVIEW_OPENSEARCH_URL`, or one the test harness starts), force-merged to
-one segment, and `_stats/store` is divided by the memory count.
+one segment, and `_stats/store` is divided by the memory count. `--everyday` writes a hand-written
+set's memories with the cues an assistant wrote for them (`<dataset>_cues.json` beside it, as
+`everyday_recall.py --help-mode with` does) instead of the synthetic ones.
 
 Search cost with alternatives is measured under load by `benchmarks/speed/concurrent_search.py
 --alternatives 0,2`.
@@ -22,6 +24,7 @@ Search cost with alternatives is measured under load by `benchmarks/speed/concur
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sqlite3
@@ -39,11 +42,29 @@ from benchmarks.common.machine import cpu_model
 from benchmarks.common.synthetic_memories import Corpus, Synthetic
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.models import WriteRequest
+from rearview.models import MemoryType, Visibility, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.memory_service import MemoryService
 
 TENANT = "cost"
+
+
+Written = tuple[Synthetic, list[str]]
+"""A memory to write and its cues."""
+
+
+def everyday_memories(dataset: Path, limit: int) -> list[Written]:
+    """The set's memories (in user order) with the assistant's cues, as `Synthetic` records."""
+    data = json.loads(dataset.read_text(encoding="utf-8"))
+    cues = json.loads(dataset.with_name(f"{dataset.stem}_cues.json").read_text(encoding="utf-8"))
+    out: list[Written] = []
+    for user in data["users"]:
+        for m in user["memories"]:
+            s = Synthetic(
+                m["content"], MemoryType(m["type"]), [], user["user"], "default", Visibility.SHARED, 3, 0.0
+            )
+            out.append((s, cues.get(m["key"], [])[:3]))
+    return out[:limit]
 
 
 def cues_for(s: Synthetic) -> list[str]:
@@ -95,7 +116,7 @@ def side(name: str, root: Path, embedder: Embedder) -> Side:
     return Side(name, MemoryService(store, index, embedder), folder / "index.sqlite3")
 
 
-def opensearch_bytes(memories: Sequence[Synthetic], embedder: Embedder) -> tuple[float, float]:
+def opensearch_bytes(memories: Sequence[Written], embedder: Embedder) -> tuple[float, float]:
     """Bytes per memory on a real OpenSearch node without and with cues (one merged segment each)."""
     from benchmarks.common.synthetic_memories import to_memory
     from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
@@ -119,12 +140,11 @@ def opensearch_bytes(memories: Sequence[Synthetic], embedder: Embedder) -> tuple
             docs = []
             for start in range(0, len(memories), 100):
                 batch = memories[start : start + 100]
-                vectors = embedder.embed_documents([s.content for s in batch])
-                for s, vector in zip(batch, vectors, strict=True):
+                vectors = embedder.embed_documents([s.content for s, _ in batch])
+                for (s, cues), vector in zip(batch, vectors, strict=True):
                     memory = to_memory(s, now, "bench")
                     cue_vectors = None
                     if with_cues:
-                        cues = cues_for(s)
                         memory = memory.model_copy(
                             update={"cues": [Cue(text=c, by=s.agent_id) for c in cues]}
                         )
@@ -148,23 +168,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--embedder", choices=LOCAL_EMBEDDERS, default="onnx")
     parser.add_argument("--opensearch", action="store_true", help="also measure a real OpenSearch node")
+    parser.add_argument(
+        "--everyday", type=Path, help="write this hand-written set's memories and cues instead"
+    )
     args = parser.parse_args(argv)
     if args.memories < args.rounds or args.rounds < 1:
         raise SystemExit("--memories must be at least --rounds, and --rounds at least 1")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     embedder = local_embedder(args.embedder)
-    corpus = iter(Corpus(random.Random(44)))
-    memories = [next(corpus) for _ in range(args.memories)]
+    if args.everyday:
+        memories = everyday_memories(args.everyday, args.memories)
+    else:
+        corpus = iter(Corpus(random.Random(44)))
+        memories = [(s, cues_for(s)) for s in (next(corpus) for _ in range(args.memories))]
     embedder.embed_documents(["warm-up"])
     with tempfile.TemporaryDirectory(prefix="rearview-help-cost-") as tmp:
         plain, cued = side("plain", Path(tmp), embedder), side("cued", Path(tmp), embedder)
         per_round = len(memories) // args.rounds
         for r in range(args.rounds):
             chunk = memories[r * per_round : (r + 1) * per_round]
-            for s in chunk:
+            for s, _ in chunk:
                 plain.write(s, [])
-            for s in chunk:
-                cued.write(s, cues_for(s))
+            for s, cues in chunk:
+                cued.write(s, cues)
         sizes = {x.name: x.index_bytes() / x.writes for x in (plain, cued)}
         print(f"machine: {cpu_model()}; embedder {embedder.model_id}; {plain.writes} writes a side")
         for x in (plain, cued):

@@ -231,10 +231,11 @@ def run_mode(args: argparse.Namespace, data_dir: Path, mode: str, alternatives: 
     seen: set[str] = set()
     hot = make_queries(rng, [], HOT_QUERIES, 0.0, seen)
 
+    alts = random.Random(11)  # the alternatives do not change the queries drawn
+
     def searches(n: int, repeat: float) -> list[Search]:
-        alts = random.Random(11)  # the alternatives do not change the queries drawn
-        alt_seen: set[str] = set(seen)
         queries = make_queries(rng, hot, n, repeat, seen)
+        alt_seen: set[str] = set(seen)  # never a query's own text
         return [(q, make_queries(alts, [], alternatives, 0.0, alt_seen)) for q in queries]
 
     warm = searches(3, 0.0)

@@ -283,6 +283,11 @@ class Candidates:
     """The channels' hits for each of the search's alternatives (`SearchRequest.alternatives`)."""
     phrasing: int = 0
     """Which phrasing `query` and the channels are: 0 the query, i the i-th alternative."""
+    fused: tuple[Fused, ...] | None = None
+    """The channels' fusion as `calibrated_fuse` computed it under `fused_by` (the searcher does once,
+    for the hop's seeds): `fusion` reuses it under that very policy, since the second hop adds
+    candidates but changes no channel's hits. None: computed when needed."""
+    fused_by: RankingPolicy | None = None
 
     def asked_as(self, n: int) -> Candidates:
         """These candidates with phrasing `n` (0: the query, i: `alternatives[i - 1]`) as the query."""
@@ -362,9 +367,16 @@ class Ranked:
     factors: Factors
 
 
+def fusion(candidates: Candidates, policy: RankingPolicy) -> list[Fused]:
+    """`calibrated_fuse` of the candidates, reusing the one they carry when it was made under `policy`."""
+    if candidates.fused is not None and candidates.fused_by is policy:
+        return list(candidates.fused)
+    return calibrated_fuse(candidates, policy)
+
+
 def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
     """The candidates the store holds, best first (ties by id). Pure: same input, same output."""
-    fused = calibrated_fuse(candidates, policy)
+    fused = fusion(candidates, policy)
     yield_point()
     seen = {f.memory_id for f in fused}
     archived = Candidates(
@@ -666,7 +678,7 @@ def hop_seeds(candidates: Candidates, policy: RankingPolicy) -> list[str]:
     """
     fused = [
         f
-        for f in calibrated_fuse(candidates, policy)
+        for f in fusion(candidates, policy)
         if f.memory_id in candidates.memories and f.admission >= policy.min_relevance
     ]
     fused.sort(key=lambda f: (-f.relevance, f.memory_id))

@@ -37,6 +37,7 @@ from rearview.service.search.ranking import (
     ChannelScores,
     Phrasing,
     Ranked,
+    calibrated_fuse,
     hop_seeds,
     returned,
     subject_of,
@@ -173,6 +174,7 @@ class Searcher:
         policy = self.config.ranking
         if policy.hop_weight <= 0 or policy.hop_seeds <= 0:
             return first
+        first = replace(first, fused=tuple(calibrated_fuse(first, policy)), fused_by=policy)
         seeds = [first.memories[i] for i in hop_seeds(first, policy)]
         subjects = {s for m in first.memories.values() if (s := subject_of(m)) is not None}
         bridges = bridge_entities(seeds, first.query, subjects)
