@@ -185,17 +185,17 @@ def wrong_value(prop: dict[str, Any]) -> object:
 SCHEMA_PROPERTIES: dict[str, tuple[str, ...]] = {
     "memory_write": (
         "content", "type", "importance", "confidence", "tags", "entities", "metadata", "event_time",
-        "ttl_days", "supersedes", "idempotency_key", "agent_id", "session_id", "visibility",
+        "ttl_days", "supersedes", "idempotency_key", "agent_id", "session_id", "visibility", "cues",
     ),
     "memory_ingest": ("messages", "session_id", "agent_id", "visibility"),
     "memory_search": (
-        "query", "top_k", "types", "tags", "session_id", "time_from", "time_to", "min_score",
+        "query", "alternatives", "top_k", "types", "tags", "session_id", "time_from", "time_to", "min_score",
         "include_superseded", "include_archived", "reference_time", "explain", "agent_id",
     ),
     "memory_get": ("memory_id", "agent_id"),
     "memory_update": (
         "memory_id", "content", "tags", "importance", "confidence", "metadata", "event_time", "ttl_days",
-        "expected_version", "agent_id",
+        "expected_version", "cues", "agent_id",
     ),
     "memory_forget": ("ids", "session_id", "types", "tags", "time_from", "time_to", "hard", "agent_id"),
     "memory_history": ("memory_id", "agent_id"),
