@@ -60,7 +60,6 @@ GRID: dict[str, tuple[float, ...]] = {
     "relative_relevance": (0.5, 0.6),
     "similarity_keep": (0, 3),
     "similarity_slack": (1,),
-    "similarity_trusts_agreement": (0, 1),
     "phrasing_agreement": (0.0, 1.0),
     "relevant_at": (0.45, 0.475, 0.5),
 }
