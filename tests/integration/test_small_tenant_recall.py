@@ -39,7 +39,9 @@ def test_answers_are_found_first(tally: Tally) -> None:
 
 
 def test_the_context_is_not_padded_with_irrelevant_memories(tally: Tally) -> None:
-    assert float(tally.row(KINDS)["irrelevant/q"] or 0) <= 2.0  # was 9 of top_k 10
+    # was 9 of top_k 10; 2.0 before the similarity floor (issue 44), which keeps plain cosine's three
+    # best among the first three, weak unless likely: recall never below cosine's, for this much noise
+    assert float(tally.row(KINDS)["irrelevant/q"] or 0) <= 2.5
     assert float(tally.row(["nothing"])["irrelevant/q"] or 0) <= 4.0  # was 10
 
 
