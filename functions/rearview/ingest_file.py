@@ -28,6 +28,7 @@ from rearview.errors import InvalidInputError
 from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, invalid_input
 from rearview.models import IngestMessage, IngestRequest, Visibility, WriteRequest
 from rearview.service.memory_service import MemoryService
+from rearview.text import content_runs
 
 __all__ = ["PROMPT_ROLES", "Conversation", "IngestRun", "calls", "read_conversation", "to_message"]
 
@@ -137,16 +138,7 @@ def _text(content: Any) -> str:
 
 def calls(messages: Sequence[IngestMessage]) -> Iterator[list[IngestMessage]]:
     """`messages` in order, cut into runs that each fit one `memory_ingest` call's limits."""
-    run: list[IngestMessage] = []
-    chars = 0
-    for message in messages:
-        if run and (len(run) == MAX_INGEST_MESSAGES or chars + len(message.content) > MAX_INGEST_CHARS):
-            yield run
-            run, chars = [], 0
-        run.append(message)
-        chars += len(message.content)
-    if run:
-        yield run
+    return content_runs(messages, MAX_INGEST_MESSAGES, MAX_INGEST_CHARS)
 
 
 class IngestRun:

@@ -7,6 +7,8 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterator, Sequence
+from typing import Protocol, TypeVar
 
 _WS = re.compile(r"\s+")
 _TRAILING_PUNCT = re.compile(r"(?<![\s.!?。！？])[\s.!?。！？]++$")
@@ -151,3 +153,28 @@ def _u_escape(ch: str) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000  # a JSON escape is UTF-16: a surrogate pair
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+class _HasContent(Protocol):
+    @property
+    def content(self) -> str: ...
+
+
+_C = TypeVar("_C", bound=_HasContent)
+
+
+def content_runs(items: Sequence[_C], max_items: int, max_chars: int) -> Iterator[list[_C]]:
+    """`items` in order, cut into runs of at most `max_items` items and `max_chars` of content.
+
+    An item longer than `max_chars` alone is a run of its own (never dropped, never split).
+    """
+    run: list[_C] = []
+    chars = 0
+    for item in items:
+        if run and (len(run) == max_items or chars + len(item.content) > max_chars):
+            yield run
+            run, chars = [], 0
+        run.append(item)
+        chars += len(item.content)
+    if run:
+        yield run

@@ -41,6 +41,7 @@ from rearview.limits import MAX_LABEL_CHARS, ContentText, Labels, problem_of
 from rearview.models import ExtractionMode, MemoryType
 from rearview.ports import LanguageModel
 from rearview.service.ingest.extraction import Extraction, Fact, Turn
+from rearview.text import content_runs
 
 __all__ = [
     "EXTRACTION_PROMPT_VERSION",
@@ -141,16 +142,7 @@ class LanguageModelExtractor:
 
 def chunks(turns: Sequence[Turn]) -> Iterator[list[Turn]]:
     """`turns` in order, cut into runs of at most `MAX_CHUNK_MESSAGES` and `MAX_CHUNK_CHARS`."""
-    run: list[Turn] = []
-    chars = 0
-    for turn in turns:
-        if run and (len(run) == MAX_CHUNK_MESSAGES or chars + len(turn.content) > MAX_CHUNK_CHARS):
-            yield run
-            run, chars = [], 0
-        run.append(turn)
-        chars += len(turn.content)
-    if run:
-        yield run
+    return content_runs(turns, MAX_CHUNK_MESSAGES, MAX_CHUNK_CHARS)
 
 
 def prompt(chunk: Sequence[Turn]) -> str:

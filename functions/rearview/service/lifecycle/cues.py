@@ -54,7 +54,7 @@ from rearview.service.history import change_event
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import CueReport
 from rearview.service.lifecycle.runner import Checkpoint, JobState
-from rearview.text import quoted
+from rearview.text import content_runs, quoted
 
 __all__ = [
     "CUE_BATCH",
@@ -226,16 +226,7 @@ class CueJob:
 
 def batches(memories: Sequence[Memory]) -> Iterator[list[Memory]]:
     """`memories` in order, cut into runs of at most `CUE_BATCH` memories and `CUE_BATCH_CHARS` of content."""
-    run: list[Memory] = []
-    chars = 0
-    for memory in memories:
-        if run and (len(run) == CUE_BATCH or chars + len(memory.content) > CUE_BATCH_CHARS):
-            yield run
-            run, chars = [], 0
-        run.append(memory)
-        chars += len(memory.content)
-    if run:
-        yield run
+    return content_runs(memories, CUE_BATCH, CUE_BATCH_CHARS)
 
 
 def cue_prompt(labelled: Mapping[str, Memory]) -> str:
