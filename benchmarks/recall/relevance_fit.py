@@ -207,15 +207,52 @@ def choose(
 
 
 def cosine_figures(asked: Sequence[Labelled]) -> Figures:
-    """Plain cosine's figures on the same questions: each question's candidates by `ranking.cosine_order`."""
-    per: dict[str, list[bool]] = defaultdict(list)
+    """Plain cosine's hit@1/hit@3 on the same questions (candidates by `ranking.cosine_order`), per kind
+    and per user (`user <name>`)."""
+    per: dict[str, list[int | None]] = defaultdict(list)
     for a in asked:
         if a.answers:
             top = ranking.cosine_order(a.candidates)[:3]
-            hit = any(i in a.answers for i in top)
-            per[a.kind].append(hit)
-            per["all"].append(hit)
-    return {kind: {"hit@3": fmean(hits)} for kind, hits in per.items()}
+            first = next((n for n, i in enumerate(top) if i in a.answers), None)
+            for group in ("all", a.kind, f"user {a.group}"):
+                per[group].append(first)
+    return {
+        group: {"hit@1": fmean(f == 0 for f in firsts), "hit@3": fmean(f is not None for f in firsts)}
+        for group, firsts in per.items()
+    }
+
+
+def held_out(folds: Folds, policy: RankingPolicy, asked: Sequence[Labelled]) -> Figures:
+    """`policy`'s figures with each user's questions ranked by its fold's model, per kind and per user."""
+    per: dict[str, list[tuple[Labelled, list[ranking.Ranked]]]] = defaultdict(list)
+    models = dict(folds)
+    for a in asked:
+        kept = ranking.returned(a.candidates, replace(policy, relevance_model=models[a.group]))[:TOP_K]
+        for group in ("all", a.kind, f"user {a.group}"):
+            per[group].append((a, kept))
+    return {group: _figures(rows, policy) for group, rows in per.items()}
+
+
+def side_by_side(cosine: Figures, without: Figures, with_help: Figures) -> str:
+    """Plain cosine, the service without help and with it, per kind and per user, on one line each."""
+
+    def cell(f: Mapping[str, float], *keys: str) -> str:
+        return "/".join("-" if k not in f else f"{f[k]:.3f}" for k in keys)
+
+    lines = [
+        f"{'group':<16}{'cosine h1/h3':>14}   without: h1/h3  empty/marked  prec"
+        "      with: h1/h3  empty/marked  prec"
+    ]
+    for group in ["all", *KINDS, *sorted(g for g in without if g.startswith("user "))]:
+        n, h = without.get(group, {}), with_help.get(group, {})
+        lines.append(
+            f"{group:<16}{cell(cosine.get(group, {}), 'hit@1', 'hit@3'):>14}   "
+            f"{cell(n, 'hit@1', 'hit@3'):<13}  {cell(n, 'none relevant', 'marked'):<12}"
+            f"  {cell(n, 'precision'):<5}   "
+            f"{cell(h, 'hit@1', 'hit@3'):<13}  {cell(h, 'none relevant', 'marked'):<12}"
+            f"  {cell(h, 'precision')}"
+        )
+    return "\n".join(lines)
 
 
 def label(point: Mapping[str, float]) -> str:
@@ -235,25 +272,29 @@ Figures = dict[str, dict[str, float]]
 """Per kind ("all" too): hit@1, hit@3, precision, empty, none relevant."""
 
 
-def cross_validate(
-    everyday: Sequence[Labelled],
-    locomo: Rows | None,
-    base: RankingPolicy,
-    modes: Mapping[str, Sequence[Labelled]] | None = None,
-) -> dict[str, list[tuple[dict[str, float], Figures]]]:
-    """Each `GRID` point's figures per mode, each user's questions ranked by a model fitted without them.
+Folds = list[tuple[str, RelevanceModel]]
+"""(held-out user, the model fitted without that user), one per everyday user."""
 
-    The model of a fold is fitted on every row of `everyday` but the held-out user's (all modes: the
-    same questions asked without and with the agent's help); each of `modes` (default: `everyday` as
-    one mode, "all") is scored on its own.
-    """
-    modes = modes or {"all": everyday}
-    folds: list[tuple[str, RelevanceModel]] = []
+
+def fold_models(everyday: Sequence[Labelled], locomo: Rows | None) -> Folds:
+    """One model per user, fitted on every row of `everyday` but that user's (every mode) and LoCoMo."""
+    folds: Folds = []
     for user in sorted({a.group for a in everyday}):
         parts = [stack([rows_of(a.candidates, a.relevant) for a in everyday if a.group != user], 1.0)]
         if locomo is not None:
             parts.append(_weighted(locomo, parts[0]))
         folds.append((user, fit(parts)))
+    return folds
+
+
+def cross_validate(
+    folds: Folds, base: RankingPolicy, modes: Mapping[str, Sequence[Labelled]]
+) -> dict[str, list[tuple[dict[str, float], Figures]]]:
+    """Each `GRID` point's figures per mode, each user's questions ranked by the model of its fold.
+
+    The fold models (`fold_models`) are fitted on every mode's rows but the held-out user's (the same
+    questions asked without and with the agent's help); each of `modes` is scored on its own.
+    """
     results: dict[str, list[tuple[dict[str, float], Figures]]] = defaultdict(list)
     for values in itertools.product(*GRID.values()):
         point = dict(zip(GRID, values, strict=True))
@@ -309,7 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         asked = pickle.loads(args.locomo.read_bytes())
         locomo = stack([rows_of(a.candidates, frozenset(a.evidence)) for a in asked], 1.0)
     base = with_learned_relevance(DEFAULT_RANKING)
-    results = cross_validate(everyday, locomo, base, modes)
+    folds = fold_models(everyday, locomo)
+    results = cross_validate(folds, base, modes)
     first = next(iter(modes))
     for mode, mode_results in results.items():
         users = len({a.group for a in modes[mode]})
@@ -338,6 +380,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     shipped = {name: getattr(base, name) for name in GRID}
     if shipped != chosen_point:
         print(f"NOTE: ranking.LEARNED_ADMISSION is {shipped}, not the chosen point")
+    if {"without", "with"} <= modes.keys():
+        print("held out by user, the shipped point (empty: no likely answer to a `nothing` question; marked:")
+        print("a likely answer in the first three):")
+        tables = {mode: held_out(folds, base, modes[mode]) for mode in ("without", "with")}
+        print(side_by_side(cosine_figures(modes["without"]), tables["without"], tables["with"]))
+        print(
+            "plain cosine with help:",
+            {k: round(v["hit@3"], 3) for k, v in cosine_figures(modes["with"]).items()},
+        )
     if args.write:
         figures = {mode: next(f for p, f in r if p == shipped) for mode, r in results.items()}
         write_model(everyday, locomo, shipped, figures, fixed)

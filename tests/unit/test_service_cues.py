@@ -158,3 +158,29 @@ def test_bad_alternatives_name_the_field(alternatives: Any, field: str, words: s
     with pytest.raises(InvalidInputError) as caught:
         SearchRequest(query="what tea?", alternatives=alternatives)
     assert caught.value.field == field and words in str(caught.value)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_similarity_floor_keeps_plain_cosines_three_best_within_their_places(seed: int) -> None:
+    """Whatever the score order, plain cosine's best r-th memory ends at place r + slack or before,
+    and all three among the first three: hit@3 is never below plain cosine's."""
+    import random
+
+    from rearview.service.search.ranking import _by_deadlines
+
+    rng = random.Random(seed)
+    ids = [f"m{i}" for i in range(rng.randint(3, 9))]
+    order = [_Ranked(i) for i in rng.sample(ids, len(ids))]
+    due = rng.sample(ids, 3)
+    slack = rng.choice((0, 1, 2))
+    deadline = [min(r + slack, 2) for r in range(3)]
+    out = [r.memory.id for r in _by_deadlines(order, due, deadline)]  # type: ignore[arg-type]
+    assert sorted(out) == sorted(ids)
+    assert all(out.index(m) <= deadline[r] for r, m in enumerate(due))
+    rest = [m for m in out if m not in due]
+    assert rest == [r.memory.id for r in order if r.memory.id not in due]  # the others keep the score order
+
+
+class _Ranked:
+    def __init__(self, memory_id: str) -> None:
+        self.memory = type("M", (), {"id": memory_id})()
