@@ -42,6 +42,7 @@ class SQLiteDatabase:
         self.lock = threading.RLock()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._data_version: int | None = None
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -121,6 +122,21 @@ class SQLiteDatabase:
             finally:
                 with self._readers_lock:
                     self._readers.append(reader)
+
+    def changed_elsewhere(self) -> bool:
+        """Whether another connection committed to the file since the last call (False the first time).
+
+        Another connection is another process (`rearview import`, `Memory()`), or another object on
+        the same file. SQLite's `data_version` on `conn`: this object's own commits (all through
+        `conn`) do not move it, anyone else's do, so state derived from the file can be kept until then.
+        """
+        if self.path == ":memory:":
+            return False  # no other connection can reach it
+        with self.locked() as conn:
+            version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        changed = self._data_version is not None and version != self._data_version
+        self._data_version = version
+        return changed
 
     def truncate_wal(self) -> None:
         """Copy the write-ahead log into the file and truncate it to zero bytes.

@@ -6,8 +6,9 @@ the query. Each tenant has an FTS5 table of its own (`docs_fts_<n>`, numbered in
 BM25's corpus statistics (document count, lengths, document frequencies) and the candidates a
 `MATCH` walks are that tenant's alone, so no tenant's words move another's scores and no tenant's
 volume slows another's keyword query. The vector channel is an exact cosine scan over a per-tenant
-numpy matrix kept in memory (built lazily from the file, updated in place on writes) with the
-filter applied as a boolean mask before ranking, so a small scope still gets its `limit` results.
+numpy matrix kept in memory (built lazily from the file, updated in place on writes, dropped when
+another process wrote the file: `_catch_up`) with the filter applied as a boolean mask before
+ranking, so a small scope still gets its `limit` results.
 
 Text is indexed as `text.tokens` (casefolded words, CJK bigrams) with FTS5's porter stemmer, in
 three columns: the memory's content (`body`), its keyword context (`ctx`, weighted `CONTEXT_WEIGHT`
@@ -171,12 +172,25 @@ class SQLiteMemoryIndex:
         return IndexedVersions(items, cursor_after(items[-1][0]) if len(rows) > limit else None)
 
     def search(self, query: IndexQuery) -> ChannelHits:
+        self._catch_up()
         keyword, ceiling = self._keyword(query) if query.text is not None else ([], 0.0)
         vector: list[tuple[str, float]] = []
         carriers: dict[str, int] = {}
         if query.vector is not None:
             vector, carriers = self._vector(query, check_vector(query.vector, self._dimension))
         return ChannelHits(keyword, vector, ceiling, vector_cues=carriers)
+
+    def _catch_up(self) -> None:
+        """Drop what is cached from the file (matrices, keyword counts) if another process wrote it.
+
+        Another process (`rearview import`, `Memory()`, a second server) writes through its own
+        connection; its documents are then in the file but not in this object's matrices. The check
+        is one `PRAGMA data_version` per search; a change reloads each tenant's matrix lazily.
+        """
+        with self._lock:
+            if self._db.changed_elsewhere():
+                self._tenants.clear()
+                self._df.forget_all()
 
     def _keyword(self, query: IndexQuery) -> tuple[list[tuple[str, float]], float]:
         """The keyword hits, best first, and the query's BM25 scale (`ChannelHits.keyword_ceiling`)."""

@@ -42,9 +42,10 @@ def keyword_ceiling(
 class DocFrequencies:
     """Per FTS5 table, how many rows hold each term, as last read; forgotten when the table changes.
 
-    Like the vector matrices, it trusts that this index object is the file's one writer (`rearview
-    serve`). A read that overlaps a write keeps nothing: each table has a generation, bumped by a
-    write, and counts read under an older one are not stored.
+    This index object's writes bump their table's generation; another process's writes are seen
+    through `SQLiteMemoryIndex._catch_up`, which forgets everything. A read that overlaps either
+    keeps nothing: counts read under an older generation (the table's, or the whole cache's
+    `_epoch`) are not stored.
     """
 
     MAX_TERMS = 50_000
@@ -54,15 +55,22 @@ class DocFrequencies:
         self._lock = threading.Lock()
         self._generation: dict[str, int] = {}
         self._counts: dict[str, dict[str, int]] = {}
+        self._epoch = 0
 
     def changed(self, table: str) -> None:
         with self._lock:
             self._generation[table] = self._generation.get(table, 0) + 1
             self._counts.pop(table, None)
 
+    def forget_all(self) -> None:
+        """Drop every table's counts (another process wrote the file)."""
+        with self._lock:
+            self._epoch += 1
+            self._counts.clear()
+
     def counts(self, conn: sqlite3.Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
         with self._lock:
-            generation = self._generation.get(table, 0)
+            generation = (self._epoch, self._generation.get(table, 0))
             kept = self._counts.get(table, {})
             known = {t: kept[t] for t in terms if t in kept}
         missing = [t for t in terms if t not in known]
@@ -75,7 +83,7 @@ class DocFrequencies:
                 conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", missing).fetchall()
             )
             with self._lock:
-                if self._generation.get(table, 0) == generation:
+                if (self._epoch, self._generation.get(table, 0)) == generation:
                     kept = self._counts.setdefault(table, {})
                     if len(kept) + len(read) > self.MAX_TERMS:
                         kept.clear()
