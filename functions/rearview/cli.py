@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rearview.console import counts, plural, printable, progress
+from rearview.distribution import install_command
 from rearview.errors import ConfigurationError, InvalidInputError, RearviewError
 from rearview.models import DEFAULT_AGENT
 from rearview.port_check import ensure_port_free
@@ -135,7 +136,7 @@ def _failure(exc: Exception) -> tuple[int, str] | None:
     if isinstance(exc, ImportError) and (extra := EXTRA_OF.get((exc.name or "").split(".")[0])):
         return (
             EXIT_USAGE,
-            f"{exc.name} is not installed, and this configuration needs it: pip install 'rearview[{extra}]'",
+            f"{exc.name} is not installed, and this configuration needs it: {install_command(extra)}",
         )
     if isinstance(exc, RearviewError | OSError):
         return EXIT_FAILED, str(exc)
@@ -335,12 +336,9 @@ def _positive_seconds(text: str) -> float:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from rearview.distribution import version
 
-    try:
-        return version("rearview")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "(not installed)"
+    return version()
 
 
 JOB_HELP: dict[JobName, str] = {

