@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from rearview.console import counts, plural, printable, progress
 from rearview.distribution import install_command
+from rearview.env_check import misspelt, setting_names
 from rearview.errors import ConfigurationError, InvalidInputError, RearviewError
 from rearview.models import DEFAULT_AGENT
 from rearview.port_check import ensure_port_free
@@ -52,7 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     a traceback means a bug.
     """
     _calm_math_threads()
-    args = build_parser().parse_args(argv)  # usage errors exit 2 here
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # before a missing command: `rearview --bogus` is about --bogus
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")  # exits 2
+    if not hasattr(args, "func"):
+        if not (sys.argv[1:] if argv is None else argv):
+            parser.print_help()  # a bare `rearview` asks what it can do
+            return EXIT_OK
+        parser.error(f"a COMMAND is required: {', '.join(_commands(parser))}")
+    for warning in misspelt(os.environ, setting_names(Settings)):
+        print(f"rearview: warning: {warning}", file=sys.stderr)
     try:
         result: int = args.func(_settings(args), args)
     except BrokenPipeError:
@@ -184,6 +195,11 @@ def _global_options(on_command: bool) -> argparse.ArgumentParser:
     return options
 
 
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    """The command names, in the order `--help` lists them."""
+    return [name for action in parser._subparsers._actions if action.choices for name in action.choices]  # type: ignore[union-attr]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: global options (before or after the command), commands and their options."""
     parser = argparse.ArgumentParser(
@@ -194,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[_global_options(on_command=False)],
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(metavar="COMMAND")  # required, but `main` says so after unknown options
     common = _global_options(on_command=True)
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
@@ -381,7 +397,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     open_tenant = settings.default_tenant if not keys and verifier is None else None
     resolver = ApiKeyResolver(keys, open_tenant)
     if settings.ui and verifier is not None and not keys:
-        print("Memory browser off: it signs in with API keys, and [api_keys] has none")
+        print("Memory browser off: it signs in with API keys, and [api_keys] has none", flush=True)
         settings = settings.model_copy(update={"ui": False})
     revocations = None
     if settings.ui and keys:  # signed-out UI sessions outlive a restart (the secret may too)
@@ -404,9 +420,14 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         ui_revocations=revocations,
     )
     mode = describe_auth(settings, len(keys))
-    print(f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; {describe_data(settings)})")
+    # flushed: into a pipe or a log file (pipx runs `python -E`, which ignores PYTHONUNBUFFERED) a
+    # buffered banner waits for the server to stop
+    print(
+        f"Rearview MCP at http://{settings.host}:{settings.port}/mcp ({mode}; {describe_data(settings)})",
+        flush=True,
+    )
     if settings.ui:
-        print(f"Memory browser at http://{settings.host}:{settings.port}/ui")
+        print(f"Memory browser at http://{settings.host}:{settings.port}/ui", flush=True)
     timer = _lifecycle_timer(settings, service)
     share_the_interpreter(settings.gil_switch_interval_ms)  # threads and the event loop take turns often
     try:
