@@ -393,8 +393,10 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         )
     port = ensure_port_free(settings.host, settings.port)  # before the banner, the store and the embedder
     settings = settings.model_copy(update={"port": port})  # --port 0: the banner shows the port it got
-    service = build_service(settings)
     open_tenant = settings.default_tenant if not keys and verifier is None else None
+    if open_tenant is not None:
+        settings = settings.for_one_tenant()  # nobody to share with: no rate, no ingest bound
+    service = build_service(settings)
     resolver = ApiKeyResolver(keys, open_tenant)
     if settings.ui and verifier is not None and not keys:
         print("Memory browser off: it signs in with API keys, and [api_keys] has none", flush=True)

@@ -253,6 +253,21 @@ class Settings(ClaimSettings):
         """Environment + explicit overrides (the CLI's flags), validated."""
         return cls(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
 
+    def for_one_tenant(self) -> Settings:
+        """These settings for a server without keys or OAuth: its shares off, unless set explicitly.
+
+        Fair share protects tenants from each other. A keyless server has one tenant
+        (`default_tenant`), whose own bulk writer, 60 parallel calls or third ingest there is nobody
+        to protect from: the tenant rate, the ingest bound and the per-address connection shares
+        are off (the server-wide connection cap and the search lane's width still hold).
+        """
+        unlimited = {
+            "tenant_requests_per_second": 0.0,
+            "tenant_ingest_concurrency": 64,
+            "connections_per_address": 0,
+        }
+        return self.model_copy(update={k: v for k, v in unlimited.items() if k not in self.model_fields_set})
+
     def _config_data(self) -> dict[str, object]:
         """The config file's tables (empty when there is no file)."""
         path = self.config_file or self.data_dir / "config.toml"

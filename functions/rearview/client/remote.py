@@ -7,6 +7,8 @@ answers: callable from plain synchronous code, from any thread.
 Differences from the embedded transport, all the server's and not hidden:
 - the tenant is the one the API key belongs to; the agent is the key's bound agent, else the
   `Memory`'s `agent_id`, else `default`;
+- a `429`/`503` with `Retry-After` (a keyed server's tenant rate) is waited out and the request sent
+  again (`client/retry_after.py`), so a bulk writer slows to the rate instead of failing;
 - a call's error is rebuilt from the tool's message (`kind: message`): the same class of
   `rearview.errors` (InvalidInputError with its field, NotFoundError with its id, ...), the server's
   message as its text; a refused key is AuthenticationError, an unreachable server BackendError;
@@ -34,6 +36,7 @@ from mcp.types import CallToolResult, TextContent, TextResourceContents
 from pydantic import BaseModel
 
 from rearview.client.results import Recall, SummaryReceipt, WriteReceipt, recall_of, structured_of
+from rearview.client.retry_after import RetryAfterTransport
 from rearview.client.transport import SummarizeSpec
 from rearview.errors import (
     AuthenticationError,
@@ -244,7 +247,12 @@ class RemoteTransport:
     async def _connect(self) -> AsyncIterator[Client]:
         hooks = {"response": [self._saw]}
         async with (
-            httpx2.AsyncClient(headers=self._headers, timeout=self._timeout, event_hooks=hooks) as http,
+            httpx2.AsyncClient(
+                headers=self._headers,
+                timeout=self._timeout,
+                event_hooks=hooks,
+                transport=RetryAfterTransport(),  # a 429 with Retry-After is waited out, not an error
+            ) as http,
             Client(streamable_http_client(self.url, http_client=http)) as client,
         ):
             yield client
