@@ -191,3 +191,33 @@ def test_many_joined_statements_are_cut_in_one_pass() -> None:
     found = [f.content for f in extract("Ann", content)]
     assert found[:29] == [f"Ann likes dish{i}" for i in range(29)]
     assert found[29:] == ["Ann likes dish29 and their partner isn't"]
+
+
+@pytest.mark.parametrize(
+    ("introduction", "named"),
+    [
+        ("Hi, I'm Ann.", "Ann"),
+        ("hello there! My name is Ann Lee", "Ann Lee"),
+        ("Call me Ann; I'm new here", "Ann"),
+        ("I'm fine, thanks", "user"),  # not capitalized as a name is
+        ("I'm Sorry, wrong chat.", "user"),
+        ("I think I'm Ann's sister", "user"),  # not an introduction at the message's start
+    ],
+)
+def test_a_user_who_introduces_themselves_is_named_in_the_calls_facts(introduction: str, named: str) -> None:
+    """Issue 46.9: after "Hi, I'm Ann" the facts said "user prefers ..."."""
+    turns = [
+        Turn(0, "user", introduction, T0, role="user"),
+        Turn(1, "assistant", "Nice to meet you! I'm Claude.", T0, role="assistant"),
+        Turn(2, "user", "I prefer oat milk. My dog's name is Rex.", T0, role="user"),
+    ]
+    facts = RulesExtractor().extract(turns).facts
+    assert [(f.content, f.entities) for f in facts if f.sources == (2,)] == [
+        (f"{named} prefers oat milk", (named,)),
+        (f"{named}'s dog's name is Rex", (named,)),
+    ]
+
+
+def test_a_named_speaker_keeps_their_name_whatever_they_say() -> None:
+    facts = RulesExtractor().extract([Turn(0, "Bo", "Hi, I'm Ann. I like jazz", T0)]).facts
+    assert [f.content for f in facts] == ["Bo likes jazz"]

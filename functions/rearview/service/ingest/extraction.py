@@ -222,6 +222,36 @@ def is_person(turn: Turn) -> bool:
     return not {plain_name(turn.speaker), plain_name(turn.role or "")} & NOT_A_PERSON
 
 
+ROLE_NAMES: Final = frozenset({"user", "human"})
+"""Speakers that are a role, not a name: a self-introduction in the call names them."""
+_INTRODUCTION: Final = re.compile(
+    r"^(?:(?:hi|hello|hey)(?: there)?[,!.]?[ \t]+)?(?:I['’]m|I am|my name is|call me)[ \t]+"
+    r"(?P<name>[A-Z][a-z]{1,30}(?:[ \t][A-Z][a-z]{1,30})?)[ \t]*(?:[,.!;]|$)",
+    re.IGNORECASE,
+)
+_NOT_NAMES: Final = frozenset(
+    {"sorry", "fine", "good", "great", "here", "back", "done", "new", "sure", "not", "just"}
+)
+
+
+def introduced_names(turns: Sequence[Turn]) -> dict[str, str]:
+    """Role speakers -> the name they gave themselves at a message's start ("Hi, I'm Ann." -> Ann).
+
+    The name must be capitalized as written ("I'm fine" names no one); the first introduction wins.
+    """
+    names: dict[str, str] = {}
+    for turn in turns:
+        if plain_name(turn.speaker) not in ROLE_NAMES or turn.speaker in names:
+            continue
+        m = _INTRODUCTION.match(turn.content.strip())
+        if m is None:
+            continue
+        name = m["name"]
+        if name[0].isupper() and all(w[0].isupper() and w.casefold() not in _NOT_NAMES for w in name.split()):
+            names[turn.speaker] = name
+    return names
+
+
 def _cjk_name(speaker: str) -> str:
     """The speaker in a Chinese fact: 用户 for the role `user`, else the name as given."""
     return "用户" if plain_name(speaker) == "user" else speaker
@@ -344,12 +374,18 @@ class RulesExtractor:
         return ExtractionMode.RULES
 
     def extract(self, turns: Sequence[Turn]) -> Extraction:
-        """Each turn's self-statements as facts about its speaker, citing it (none from a non-person)."""
+        """Each turn's self-statements as facts about its speaker, citing it (none from a non-person).
+
+        A speaker known only by its role ("user") who introduced themselves in the call ("Hi, I'm
+        Ann") is named so in every fact of the call (`introduced_names`).
+        """
+        names = introduced_names(turns)
         facts = [
-            Fact(text, (turn.index,), entities=(turn.speaker,))
+            Fact(text, (turn.index,), entities=(name,))
             for turn in turns
             if is_person(turn)
-            for text in self.statements(turn.speaker, turn.content)
+            for name in (names.get(turn.speaker, turn.speaker),)
+            for text in self.statements(name, turn.content)
         ]
         return Extraction(facts, ExtractionMode.RULES)
 
