@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import replace
 
 from rearview.clock import Clock, SystemClock
@@ -207,11 +206,14 @@ def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
                 refresh=settings.opensearch_refresh,
             )
         )
+    from rearview.backends.index_spaces import index_path, reindex_notice
     from rearview.backends.sqlite_index import SQLiteMemoryIndex
 
     # One index file per vector space: vectors of different models never share an index.
-    space = re.sub(r"[^A-Za-z0-9.-]+", "_", embedder.model_id)
-    return SQLiteMemoryIndex(settings.data_dir / f"index-{space}.sqlite3", dimension)
+    notice = reindex_notice(settings.data_dir, embedder.model_id)
+    if notice is not None:
+        log.warning("%s", notice)
+    return SQLiteMemoryIndex(index_path(settings.data_dir, embedder.model_id), dimension)
 
 
 def build_archive(settings: Settings, clock: Clock) -> Archive:
