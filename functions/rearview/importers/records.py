@@ -9,6 +9,7 @@ limit is refused with the same error, naming the field, as any other write.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,6 +55,15 @@ class Refused:
 
 
 Record = Candidate | Skipped | Refused
+_NUMBERED = re.compile(r"#[0-9]+$")
+
+
+def is_numbered(source_id: str) -> bool:
+    """Whether `source_id` names a record by its place in the file (`mem0:#3`), the source giving none.
+
+    Such an id is no identity: another file's third record is another record.
+    """
+    return bool(_NUMBERED.search(source_id))
 
 
 def guarded(source_id: str, build: Callable[[], Record]) -> Record:
