@@ -27,7 +27,8 @@ field; a backend failure stops the run (`stopped`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rearview.errors import BackendError, RearviewError
@@ -119,13 +120,10 @@ class ImportRunner:
                 self.report.refused.append(Skipped(record.source_id, record.reason))
             else:
                 pending.append(record)
-        while pending and not self.report.stopped:
-            ready = [c for c in pending if c.replaces is None or c.replaces in self._memory_of]
-            ready = ready or pending[:1]  # a cycle of replacements: write one without `supersedes`
-            for candidate in ready:
-                if not self.report.stopped:
-                    self._apply(candidate)
-            pending = [c for c in pending if c not in ready]
+        for candidate in _in_order(pending):
+            self._apply(candidate)
+            if self.report.stopped:
+                break
         return self.report
 
     def _apply(self, candidate: Candidate) -> None:
@@ -221,3 +219,30 @@ class ImportRunner:
             if isinstance(metadata, dict) and metadata.get("imported_from") == source_id:
                 return True
         return False
+
+
+def _in_order(candidates: list[Candidate]) -> Iterator[Candidate]:
+    """The candidates in file order, except that one waits for the record it `replaces` (in linear time).
+
+    A record replacing one that is not in the file waits for nothing; in a cycle of replacements,
+    the first waiting one in the file goes first (it is written without `supersedes`).
+    """
+    present = {c.source_id for c in candidates}
+    waiting: dict[str, list[int]] = {}
+    ready: deque[int] = deque()
+    for n, candidate in enumerate(candidates):
+        if candidate.replaces is None or candidate.replaces not in present:
+            ready.append(n)
+        else:
+            waiting.setdefault(candidate.replaces, []).append(n)
+    done = [False] * len(candidates)
+    left = len(candidates)
+    while left:
+        if not ready:  # a cycle: release its first record in the file
+            ready.append(min(n for ns in waiting.values() for n in ns if not done[n]))
+        n = ready.popleft()
+        if done[n]:
+            continue
+        done[n], left = True, left - 1
+        yield candidates[n]
+        ready.extend(waiting.pop(candidates[n].source_id, []))
