@@ -32,6 +32,8 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 """Longest line read: an export record with a long history fits many times over; a 1 GB line does not."""
 MAX_ARRAY_BYTES = 256 * 1024 * 1024
 """Largest file read as one JSON array (it is parsed whole); JSON Lines have no such limit."""
+TOO_DEEP = "nested too deep to read as JSON"
+"""Why a line (or an array) nested past what Python's parser recurses through is not read."""
 WRITE_FIELDS = frozenset(WriteRequest.model_fields)
 MESSAGE_KEYS = frozenset({"role", "speaker", "name"})
 """Keys that make a line a chat message (what `rearview ingest` reads), never a memory."""
@@ -74,6 +76,8 @@ def _parsed(path: Path, number: int, raw: bytes) -> Line | str:
         if number == 1 and text.strip() in {"{", "["}:
             _refuse_conversation(path, "it is one JSON document, not JSON Lines")
         return f"not JSON ({exc.msg})"
+    except RecursionError:
+        return TOO_DEEP
     if number == 1:
         _check_kind(path, data)
     try:
@@ -104,8 +108,12 @@ def _array_items(path: Path, advance: Callable[[int], object]) -> Iterator[tuple
     advance(len(raw))
     try:
         items = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        why = (
+            exc.msg
+            if isinstance(exc, json.JSONDecodeError)
+            else ("not UTF-8" if isinstance(exc, UnicodeDecodeError) else TOO_DEEP)
+        )
         raise InvalidInputError(
             str(path),
             f"starts with `[` but is not one JSON array ({why}): expected a JSON array of memories "

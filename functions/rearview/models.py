@@ -398,8 +398,18 @@ class MessageOutcome(BaseModel):
     """The semantic statements extracted from the message (each one is among the ids above)."""
 
 
+class RefusedMessage(BaseModel):
+    """A message of an ingest that was not stored (it holds a credential); the call's others were."""
+
+    index: int
+    message_id: str | None = None
+    field: str
+    """The field refused, as an error names it (`messages[2].content`)."""
+    reason: str
+
+
 class IngestResult(BaseModel):
-    """Output of `memory_ingest`: one outcome per message, in order, and the totals."""
+    """Output of `memory_ingest`: one outcome per stored message, in order, and the totals."""
 
     session_id: str
     mode: ExtractionMode
@@ -417,6 +427,9 @@ class IngestResult(BaseModel):
     cancelled: bool = False
     """The caller cancelled: `messages` lists those stored before it stopped (whole chunks); re-send
     the call to store the rest (what is stored replays)."""
+    refused: list[RefusedMessage] = Field(default_factory=list)
+    """Messages not stored because a field of theirs holds a credential (`REARVIEW_SECRETS`); the
+    others are (they have no outcome in `messages`)."""
 
 
 class UpdateRequest(ValidRequest):

@@ -181,3 +181,17 @@ def test_long_turns_are_ingested_in_pieces_within_the_limits(memory: Memory) -> 
     agent("How do I migrate the shards?")
     assert len(long_reply) > 4000
     assert memory.stats().total >= 3
+
+
+def test_a_turn_holding_a_credential_is_refused_alone_and_reported(
+    memory: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    hooks = RearviewMemoryHooks(memory, session_id="c1")
+    agent = Agent(model=StubModel(["Noted: Lisbon it is."]), hooks=[hooks], callback_handler=None)
+    agent(f"I moved to Lisbon. The deploy token is {token}")
+    stored = [h.content for h in memory.search("Lisbon", top_k=10).results]
+    assert stored == ["assistant: Noted: Lisbon it is."]
+    assert [(r.index, r.field) for r in hooks.refused] == [(0, "messages[0].content")]
+    assert "did not remember turn 0" in caplog.text and "a GitHub token" in caplog.text
+    assert token not in caplog.text

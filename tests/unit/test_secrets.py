@@ -99,16 +99,17 @@ def test_a_clean_write_has_no_warnings() -> None:
     assert _service("warn").write("t1", WriteRequest(content="The user likes green tea")).warnings is None
 
 
-def test_an_ingested_message_holding_a_secret_refuses_the_whole_call_before_writing() -> None:
+def test_an_ingested_message_holding_a_secret_is_refused_alone() -> None:
     service = _service()
     messages = [
         IngestMessage(speaker="Ann", content="I moved the staging server to eu-west-1"),
         IngestMessage(speaker="Ann", content=f"remember that the deploy key is {OPENAI}"),
     ]
-    with pytest.raises(InvalidInputError) as refused:
-        service.ingest("t1", IngestRequest(messages=messages, session_id="s1"))
-    assert refused.value.field == "messages[1].content" and "an OpenAI API key" in str(refused.value)
-    assert service.stats("t1").total == 0
+    result = service.ingest("t1", IngestRequest(messages=messages, session_id="s1"))
+    [refused] = result.refused
+    assert refused.field == "messages[1].content" and "an OpenAI API key" in refused.reason
+    assert [o.index for o in result.messages] == [0]
+    assert OPENAI not in refused.reason
 
 
 def test_an_update_to_a_secret_is_refused() -> None:

@@ -9,9 +9,9 @@ Mapping: `memory` -> content; semantic, or procedural for mem0's procedural memo
 (`metadata.memory_type == "procedural_memory"`); `created_at` -> `event_time`; `agent_id` ->
 `agent_id`; `run_id` -> `session_id`; `user_id` -> tag `user:<id>`; `categories` -> tags; the rest
 of `metadata` and `hash`, `updated_at`, `user_id`, `actor_id`, `role` -> metadata; a future
-`expiration_date` -> `ttl_days`. A record past its `expiration_date` is skipped (mem0 hides it too).
-mem0 keeps only current memories (an update rewrites the record; a delete removes it), so there is
-nothing superseded to carry over.
+`expiration_date` -> `ttl_days` (at most `MAX_TTL_DAYS`: a later one is clamped). A record past its
+`expiration_date` is skipped (mem0 hides it too). mem0 keeps only current memories (an update
+rewrites the record; a delete removes it), so there is nothing superseded to carry over.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from rearview.importers.records import (
     scalar_items,
     time_of,
 )
+from rearview.limits import MAX_TTL_DAYS
 from rearview.models import MemoryType
 
 SOURCE = "mem0"
@@ -77,8 +78,8 @@ def mapped(record: dict[str, Any], number: int, today: date) -> Record:
         fields["agent_id"] = record["agent_id"]
     if record.get("run_id"):
         fields["session_id"] = record["run_id"]
-    if expires is not None:
-        fields["ttl_days"] = max((expires - today).days, 1)
+    if expires is not None:  # a far-future expiry (9999-12-31) is the longest a memory may keep
+        fields["ttl_days"] = min(max((expires - today).days, 1), MAX_TTL_DAYS)
     return Candidate(source_id, fields)
 
 

@@ -9,6 +9,7 @@ limit is refused with the same error, naming the field, as any other write.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,6 +55,15 @@ class Refused:
 
 
 Record = Candidate | Skipped | Refused
+_NUMBERED = re.compile(r"#[0-9]+$")
+
+
+def is_numbered(source_id: str) -> bool:
+    """Whether `source_id` names a record by its place in the file (`mem0:#3`), the source giving none.
+
+    Such an id is no identity: another file's third record is another record.
+    """
+    return bool(_NUMBERED.search(source_id))
 
 
 def guarded(source_id: str, build: Callable[[], Record]) -> Record:
@@ -86,16 +96,44 @@ class Labels:
 
 
 def load_json(path: Path) -> Any:
-    """A JSON document, or the list of a JSON Lines file's objects; InvalidInputError naming the file."""
-    text = path.read_text(encoding="utf-8")
+    """A JSON document, or the list of a JSON Lines file's objects; InvalidInputError naming the file.
+
+    Refused with a reason: a zip archive (unzip it first), bytes that are not UTF-8, and nesting
+    deeper than Python's parser recurses.
+    """
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         pass
+    except RecursionError:
+        raise InvalidInputError(str(path), TOO_DEEP) from None
     try:
         return [json.loads(line) for line in text.splitlines() if line.strip()]
     except json.JSONDecodeError as exc:
         raise InvalidInputError(str(path), f"neither JSON nor JSON Lines ({exc.msg})") from None
+    except RecursionError:
+        raise InvalidInputError(str(path), TOO_DEEP) from None
+
+
+TOO_DEEP = "is nested too deep to read as JSON (an export's records are a few levels deep)"
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def read_text(path: Path) -> str:
+    """The file's text (UTF-8, a byte-order mark dropped); InvalidInputError naming the file otherwise."""
+    raw = path.read_bytes()
+    if raw.startswith(ZIP_MAGIC):
+        raise InvalidInputError(
+            str(path),
+            "is a zip archive: unzip it and import the export inside (OpenMemory: memories.json)",
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            str(path), f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}): save it as UTF-8"
+        ) from None
 
 
 def records_in(data: Any, path: Path, *list_keys: str) -> list[dict[str, Any]]:

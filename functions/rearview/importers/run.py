@@ -2,12 +2,21 @@
 
 Every record goes through the same validation and write path as any import (`WriteRequest`, then
 `MemoryService.write`): dedup, limits, `source: import`. Each write carries the record's source id
-twice: in `metadata.imported_from` (`mem0:<id>`) and in its idempotency key (`import:<source id>`),
-so a second run of the same file writes nothing new:
+in `metadata.imported_from` (`mem0:<id>`) and in its idempotency key, so a second run of the same
+file writes nothing new. A record is the same only with the same text: a source id alone is not
+an identity (two users' files both have a `mem0:#1`, a re-export carries new text under an old id,
+one file may hold an id twice). A record counts as `already imported` only when its text is stored
+from that source id:
 
-- a record that created a memory is replayed by its idempotency key (`already imported`);
+- the first text of a source id is written under the key `import:<source id>`, a later one under
+  `import:<source id>#<its content hash>`; either key replays;
 - a record that merged into a memory already stored with its text (an exact duplicate in its scope)
   is found by that memory's history, which records the merge's `imported_from`.
+
+A record whose source id is the source's own (not a position in the file, `#3`) and whose text
+differs from what that id stored last is a change: it is written with `supersedes` naming that
+memory (`updated`), so the old text is kept as history, not left as a second current fact. Any
+other new text is a memory of its own (`created` or `merged`).
 
 A record that replaces another (`Candidate.replaces`: a Graphiti edge that invalidated an older one)
 is written after it, with `supersedes` naming its memory: the older fact is kept, superseded.
@@ -18,27 +27,34 @@ field; a backend failure stops the run (`stopped`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rearview.errors import BackendError, RearviewError
-from rearview.importers.records import Candidate, Record, Refused, Skipped
+from rearview.importers.records import Candidate, Record, Refused, Skipped, is_numbered
 from rearview.limits import MAX_IDEMPOTENCY_KEY_CHARS
-from rearview.models import Memory, MemorySource, WriteAction, WriteRequest
+from rearview.models import Memory, MemorySource, MemoryStatus, WriteAction, WriteRequest
 from rearview.scopes import scope_key
 from rearview.service.memory_service import MemoryService
+from rearview.service.visibility import agent_idempotency_key
 from rearview.text import content_hash
 
 ALREADY = "already imported"
+UPDATED = "updated"
+MAX_VERSIONS = 1000
+"""Texts of one source id followed from its first memory to its latest (a guard against a cycle)."""
 
 
 @dataclass
 class ImportReport:
     """What an import did: records per action, and the records skipped or refused.
 
-    Actions: `created`, `merged`, `superseded`, `already imported` (an earlier run wrote it), `retired`
-    (its text is a superseded memory's: nothing written). Skipped: by the source's own state (deleted,
-    expired, invalidated). Refused: by the service's validation (the error names the field).
+    Actions: `created`, `merged`, `superseded`, `updated` (a changed record: its new text superseded
+    what its id stored before), `already imported` (an earlier run stored this text from this
+    record), `retired` (its text is a superseded memory's: nothing written). Skipped: by the source's
+    own state (deleted, expired, invalidated). Refused: by the service's validation (the error names
+    the field).
     """
 
     counts: dict[str, int] = field(default_factory=dict)
@@ -51,7 +67,7 @@ class ImportReport:
 
     @property
     def written(self) -> int:
-        """Records that changed the store (created, merged or superseding)."""
+        """Records that changed the store (created, merged, superseding or updated)."""
         return sum(
             n for action, n in self.counts.items() if action not in (ALREADY, WriteAction.RETIRED.value)
         )
@@ -71,12 +87,15 @@ class ImportReport:
         return line + ("; stopped at a backend failure" if self.stopped else "")
 
 
-def idempotency_key(source_id: str) -> str:
-    """`import:<source id>`, or `import:<sha256 of it>` when that is longer than a key may be."""
-    key = f"import:{source_id}"
+def idempotency_key(source_id: str, content: str | None = None) -> str:
+    """`import:<source id>`, or with the text's hash (`import:<source id>#<hash>`) for a later text.
+
+    `import:sha256:<hash of it all>` when that is longer than a key may be.
+    """
+    key = f"import:{source_id}" + (f"#{content_hash(content)[:32]}" if content is not None else "")
     if len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         return key
-    return "import:sha256:" + hashlib.sha256(source_id.encode("utf-8")).hexdigest()
+    return "import:sha256:" + hashlib.sha256(key.removeprefix("import:").encode("utf-8")).hexdigest()
 
 
 class ImportRunner:
@@ -101,31 +120,53 @@ class ImportRunner:
                 self.report.refused.append(Skipped(record.source_id, record.reason))
             else:
                 pending.append(record)
-        while pending and not self.report.stopped:
-            ready = [c for c in pending if c.replaces is None or c.replaces in self._memory_of]
-            ready = ready or pending[:1]  # a cycle of replacements: write one without `supersedes`
-            for candidate in ready:
-                if not self.report.stopped:
-                    self._apply(candidate)
-            pending = [c for c in pending if c not in ready]
+        for candidate in _in_order(pending):
+            self._apply(candidate)
+            if self.report.stopped:
+                break
         return self.report
 
     def _apply(self, candidate: Candidate) -> None:
-        self._memory_of[candidate.source_id] = None
+        source_id = candidate.source_id
+        again_in_run = source_id in self._memory_of  # one id twice in the file: two records
+        self._memory_of[source_id] = None
         try:
             req = self._request(candidate)
-            merged = self._merged_before(req, candidate.source_id)
-            if merged is not None:
-                self._memory_of[candidate.source_id] = merged.id
-                self.report.count(ALREADY)
-                return
-            result = self.service.write(self.tenant, req)
+            first = self._stored(req, idempotency_key(source_id))
+            latest = None if again_in_run or is_numbered(source_id) else self._latest(first, source_id)
+            if latest is not None and latest.content_hash != content_hash(req.content):
+                action = self._update(req, latest)
+            else:
+                landed = self._landed(req, first, source_id)
+                if landed is not None:
+                    self._memory_of[source_id] = landed.id
+                    self.report.count(ALREADY)
+                    return
+                action = self._write(req if first is None else self._later_text(req))
         except RearviewError as exc:
             self.report.stopped = isinstance(exc, BackendError)
-            self.report.refused.append(Skipped(candidate.source_id, str(exc)))
+            self.report.refused.append(Skipped(source_id, str(exc)))
             return
-        self._memory_of[candidate.source_id] = result.memory.id
-        self.report.count(ALREADY if result.idempotent_replay else result.action.value)
+        self._memory_of[source_id] = action[1]
+        self.report.count(action[0])
+
+    def _write(self, req: WriteRequest) -> tuple[str, str]:
+        result = self.service.write(self.tenant, req)
+        return (ALREADY if result.idempotent_replay else result.action.value), result.memory.id
+
+    def _update(self, req: WriteRequest, latest: Memory) -> tuple[str, str]:
+        """A changed record: its new text supersedes what it stored last (`updated`)."""
+        if req.supersedes is not None or latest.agent_id != req.agent_id:
+            return self._write(self._later_text(req))  # a correction of its own, or another writer's
+        action, memory_id = self._write(self._later_text(req).model_copy(update={"supersedes": latest.id}))
+        return (UPDATED if action == WriteAction.SUPERSEDED.value else action), memory_id
+
+    def _later_text(self, req: WriteRequest) -> WriteRequest:
+        """`req` under its text's own key: its source id already stored another text."""
+        metadata = req.metadata
+        return req.model_copy(
+            update={"idempotency_key": idempotency_key(str(metadata["imported_from"]), req.content)}
+        )
 
     def _request(self, candidate: Candidate) -> WriteRequest:
         fields = candidate.fields
@@ -140,14 +181,68 @@ class ImportRunner:
             }
         )  # fmt: skip
 
-    def _merged_before(self, req: WriteRequest, source_id: str) -> Memory | None:
-        """The stored exact duplicate of `req` that this record was merged into by an earlier run, if any."""
+    def _stored(self, req: WriteRequest, key: str) -> Memory | None:
+        """The memory `req`'s writer first wrote under the import key `key`, if any."""
+        return self.service.store.find_by_idempotency_key(
+            self.tenant, agent_idempotency_key(req.agent_id, key)
+        )
+
+    def _latest(self, first: Memory | None, source_id: str) -> Memory | None:
+        """The active memory holding the last text `source_id` stored (`first`, or what superseded it)."""
+        memory, steps = first, 0
+        while memory is not None and memory.status is MemoryStatus.SUPERSEDED and memory.superseded_by:
+            steps += 1
+            successor = self.service.store.get(self.tenant, memory.superseded_by)
+            if steps > MAX_VERSIONS or successor is None or not self._from(successor, source_id):
+                return None  # superseded by another writer's correction: that stays
+            memory = successor
+        return memory if memory is not None and memory.status is MemoryStatus.ACTIVE else None
+
+    def _landed(self, req: WriteRequest, first: Memory | None, source_id: str) -> Memory | None:
+        """The stored memory this record's text already landed in (written, or merged into), if any."""
+        digest = content_hash(req.content)
+        if first is not None and first.content_hash == digest:
+            return first
+        later = self._stored(req, idempotency_key(source_id, req.content))
+        if later is not None:
+            return later
         key = scope_key(req.type, req.visibility, req.agent_id, req.session_id)
-        same = self.service.store.find_by_hash(self.tenant, key, content_hash(req.content))
-        if same is None:
-            return None
-        for event in self.service.store.history(self.tenant, same.id):
+        same = self.service.store.find_by_hash(self.tenant, key, digest)
+        return same if same is not None and self._from(same, source_id) else None
+
+    def _from(self, memory: Memory, source_id: str) -> bool:
+        """Whether `memory` holds what `source_id` imported (it created it, or merged into it)."""
+        if memory.metadata.get("imported_from") == source_id:
+            return True
+        for event in self.service.store.history(self.tenant, memory.id):
             metadata = (event.after or {}).get("metadata") or {}
             if isinstance(metadata, dict) and metadata.get("imported_from") == source_id:
-                return same
-        return None
+                return True
+        return False
+
+
+def _in_order(candidates: list[Candidate]) -> Iterator[Candidate]:
+    """The candidates in file order, except that one waits for the record it `replaces` (in linear time).
+
+    A record replacing one that is not in the file waits for nothing; in a cycle of replacements,
+    the first waiting one in the file goes first (it is written without `supersedes`).
+    """
+    present = {c.source_id for c in candidates}
+    waiting: dict[str, list[int]] = {}
+    ready: deque[int] = deque()
+    for n, candidate in enumerate(candidates):
+        if candidate.replaces is None or candidate.replaces not in present:
+            ready.append(n)
+        else:
+            waiting.setdefault(candidate.replaces, []).append(n)
+    done = [False] * len(candidates)
+    left = len(candidates)
+    while left:
+        if not ready:  # a cycle: release its first record in the file
+            ready.append(min(n for ns in waiting.values() for n in ns if not done[n]))
+        n = ready.popleft()
+        if done[n]:
+            continue
+        done[n], left = True, left - 1
+        yield candidates[n]
+        ready.extend(waiting.pop(candidates[n].source_id, []))

@@ -15,7 +15,8 @@ that should decide themselves what is worth keeping. Both can be used together.
 
 Memory is an enhancement, not a dependency: when Rearview fails (a `RearviewError`: a server down,
 a full disk), the hooks log it and the agent answers without memory; the tools answer the error's
-text to the model.
+text to the model. A turn Rearview refuses to keep (it holds a credential) is logged with the
+field and reason, and listed in the hooks' `refused`; the invocation's other turns are stored.
 
 Example (no model credentials needed to construct it; a call needs the model's)::
 
@@ -55,6 +56,7 @@ from rearview.limits import (
     MAX_QUERY_CHARS,
     query_terms_problem,
 )
+from rearview.models import RefusedMessage
 
 if TYPE_CHECKING:
     from strands.types.content import Message, Messages
@@ -94,6 +96,9 @@ class RearviewMemoryHooks:
         self._recalled = False
         self._start = 0
         """How many messages the agent had before this invocation: what follows is new."""
+        self.refused: list[RefusedMessage] = []
+        """The turns of the last invocation that Rearview refused to store (a credential in them):
+        `index` counts the invocation's ingested turns from 0; the other turns were stored."""
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeInvocationEvent, self.before_invocation)
@@ -129,10 +134,21 @@ class RearviewMemoryHooks:
             self._ingest(agent.messages[self._start :])
 
     def _ingest(self, messages: Messages) -> None:
+        """Ingest the turns; a turn Rearview refused (a credential in it) is logged and kept in `refused`."""
         turns = [{"role": role, "content": text} for role, text in _turns(messages)]
+        self.refused = []
+        offset = 0
         try:
             for batch in _batches(turns):
-                self.memory.ingest(batch, self.session_id)
+                result = self.memory.ingest(batch, self.session_id)
+                for refusal in result.refused:
+                    turn = refusal.model_copy(update={"index": offset + refusal.index})
+                    self.refused.append(turn)
+                    log.warning(
+                        "Rearview did not remember turn %d of this invocation (%s): %s",
+                        turn.index, turn.field, turn.reason,
+                    )  # fmt: skip
+                offset += len(batch)
         except RearviewError as exc:
             log.warning("Rearview ingest failed; these turns are not remembered: %s", exc)
 

@@ -94,6 +94,7 @@ from rearview.service.search.searcher import Searcher
 from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.write.batch import WriteBatch
 from rearview.service.write.consolidation import Consolidator
+from rearview.service.write.stored_text import model_texts
 from rearview.service.write.writer import Writer
 from rearview.tenant_slots import TenantSlots
 from rearview.text import content_hash
@@ -224,8 +225,7 @@ class MemoryService:
             )  # fmt: skip
         changes = self._update_changes(tenant_id, current, req)
         content_changed = "content" in changes
-        if content_changed:
-            self._writer.screen(str(changes["content"]), "content")  # a warning is logged: no receipt
+        self._writer.screen_all(model_texts(req))  # every text given; a warning is logged: no receipt
         if content_changed and current.agent_id != req.agent_id:  # the current text is the editor's
             changes.update(
                 agent_id=req.agent_id,

@@ -49,7 +49,8 @@ from rearview.ports import MemoryStore, StoreWrite
 from rearview.service import indexing
 from rearview.service.memory_service import MemoryService
 from rearview.service.reindex import INDEXED_STATUSES, REINDEX_BATCH
-from rearview.service.write.secrets import screen
+from rearview.service.write.secrets import screen_all
+from rearview.service.write.stored_text import model_texts
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +193,7 @@ class Restorer:
         done = self._restored_part(memory, history)
         if done == len(history) > 0:
             return Restored(memory, present=True)
-        screen(memory.content, "memory.content", self._service.config.secrets)  # before anything is written
+        screen_all(model_texts(memory, "memory."), self._service.config.secrets)  # before any write
         if done == 0 and memory.idempotency_key is not None:
             holder = store.find_by_idempotency_key(memory.tenant_id, memory.idempotency_key)
             if holder is not None:

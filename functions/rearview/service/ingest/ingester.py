@@ -23,6 +23,8 @@ Guarantees:
 - bounded: at most `MAX_INGEST_MESSAGES` messages and `MAX_INGEST_CHARS` characters of content per
   call; every message is checked before anything is written (`InvalidInputError` naming
   `messages[i].<field>`);
+- a message whose content, speaker or id holds a credential (`secrets`, under `refuse`) is refused
+  alone: the call stores the others and lists it in `IngestResult.refused` (index, field, reason);
 - no half-write: the extraction (every model answer, parsed and validated) is complete before the
   first write; when it fails the call is `fallback`: its messages are stored as episodes only,
   and `fallback_reason` says why;
@@ -62,6 +64,7 @@ from rearview.models import (
     MemoryType,
     MessageOutcome,
     MetadataValue,
+    RefusedMessage,
     WriteAction,
     WriteRequest,
     WriteResult,
@@ -152,7 +155,12 @@ class Ingester:
         `cancelled` is polled between messages: once it is set, the call commits what it holds and
         returns with `cancelled` true and the outcomes of the messages it stored.
         """
-        plan = self._plan(req)
+        plan, refused = self._plan(req)
+        if not plan:  # every message refused: nothing to extract, embed or write
+            return IngestResult(
+                session_id=req.session_id, mode=self.extractor.mode, messages=[], created=0, merged=0,
+                superseded=0, replayed=0, refused=refused,
+            )  # fmt: skip
         extraction = self._extract(tenant_id, req.agent_id, plan)
         self._plan_facts(plan, extraction)
         facts = [f for m in plan for f, _ in m.facts]
@@ -186,18 +194,48 @@ class Ingester:
             indexed=indexed,
             fallback_reason=extraction.reason,
             dropped_items=extraction.dropped,
+            refused=refused,
         )
 
     # ---------------------------------------------------------------------------------- plan
 
-    def _plan(self, req: IngestRequest) -> list[_Message]:
-        """Every message of the call as its episode's write (InvalidInputError before anything is written).
+    def _plan(self, req: IngestRequest) -> tuple[list[_Message], list[RefusedMessage]]:
+        """Each message of the call as its episode's write, and the messages refused for a credential.
 
         `req` is valid by construction (`IngestRequest`); what is checked here is only what the
-        messages become: the episode's content with the speaker's name in front.
+        messages become: the episode's content with the speaker's name in front (InvalidInputError
+        before anything is written). A credential in the session id refuses the call; one in a
+        message refuses that message only (`_refusal`).
         """
+        self.writer.screen_all([("session_id", req.session_id)])  # a warning is logged: no notes
         now = self.writer.clock.now()
-        return [self._plan_one(i, m, req, now) for i, m in enumerate(req.messages)]
+        plan: list[_Message] = []
+        refused: list[RefusedMessage] = []
+        for i, message in enumerate(req.messages):
+            refusal = self._refusal(i, message)
+            if refusal is not None:
+                refused.append(refusal)
+            else:
+                plan.append(self._plan_one(i, message, req, now))
+        return plan, refused
+
+    def _refusal(self, index: int, message: IngestMessage) -> RefusedMessage | None:
+        """The message, refused, when its content, speaker or id holds a credential (`secrets`); else None."""
+        field = f"messages[{index}]"
+        texts = [
+            (f"{field}.content", message.content),
+            (f"{field}.{'speaker' if message.speaker else 'role'}", message.said_by),
+        ]
+        if message.message_id:
+            texts.append((f"{field}.message_id", message.message_id))
+        try:
+            self.writer.screen_all(texts)  # a warning is logged: the result has no notes
+        except InvalidInputError as exc:
+            log.info("ingest refused %s: %s", exc.field, exc.problem)
+            return RefusedMessage(
+                index=index, message_id=message.message_id or None, field=exc.field, reason=exc.problem
+            )
+        return None
 
     def _plan_one(self, index: int, message: IngestMessage, req: IngestRequest, now: datetime) -> _Message:
         field = f"messages[{index}]"
@@ -209,7 +247,6 @@ class Ingester:
                 f"is {len(text)} characters; the limit is {MAX_CONTENT_CHARS - len(prefix)} for speaker"
                 f" {speaker!r}: the memory stores {prefix!r} + the text, {MAX_CONTENT_CHARS} in all",
             )
-        self.writer.screen(text, f"{field}.content")  # a warning is logged: the result has no notes
         metadata: dict[str, MetadataValue] = {"speaker": speaker, "source": "ingest"}
         if message_id:
             metadata["message_id"] = message_id
@@ -263,8 +300,9 @@ class Ingester:
         metadata: dict[str, MetadataValue] = {"source": "ingest", "extracted_by": extraction.mode.value}
         if llm:
             metadata |= {"extraction_prompt": EXTRACTION_PROMPT_VERSION}
+        by_index = {m.turn.index: m for m in plan}
         for fact in extraction.facts:
-            sources = [plan[i] for i in fact.sources]
+            sources = [by_index[i] for i in fact.sources]
             last = sources[-1]
             refs = "\x00".join(str(m.episode.idempotency_key) for m in sources)
             ids = [m.message_id for m in sources]

@@ -1,8 +1,10 @@
 """Obvious credentials in memory content: found by a few linear-time patterns, refused by default.
 
 A memory is read back into agents' contexts, exported and archived: a key written into one leaks
-wherever the memory goes. `find_secret` names the first kind of credential a text holds (never the
-text itself); `screen` applies the policy (`REARVIEW_SECRETS`):
+wherever the memory goes, from its content or from any other text it stores (`stored_text`: tags,
+metadata, session id, speakers, cues). `find_secret` names the first kind of credential a text
+holds (never the text itself); `screen` applies the policy (`REARVIEW_SECRETS`), `screen_all` to
+every field:
 
 - `refuse` (default): `InvalidInputError` on the field, naming the kind and how to allow it;
 - `warn`: the write goes ahead; the note is returned for the receipt (and logged, without the secret);
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from typing import Final, Literal
 
 from rearview.errors import InvalidInputError
 
-__all__ = ["SECRET_PATTERNS", "SecretsPolicy", "find_secret", "screen"]
+__all__ = ["SECRET_PATTERNS", "SecretsPolicy", "find_secret", "screen", "screen_all"]
 
 log = logging.getLogger(__name__)
 
@@ -82,3 +85,9 @@ def screen(text: str, field: str, policy: SecretsPolicy) -> str | None:
     note = f"{field} looks like it holds {kind}; stored anyway (REARVIEW_SECRETS=warn)"
     log.warning("%s", note)
     return note
+
+
+def screen_all(texts: Iterable[tuple[str, str]], policy: SecretsPolicy) -> list[str]:
+    """`screen` each `(field, text)`: raises for the first refused, else the warnings, in order."""
+    notes = [screen(text, field, policy) for field, text in texts] if policy != "allow" else []
+    return [note for note in notes if note is not None]

@@ -13,6 +13,7 @@ type next to the code that commits it); the decision types themselves are small 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, TypeGuard
@@ -46,7 +47,8 @@ from rearview.service.history import change_event
 from rearview.service.visibility import agent_idempotency_key, load_visible
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.merge_safety import information_difference
-from rearview.service.write.secrets import screen
+from rearview.service.write.secrets import screen, screen_all
+from rearview.service.write.stored_text import model_texts
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)
@@ -187,12 +189,13 @@ class Writer:
         that the model judges contradicted is retired the same way (never by a consolidation).
         `judge` overrides who is judged (`decide`): True for a fact an ingest extracted from the
         messages in `derived_from` (judged like any statement), False for a message's own record.
-        Every check runs before anything is written; content that looks like a credential is
-        refused, or stored with `warnings`, as `config.secrets` says (`screen`).
+        Every check runs before anything is written; a text field (content, tags, metadata, ...:
+        `stored_text`) that looks like a credential is refused, or stored with `warnings`, as
+        `config.secrets` says (`screen_all`).
         """
-        note = self.screen(req.content, "content")
+        notes = self.screen_all(model_texts(req))
         result = self._write(tenant_id, with_stored_key(req), embedded, judge)
-        return result.model_copy(update={"warnings": [note]}) if note else result
+        return result.model_copy(update={"warnings": notes}) if notes else result
 
     def _write(
         self, tenant_id: str, req: WriteRequest, embedded: Embedded | None, judge: bool | None
@@ -219,6 +222,10 @@ class Writer:
         warning to report when the policy is `warn`; else None.
         """
         return screen(content, field, self.config.secrets)
+
+    def screen_all(self, texts: Iterable[tuple[str, str]]) -> list[str]:
+        """`screen` each `(field, text)` (`stored_text`): raises for the first refused; the warnings."""
+        return screen_all(texts, self.config.secrets)
 
     def retired_copy(self, tenant_id: str, draft: Draft) -> Memory | None:
         """A superseded memory of the draft's scope with exactly its content, if the index knows one.
