@@ -6,9 +6,12 @@ exist, a link out of docs/ (the site has no copy of the file), a page left out o
 
 from __future__ import annotations
 
+import inspect
+import json
 import re
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,12 @@ pytest.importorskip("mkdocs", reason="mkdocs is not installed (the dev extra has
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+HREF = re.compile(r'<a [^>]*href="([^"]+)"')
+
+
+def _text(page: str) -> str:
+    """A page's HTML without its tags (what a reader sees, entities kept)."""
+    return re.sub(r"<[^>]+>", "", page)
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +45,49 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _built(site: Path, page: str) -> Path:
-    """Where the page `page` (a docs/ file name, without `.md`) is built (`use_directory_urls`)."""
-    return site / "index.html" if page == "index" else site / page / "index.html"
+    """Where the page `page` (a docs/ file name, without `.md`) is built: a file, `use_directory_urls: false`."""
+    return site / f"{page}.html"
 
 
 def test_the_site_builds_strictly_with_every_page(site: Path) -> None:
     for page in DOCS.glob("*.md"):
         assert _built(site, page.stem).is_file(), f"{page.name} was not built"
+
+
+def test_links_between_pages_name_files_not_folders(site: Path) -> None:
+    """Opened from disk, a link to a folder shows a directory listing: every local link names a file."""
+    for html in site.glob("*.html"):
+        if html.name == "404.html":
+            continue  # a server's answer to any path: its links are absolute on purpose
+        for href in HREF.findall(html.read_text(encoding="utf-8")):
+            if href.startswith(("http://", "https://", "mailto:", "#")):
+                continue
+            path = href.split("#")[0].split("?")[0]
+            assert path and (site / path).is_file(), f"{html.name} links to {href}, which is not a file"
+
+
+def test_search_has_its_index_as_a_script(site: Path) -> None:
+    """A file:// page can load a script but not fetch JSON: the index is also a script, with the same documents."""
+    script = (site / "search" / "search_index.js").read_text(encoding="utf-8")
+    prefix = "window.REARVIEW_SEARCH_INDEX = "
+    assert script.startswith(prefix) and script.rstrip().endswith(";")
+    embedded = json.loads(script.rstrip()[len(prefix) : -1])
+    assert embedded == json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    assert "<" not in script  # inside a <script>, `</script>` in a page's text would end it
+
+
+def test_the_python_api_page_documents_every_public_method(site: Path) -> None:
+    from rearview import Memory
+
+    page = (site / "python-api.html").read_text(encoding="utf-8")
+    public = [name for name, member in vars(Memory).items() if callable(member) and not name.startswith("_")]
+    assert len(public) >= 10, public
+    for name in public:
+        first_line = inspect.getdoc(getattr(Memory, name)).splitlines()[0]
+        assert f'id="{name}"' in page, f"Memory.{name} has no section on the Python API page"
+        assert escape(first_line.replace("`", ""), quote=False) in _text(page), f"Memory.{name}'s docstring"
+        for param in list(inspect.signature(getattr(Memory, name)).parameters)[1:]:  # not `self`
+            assert param in page, f"Memory.{name}({param}) is missing from its signature"
 
 
 def test_the_site_loads_nothing_from_elsewhere(site: Path) -> None:
