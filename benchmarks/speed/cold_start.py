@@ -8,6 +8,10 @@ Cold: `--runs` fresh Python processes (default 7), each timing, in order,
 and the median of each phase is reported. "init" = 1 + 2 (what SnapStart snapshots and
 provisioned concurrency pre-pays); "cold request" = 1 + 2 + 3.
 
+The floor: as many fresh processes that import only what any MCP Lambda on this stack must (the
+`mcp` SDK's server, boto3, Powertools' Logger and Metrics), alternated with the cold starts so load
+moves both alike. `init / floor` (CPU medians) is what Rearview's own code adds; the goal is <= 1.15.
+
 Both wall-clock and CPU time are reported: on a shared machine the CPU column is the steadier.
 
 Warm: one process, one runtime, in-memory backends; after 20 writes, `--calls` (default 100)
@@ -106,21 +110,45 @@ def child(backend: str) -> dict[str, float]:
     return sample
 
 
-def cold_starts(backend: str, runs: int) -> list[dict[str, float]]:
+FLOOR_TARGET = 1.15
+
+
+def floor() -> dict[str, float]:
+    """Run in a fresh process: wall and CPU time of importing the stack's unavoidable part (ms)."""
+    started = (time.perf_counter(), time.process_time())
+    import boto3  # noqa: F401
+    import mcp.server.mcpserver  # noqa: F401
+    from aws_lambda_powertools import Logger, Metrics  # noqa: F401
+
+    return {
+        "floor": (time.perf_counter() - started[0]) * 1000,
+        "floor_cpu": (time.process_time() - started[1]) * 1000,
+    }
+
+
+def _fresh(what: str) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'functions'}{os.pathsep}{ROOT}"}
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", what],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd=ROOT,
+    )
+    sample: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    sample["process"] = (time.perf_counter() - started) * 1000
+    return sample
+
+
+def cold_starts(backend: str, runs: int) -> list[dict[str, float]]:
+    """`runs` cold starts, each followed by a floor process (its numbers under `floor*`)."""
     samples = []
     for _ in range(runs):
-        started = time.perf_counter()
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", backend],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-            cwd=ROOT,
-        )
-        sample = json.loads(out.stdout.strip().splitlines()[-1])
-        sample["process"] = (time.perf_counter() - started) * 1000
+        sample = _fresh(backend)
+        base = _fresh("floor")
+        sample |= {"floor": base["floor"], "floor_cpu": base["floor_cpu"]}
         samples.append(sample)
     return samples
 
@@ -181,6 +209,16 @@ def report(backend: str, samples: list[dict[str, float]]) -> dict[str, Any]:
     init = summary["cold_ms"]["init"]["median"]
     verdict = "meets" if init <= TARGET_INIT_MS else "misses"
     print(f"init median {init:.0f} ms (wall) {verdict} the {TARGET_INIT_MS:.0f} ms target")
+    floor_cpu = statistics.median(s["floor_cpu"] for s in samples)
+    floor_wall = statistics.median(s["floor"] for s in samples)
+    ratio = summary["cold_ms"]["init"]["cpu_median"] / floor_cpu
+    summary["floor_ms"] = {"median": floor_wall, "cpu_median": floor_cpu, "init_ratio_cpu": ratio}
+    verdict = "meets" if ratio <= FLOOR_TARGET else "misses"
+    print(
+        f"import floor (mcp server + boto3 + Powertools) median {floor_wall:.0f} ms wall,"
+        f" {floor_cpu:.0f} ms CPU;"
+        f" init / floor (CPU) x{ratio:.2f} {verdict} the x{FLOOR_TARGET:.2f} goal"
+    )
     return summary
 
 
@@ -200,10 +238,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--json", type=Path, help="also write the numbers here")
-    parser.add_argument("--child", choices=["memory", "dynamodb"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["memory", "dynamodb", "floor"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child)))
+        print(json.dumps(floor() if args.child == "floor" else child(args.child)))
         return 0
     backends = ["memory", "dynamodb"] if args.backend == "both" else [args.backend]
     summaries: list[Any] = [report(backend, cold_starts(backend, args.runs)) for backend in backends]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rearview.clock import Clock, SystemClock
 from rearview.distribution import install_command
@@ -11,12 +12,15 @@ from rearview.embedders.wrapping import QueryBatchEmbedder
 from rearview.errors import ConfigurationError, EmbedderError
 from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
 from rearview.service.ingest.extraction import Extractor, RulesExtractor
-from rearview.service.lifecycle import LifecycleConfig, LifecycleService
+from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.write.consolidation import Consolidator
 from rearview.settings import Settings, TenantLifecycle
+
+if TYPE_CHECKING:
+    from rearview.service.lifecycle.service import LifecycleService
 
 log = logging.getLogger(__name__)
 
@@ -382,6 +386,8 @@ def build_lifecycle(
     settings: Settings, service: MemoryService, ensure_schema: bool = True
 ) -> LifecycleService:
     """The lifecycle jobs over `service`, with their checkpoint store."""
+    from rearview.service.lifecycle.service import LifecycleService  # the jobs: not on a request's path
+
     checkpoints = build_checkpoints(settings)
     if ensure_schema:
         checkpoints.ensure_schema()

@@ -35,21 +35,59 @@ May import: the cross-cutting service modules (`config`, `policy`, `history`, `i
 circle.
 """
 
-from rearview.service.lifecycle.budget import Budget, Deadline, Unlimited
-from rearview.service.lifecycle.context import LifecycleConfig
-from rearview.service.lifecycle.entry_points import on_expired, run_job
-from rearview.service.lifecycle.job_names import DEFAULT_JOBS, JOBS, JobName
-from rearview.service.lifecycle.reports import (
-    CueReport,
-    DecayReport,
-    ExpiryReport,
-    JobReport,
-    LifecycleRun,
-    ReconcileReport,
-    RetentionReport,
-)
-from rearview.service.lifecycle.service import LifecycleService
-from rearview.service.lifecycle.timer import LifecycleTimer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rearview.service.lifecycle.budget import Budget, Deadline, Unlimited
+    from rearview.service.lifecycle.context import LifecycleConfig
+    from rearview.service.lifecycle.entry_points import on_expired, run_job
+    from rearview.service.lifecycle.job_names import DEFAULT_JOBS, JOBS, JobName
+    from rearview.service.lifecycle.reports import (
+        CueReport,
+        DecayReport,
+        ExpiryReport,
+        JobReport,
+        LifecycleRun,
+        ReconcileReport,
+        RetentionReport,
+    )
+    from rearview.service.lifecycle.service import LifecycleService
+    from rearview.service.lifecycle.timer import LifecycleTimer
+
+_HOME = {
+    "Budget": "budget",
+    "Deadline": "budget",
+    "Unlimited": "budget",
+    "LifecycleConfig": "context",
+    "on_expired": "entry_points",
+    "run_job": "entry_points",
+    "DEFAULT_JOBS": "job_names",
+    "JOBS": "job_names",
+    "JobName": "job_names",
+    "CueReport": "reports",
+    "DecayReport": "reports",
+    "ExpiryReport": "reports",
+    "JobReport": "reports",
+    "LifecycleRun": "reports",
+    "ReconcileReport": "reports",
+    "RetentionReport": "reports",
+    "LifecycleService": "service",
+    "LifecycleTimer": "timer",
+}
+"""Each exported name's module. Imported on first use (PEP 562): the MCP function imports
+`archival` and `strength` for every request, and the jobs (their regexes, the cue writer) only
+where a job runs, which keeps them out of its cold start."""
+
+
+def __getattr__(name: str) -> object:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "DEFAULT_JOBS",
