@@ -140,7 +140,7 @@ class MemoryStore(Protocol):
         `commit` records the lineage no later than the memory lands, so a derived memory is always
         found from each of its sources, however many memories came since (erasure relies on it).
         An id may name a memory since purged, or one that no longer names `source_id`: check it.
-        Purging `source_id` forgets its lineage.
+        Purging a memory forgets its lineage both ways (as a source and as a derived memory).
         """
 
     def rewrite_history(self, tenant_id: str, memory_id: str, events: Sequence[HistoryEvent]) -> None:

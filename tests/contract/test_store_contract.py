@@ -291,6 +291,8 @@ def test_lineage_finds_every_memory_derived_from_a_source_and_ends_with_it(store
     assert summary.id in store.derived_ids("t1", sources[2].id)
     store.purge("t1", sources[0].id)
     assert store.derived_ids("t1", sources[0].id) == []
+    store.purge("t1", summary.id)
+    assert store.derived_ids("t1", sources[1].id) == []
     assert store.get("t1", fact.id) is not None  # purging a source forgets its lineage, not what it fed
 
 

@@ -146,6 +146,9 @@ class InMemoryMemoryStore:
             self._memories.pop((tenant_id, memory_id), None)
             self._history.pop((tenant_id, memory_id), None)
             self._lineage.pop((tenant_id, memory_id), None)
+            for (tenant, _), derived in self._lineage.items():
+                if tenant == tenant_id:
+                    derived.discard(memory_id)
 
     def derived_ids(self, tenant_id: str, source_id: str) -> list[str]:
         with self._lock:

@@ -251,6 +251,7 @@ class SQLiteMemoryStore:
             conn.execute("DELETE FROM memories WHERE tenant_id = ? AND id = ?", (tenant_id, memory_id))
             conn.execute("DELETE FROM history WHERE tenant_id = ? AND memory_id = ?", (tenant_id, memory_id))
             conn.execute("DELETE FROM lineage WHERE tenant_id = ? AND source_id = ?", (tenant_id, memory_id))
+            conn.execute("DELETE FROM lineage WHERE tenant_id = ? AND memory_id = ?", (tenant_id, memory_id))
         self._db.truncate_wal()
 
     def derived_ids(self, tenant_id: str, source_id: str) -> list[str]:

@@ -213,7 +213,7 @@ class DynamoDBMemoryStore:
                 actions = [a for i, a in enumerate(actions) if i not in gone]
 
     def purge(self, tenant_id: str, memory_id: str) -> None:
-        """Delete the memory, its history, its hash lookup and its idempotency key. Idempotent.
+        """Delete the memory, its history, its lineage, its hash lookup and its idempotency key. Idempotent.
 
         Not atomic: the memory item goes last, so a purge interrupted by `StoreError` can simply
         be repeated to finish (the memory item still names the lookups to remove).
@@ -227,6 +227,10 @@ class DynamoDBMemoryStore:
             keys.append({"pk": string_value(lookup_pk), "sk": string_value(hash_lookup_sk(memory_id))})
             if stored.idempotency_key is not None:
                 self._release_idempotency_key(tenant_id, stored.idempotency_key, memory_id)
+            keys.extend(  # its lineage in its sources' collections
+                {"pk": string_value(memory_pk(tenant_id, s)), "sk": string_value(lineage_sk(memory_id))}
+                for s in stored.derived_from
+            )
         self._table.batch_delete(keys)
         if memory_item is not None:
             self._table.batch_delete([{"pk": memory_item["pk"], "sk": memory_item["sk"]}])

@@ -197,7 +197,12 @@ class TableClient:
         pending = requests
         for attempt in range(self._retry.max_attempts):
             out = self.call("BatchWriteItem", self.client.batch_write_item, RequestItems={self.name: pending})
-            pending = list(out.get("UnprocessedItems", {}).get(self.name, []))
+            pending = []
+            for left in out.get("UnprocessedItems", {}).get(self.name, []):
+                if "DeleteRequest" in left:
+                    pending.append({"DeleteRequest": {"Key": left["DeleteRequest"]["Key"]}})
+                elif "PutRequest" in left:
+                    pending.append({"PutRequest": {"Item": left["PutRequest"]["Item"]}})
             if not pending:
                 return
             if attempt + 1 < self._retry.max_attempts:
