@@ -456,3 +456,32 @@ def test_an_interrupted_hard_forget_finishes_when_repeated(
     assert service.store.get(TENANT, planted) is None and not _words_left(service, summary, "99-1234")
     indexed = {memory_id for memory_id, _ in service.index.versions(TENANT, limit=1000).items}
     assert planted not in indexed and summary in indexed
+
+
+def test_a_summary_dropped_by_an_interrupted_hard_forget_is_erased_by_the_retry(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rearview.errors import StoreError
+
+    session = f"solo-{uuid4().hex[:6]}"
+    planted = write(service, MALLORY, PLANTED, type=MemoryType.EPISODIC, session_id=session)
+    summary = service.summarize(TENANT, session_id=session, agent_id=ALICE).memory.id  # of nothing else
+    real = service.store.purge
+
+    def busy_for_the_summary(tenant_id: str, memory_id: str) -> None:
+        if memory_id == summary:
+            raise StoreError("database is locked")
+        real(tenant_id, memory_id)
+
+    monkeypatch.setattr(service.store, "purge", busy_for_the_summary)
+    request = ForgetRequest(ids=[planted], hard=True, agent_id=MALLORY, agent_bound=True)
+    with pytest.raises(StoreError):
+        service.forget(TENANT, request)
+    assert memory(service, summary).status is MemoryStatus.DELETED  # a tombstone: found by nothing else
+    monkeypatch.setattr(service.store, "purge", real)
+
+    receipt = service.forget(TENANT, request)
+    assert (receipt.forgotten, receipt.derived_erased) == ([planted], [summary])
+    assert service.store.get(TENANT, summary) is None and service.store.get(TENANT, planted) is None
+    indexed = {memory_id for memory_id, _ in service.index.versions(TENANT, limit=1000).items}
+    assert not indexed & {planted, summary}

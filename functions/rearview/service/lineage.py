@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rearview.models import HistoryAction, HistoryEvent, Memory, MemorySource
+from rearview.models import HistoryAction, HistoryEvent, Memory, MemorySource, MemoryStatus
 from rearview.text import tokens
 
 ERASURE_ACTOR = "erasure"
@@ -63,11 +63,13 @@ def still_carries(derived: Memory, history: Sequence[HistoryEvent], erased: Sequ
 def rederivable(derived: Memory, history: Sequence[HistoryEvent]) -> bool:
     """Whether the service can make `derived` again, offline, from its other sources.
 
-    Only its own extractive summaries, unchanged since: a language model's summary is not made
-    again without being asked, and a rewritten text is its writer's, not the service's.
+    Only its own extractive summaries, unchanged since and not archived: a language model's summary
+    is not made again without being asked, a rewritten text is its writer's, not the service's, and
+    an archived one's body is in the archive (it is erased with its source).
     """
     return (
         derived.source is MemorySource.SUMMARY
+        and derived.status is not MemoryStatus.ARCHIVED
         and derived.metadata.get("summary_method") == "extractive"
         and not rewritten(history)
     )
