@@ -126,10 +126,11 @@ class SQLiteMemoryStore:
                 conn.execute(
                     f"INSERT OR REPLACE INTO memories ({_COLUMNS}) VALUES ({','.join('?' * 17)})", _row(m)
                 )
-                conn.executemany(
-                    "INSERT OR IGNORE INTO lineage VALUES (?, ?, ?)",
-                    [(m.tenant_id, source_id, m.id) for source_id in m.derived_from],
-                )
+                if m.derived_from:
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO lineage VALUES (?, ?, ?)",
+                        [(m.tenant_id, source_id, m.id) for source_id in m.derived_from],
+                    )
                 if w.event is not None:
                     conn.execute(
                         "INSERT INTO history VALUES (?, ?, ?, ?)",

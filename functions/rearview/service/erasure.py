@@ -79,14 +79,12 @@ class Erasure:
         index: MemoryIndex,
         embedder: Embedder,
         clock: Clock,
-        consolidator: Consolidator,
         erase_archived: Callable[[str, Memory], int],
     ) -> None:
         self.store = store
         self.index = index
         self.embedder = embedder
         self.clock = clock
-        self.consolidator = consolidator
         self.erase_archived = erase_archived
 
     def run(self, tenant_id: str, targets: Sequence[Memory], actor: str) -> ErasureReceipt:

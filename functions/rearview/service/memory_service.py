@@ -148,7 +148,7 @@ class MemoryService:
             lambda tenant_id: WriteBatch(self._writer, tenant_id),
         )
         self._ingest_slots = TenantSlots("memory_ingest", self.config.tenant_ingest_concurrency)
-        self._erasure = Erasure(store, index, embedder, self.clock, self.consolidator, self._erase_archived)
+        self._erasure = Erasure(store, index, embedder, self.clock, self._erase_archived)
 
     @property
     def language_model(self) -> LanguageModel | None:
