@@ -581,9 +581,11 @@ class ForgetResult(BaseModel):
     """The receipt of a forget: what was forgotten, and every derived copy the forget reached.
 
     `more` is true when a filter matched more than one batch. A hard forget erases the words
-    everywhere: `derived_erased` lists the memories derived from a forgotten one (a summary that
-    consolidated it, a fact extracted from it) that were erased with it, and
-    `archive_copies_erased` counts the archive objects it was erased from.
+    everywhere: of the memories derived from a forgotten one (a summary of it, a fact extracted
+    from it), `derived_erased` lists those that still carried its words and were erased with it,
+    `derived_rederived` the summaries made again from their other sources, and `derived_unlinked`
+    those that no longer carried its words (rewritten by their writer): kept, their lineage to it
+    dropped. `archive_copies_erased` counts the archive objects it was erased from.
     """
 
     forgotten: list[str]
@@ -591,6 +593,8 @@ class ForgetResult(BaseModel):
     more: bool = False
     derived_erased: list[str] = Field(default_factory=list)
     archive_copies_erased: int = 0
+    derived_rederived: list[str] = Field(default_factory=list)
+    derived_unlinked: list[str] = Field(default_factory=list)
 
 
 class StoreStats(BaseModel):

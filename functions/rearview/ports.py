@@ -134,6 +134,22 @@ class MemoryStore(Protocol):
     def purge(self, tenant_id: str, memory_id: str) -> None:
         """Hard delete: the memory, its history and its lookup keys. Idempotent."""
 
+    def derived_ids(self, tenant_id: str, source_id: str) -> list[str]:
+        """Every memory committed with `source_id` in its `derived_from` (its lineage), in no order.
+
+        `commit` records the lineage no later than the memory lands, so a derived memory is always
+        found from each of its sources, however many memories came since (erasure relies on it).
+        An id may name a memory since purged, or one that no longer names `source_id`: check it.
+        Purging a memory forgets its lineage both ways (as a source and as a derived memory).
+        """
+
+    def rewrite_history(self, tenant_id: str, memory_id: str, events: Sequence[HistoryEvent]) -> None:
+        """Replace the memory's history events that have these ids by these (an erasure redacts them).
+
+        Only an event's body changes (its id and place in the history stay); ids the memory has no
+        event for are ignored. Idempotent.
+        """
+
     def stats(self, tenant_id: str) -> StoreStats:
         """Counts by type and status for one tenant."""
 

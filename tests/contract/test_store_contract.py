@@ -272,3 +272,41 @@ def test_stats_counts_by_type_and_status(store: MemoryStore) -> None:
     assert stats.by_type == {"episodic": 2, "procedural": 1}
     assert stats.by_status == {"active": 2, "deleted": 1}
     assert (stats.oldest, stats.newest) == (T0, T0 + minutes(3))
+
+
+def test_lineage_finds_every_memory_derived_from_a_source_and_ends_with_it(store: MemoryStore) -> None:
+    sources = [make_memory(content=f"Source statement {i}") for i in range(3)]
+    store.commit([created(m) for m in sources])
+    summary = make_memory(content="Summary of sources").model_copy(
+        update={"derived_from": [m.id for m in sources]}
+    )
+    fact = make_memory(content="A fact").model_copy(update={"derived_from": [sources[0].id]})
+    store.commit([created(summary), created(fact)])
+    store.commit([created(make_memory(tenant_id="t2").model_copy(update={"derived_from": [sources[0].id]}))])
+    assert sorted(store.derived_ids("t1", sources[0].id)) == sorted([summary.id, fact.id])
+    assert store.derived_ids("t1", sources[2].id) == [summary.id]
+    assert store.derived_ids("t1", summary.id) == []
+    relinked = summary.model_copy(update={"derived_from": [sources[1].id], "version": 2})
+    store.commit([StoreWrite(relinked, None, 1)])  # a lineage may name a memory that moved on: check it
+    assert summary.id in store.derived_ids("t1", sources[2].id)
+    store.purge("t1", sources[0].id)
+    assert store.derived_ids("t1", sources[0].id) == []
+    store.purge("t1", summary.id)
+    assert store.derived_ids("t1", sources[1].id) == []
+    assert store.get("t1", fact.id) is not None  # purging a source forgets its lineage, not what it fed
+
+
+def test_rewrite_history_replaces_only_the_named_events(store: MemoryStore) -> None:
+    m = make_memory()
+    store.commit([created(m)])
+    m2 = m.model_copy(update={"content": "User prefers coffee", "version": 2, "updated_at": T0 + minutes(1)})
+    update = HistoryEvent(
+        id="01ZZZZZZZZZZZZZZZZZZZZZZZZ", tenant_id="t1", memory_id=m.id, action=HistoryAction.UPDATED,
+        at=T0 + minutes(1), before={"content": m.content}, after={"content": m2.content},
+    )  # fmt: skip
+    store.commit([StoreWrite(m2, update, 1)])
+    first = store.history("t1", m.id)[0]
+    redacted = first.model_copy(update={"after": {"content": "[erased]"}, "note": "redacted"})
+    store.rewrite_history("t1", m.id, [redacted, redacted.model_copy(update={"id": "unknown"})])
+    store.rewrite_history("t1", m.id, [redacted])  # idempotent
+    assert store.history("t1", m.id) == [redacted, update]

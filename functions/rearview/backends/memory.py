@@ -55,6 +55,7 @@ class InMemoryMemoryStore:
         self._lock = threading.Lock()
         self._memories: dict[tuple[str, str], Memory] = {}
         self._history: dict[tuple[str, str], list[HistoryEvent]] = {}
+        self._lineage: dict[tuple[str, str], set[str]] = {}
 
     def ensure_schema(self) -> None:
         """Nothing to create."""
@@ -69,6 +70,8 @@ class InMemoryMemoryStore:
             for w in writes:
                 key = (w.memory.tenant_id, w.memory.id)
                 self._memories[key] = w.memory
+                for source_id in w.memory.derived_from:
+                    self._lineage.setdefault((w.memory.tenant_id, source_id), set()).add(w.memory.id)
                 if w.event is not None:
                     self._history.setdefault(key, []).append(w.event)
 
@@ -142,6 +145,21 @@ class InMemoryMemoryStore:
         with self._lock:
             self._memories.pop((tenant_id, memory_id), None)
             self._history.pop((tenant_id, memory_id), None)
+            self._lineage.pop((tenant_id, memory_id), None)
+            for (tenant, _), derived in self._lineage.items():
+                if tenant == tenant_id:
+                    derived.discard(memory_id)
+
+    def derived_ids(self, tenant_id: str, source_id: str) -> list[str]:
+        with self._lock:
+            return sorted(self._lineage.get((tenant_id, source_id), set()))
+
+    def rewrite_history(self, tenant_id: str, memory_id: str, events: Sequence[HistoryEvent]) -> None:
+        replacements = {e.id: e for e in events}
+        with self._lock:
+            kept = self._history.get((tenant_id, memory_id))
+            if kept is not None:
+                self._history[(tenant_id, memory_id)] = [replacements.get(e.id, e) for e in kept]
 
     def stats(self, tenant_id: str) -> StoreStats:
         items = list(self._tenant(tenant_id))

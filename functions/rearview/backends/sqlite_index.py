@@ -130,7 +130,6 @@ class SQLiteMemoryIndex:
             table = self._fts_table(conn, tenant_id)
             if table is None:
                 return  # nothing of this tenant was ever indexed
-            deleted = False
             for memory_id in memory_ids:
                 row = conn.execute(
                     "SELECT rowid FROM docs WHERE tenant_id = ? AND memory_id = ?", (tenant_id, memory_id)
@@ -139,12 +138,13 @@ class SQLiteMemoryIndex:
                     conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
                     conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
                     self._df.changed(table)
-                    deleted = True
                 cached = self._tenants.get(tenant_id)
                 if cached is not None:
                     cached.remove(memory_id)
-            if deleted and erase and not FTS_SECURE_DELETE:
-                # Deleted terms stay in the segments until merged; `optimize` merges them all.
+            if erase and not FTS_SECURE_DELETE:
+                # Deleted terms stay in the segments until merged; `optimize` merges them all. Run even
+                # when no document was deleted here: a repeated erasure, or the neighbours' replaced
+                # contexts (`service.erasure`), may have left terms since the last merge.
                 conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         if not erase:
             return

@@ -59,6 +59,16 @@ _MIGRATIONS: list[Migration] = [
     ) WITHOUT ROWID
     """,
     _rekey_scopes,
+    # Lineage (`derived_ids`): a derived memory found from each of its sources, by key, not by a scan.
+    """
+    CREATE TABLE lineage (
+        tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, memory_id TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, source_id, memory_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX lineage_by_memory ON lineage (tenant_id, memory_id);
+    INSERT OR IGNORE INTO lineage
+        SELECT m.tenant_id, j.value, m.id FROM memories m, json_each(m.body, '$.derived_from') j
+    """,
 ]
 
 _COLUMNS = (
@@ -116,6 +126,11 @@ class SQLiteMemoryStore:
                 conn.execute(
                     f"INSERT OR REPLACE INTO memories ({_COLUMNS}) VALUES ({','.join('?' * 17)})", _row(m)
                 )
+                if m.derived_from:
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO lineage VALUES (?, ?, ?)",
+                        [(m.tenant_id, source_id, m.id) for source_id in m.derived_from],
+                    )
                 if w.event is not None:
                     conn.execute(
                         "INSERT INTO history VALUES (?, ?, ?, ?)",
@@ -236,7 +251,23 @@ class SQLiteMemoryStore:
         with self._db.transaction() as conn:
             conn.execute("DELETE FROM memories WHERE tenant_id = ? AND id = ?", (tenant_id, memory_id))
             conn.execute("DELETE FROM history WHERE tenant_id = ? AND memory_id = ?", (tenant_id, memory_id))
+            conn.execute("DELETE FROM lineage WHERE tenant_id = ? AND source_id = ?", (tenant_id, memory_id))
+            conn.execute("DELETE FROM lineage WHERE tenant_id = ? AND memory_id = ?", (tenant_id, memory_id))
         self._db.truncate_wal()
+
+    def derived_ids(self, tenant_id: str, source_id: str) -> list[str]:
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT memory_id FROM lineage WHERE tenant_id = ? AND source_id = ?", (tenant_id, source_id)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def rewrite_history(self, tenant_id: str, memory_id: str, events: Sequence[HistoryEvent]) -> None:
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "UPDATE history SET body = ? WHERE tenant_id = ? AND memory_id = ? AND id = ?",
+                [(e.model_dump_json(), tenant_id, memory_id, e.id) for e in events],
+            )
 
     def stats(self, tenant_id: str) -> StoreStats:
         live = "tenant_id = ? AND (expires_at IS NULL OR expires_at > ?)"

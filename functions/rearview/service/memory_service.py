@@ -79,6 +79,7 @@ from rearview.scopes import scope_key
 from rearview.service import indexing, keyword_context
 from rearview.service.browsing import BrowsePage, DueList, DueMemory, browse_page, due_scan
 from rearview.service.config import ServiceConfig
+from rearview.service.erasure import Erasure
 from rearview.service.history import change_event
 from rearview.service.ingest.extraction import Extractor, RulesExtractor
 from rearview.service.ingest.ingester import NEVER, Cancelled, Ingester
@@ -106,8 +107,6 @@ log = logging.getLogger(__name__)
 SUMMARY_MAX_SOURCES = 200
 PROFILE_MAX_MEMORIES = 100
 """How many of an agent's most recently updated semantic memories its profile shows."""
-DERIVED_SCAN_LIMIT = 500
-"""Memories of a forgotten one's session (or instant) read to find the facts extracted from it."""
 DUE_LOOKAHEAD = LifecycleConfig().lookahead
 """How far ahead `due_for_archival` looks for expiring memories: the lifecycle jobs' default."""
 UPDATE_ATTEMPTS = 5
@@ -150,6 +149,7 @@ class MemoryService:
             lambda tenant_id: WriteBatch(self._writer, tenant_id),
         )
         self._ingest_slots = TenantSlots("memory_ingest", self.config.tenant_ingest_concurrency)
+        self._erasure = Erasure(store, index, embedder, self.clock, self._erase_archived)
 
     @property
     def language_model(self) -> LanguageModel | None:
@@ -307,47 +307,40 @@ class MemoryService:
         wrote: an id of another agent's memory is NotPermittedError (nothing changes), a filter
         passes over other agents' memories.
 
-        A hard forget reaches every copy: each archive object the memory was ever written to, and
-        what was derived from it (a summary that consolidated it, a fact extracted from it), which
-        is erased with it; the receipt lists both. It erases the archives before purging the store,
-        so a failed one can be repeated until it completes.
+        A hard forget reaches every copy (`erasure`): each archive object the memory was ever
+        written to, and what was derived from it (a summary of it, a fact extracted from it): made
+        again from its other sources, or erased with it while it carries its words, or kept when
+        its writer rewrote it in their own words; the receipt lists each. It is resumable: one that
+        fails half-way raises, and repeating it finishes it (it never answers not_found while a
+        copy is left).
         """
         targets, more = self._forget_targets(tenant_id, req)
-        now = self.clock.now()
-        derived: list[Memory] = []
-        erased_copies = 0
         if req.hard:
-            derived = self._derived_from(tenant_id, targets)
-            for memory in [*targets, *derived]:
-                erased_copies += self._erase_archived(tenant_id, memory)
-                self.store.purge(tenant_id, memory.id)
-            erased = [m for m in [*targets, *derived] if m.source is MemorySource.SUMMARY]
-            self._unlink_consolidated(
-                tenant_id, erased, {m.id for m in [*targets, *derived]}, now, req.agent_id
+            receipt = self._erasure.run(tenant_id, targets, req.agent_id)
+            return ForgetResult(
+                forgotten=[m.id for m in targets], hard=True, more=more,
+                derived_erased=receipt.erased, archive_copies_erased=receipt.archive_copies,
+                derived_rederived=receipt.rederived, derived_unlinked=receipt.unlinked,
+            )  # fmt: skip
+        now = self.clock.now()
+        writes = []
+        for memory in targets:
+            after = memory.model_copy(
+                update={"status": MemoryStatus.DELETED, "updated_at": now, "version": memory.version + 1}
             )
-        else:
-            writes = []
-            for memory in targets:
-                after = memory.model_copy(
-                    update={"status": MemoryStatus.DELETED, "updated_at": now, "version": memory.version + 1}
+            writes.append(
+                StoreWrite(
+                    after,
+                    change_event(after, HistoryAction.FORGOTTEN, memory, now, req.agent_id),
+                    memory.version,
                 )
-                writes.append(
-                    StoreWrite(
-                        after,
-                        change_event(after, HistoryAction.FORGOTTEN, memory, now, req.agent_id),
-                        memory.version,
-                    )
-                )
-            for start in range(0, len(writes), MAX_WRITES_PER_COMMIT):  # atomic per chunk only
-                self.store.commit(writes[start : start + MAX_WRITES_PER_COMMIT])
-        gone_ids = [m.id for m in [*targets, *derived]]
-        indexing.delete(self.index, tenant_id, gone_ids, erase=req.hard)
-        gone = [m.model_copy(update={"status": MemoryStatus.DELETED}) for m in [*targets, *derived]]
+            )
+        for start in range(0, len(writes), MAX_WRITES_PER_COMMIT):  # atomic per chunk only
+            self.store.commit(writes[start : start + MAX_WRITES_PER_COMMIT])
+        indexing.delete(self.index, tenant_id, [m.id for m in targets])
+        gone = [m.model_copy(update={"status": MemoryStatus.DELETED}) for m in targets]
         indexing.upsert(self.index, keyword_context.neighbour_documents(self.store, tenant_id, gone))
-        return ForgetResult(
-            forgotten=[m.id for m in targets], hard=req.hard, more=more,
-            derived_erased=[m.id for m in derived], archive_copies_erased=erased_copies,
-        )  # fmt: skip
+        return ForgetResult(forgotten=[m.id for m in targets], hard=False, more=more)
 
     def _forget_targets(self, tenant_id: str, req: ForgetRequest) -> tuple[list[Memory], bool]:
         if req.ids:
@@ -378,53 +371,6 @@ class MemoryService:
             cursor = page.cursor
             if cursor is None or len(own) > room or len(targets) >= MAX_FORGET_BATCH:
                 return targets, cursor is not None or len(own) > room
-
-    def _derived_from(self, tenant_id: str, sources: Sequence[Memory]) -> list[Memory]:
-        """Memories holding words of `sources`: summaries that consolidated them, facts extracted from them.
-
-        A summary is found by its sources' `consolidated_into`; an extracted fact by its
-        `derived_from` among the memories of its source's session (or, without one, its event time),
-        one bounded listing per source: no scan of the tenant.
-        """
-        ids = {m.id for m in sources}
-        found: dict[str, Memory] = {}
-        for memory in sources:
-            if memory.consolidated_into and memory.consolidated_into not in ids:
-                summary = self.store.get(tenant_id, memory.consolidated_into)
-                if summary is not None:
-                    found[summary.id] = summary
-            if memory.source is MemorySource.SUMMARY:
-                continue
-            nearby = MemoryFilter(
-                session_id=memory.session_id,
-                time_from=None if memory.session_id else memory.event_time,
-                time_to=None if memory.session_id else memory.event_time,
-                statuses=tuple(MemoryStatus),
-            )
-            page = self.store.list_memories(tenant_id, nearby, limit=DERIVED_SCAN_LIMIT)
-            for other in page.items:
-                if memory.id in other.derived_from and other.id not in ids:
-                    found[other.id] = other
-        return list(found.values())
-
-    def _unlink_consolidated(
-        self, tenant_id: str, erased: Sequence[Memory], forgotten: set[str], now: datetime, actor: str
-    ) -> None:
-        """The surviving sources of an erased summary rank on their own again (no `consolidated_into`)."""
-        for summary in erased:
-            for source_id in summary.derived_from:
-                source = None if source_id in forgotten else self.store.get(tenant_id, source_id)
-                if source is None or source.consolidated_into != summary.id:
-                    continue
-                after = source.model_copy(
-                    update={"consolidated_into": None, "updated_at": now, "version": source.version + 1}
-                )
-                note = f"its summary {summary.id} was erased with a forgotten source"
-                try:
-                    event = change_event(after, HistoryAction.UPDATED, source, now, actor, note=note)
-                    self.store.commit([StoreWrite(after, event, source.version)])
-                except ConflictError:
-                    log.info("source %s of erased summary changed meanwhile: left linked", source_id)
 
     def _erase_archived(self, tenant_id: str, memory: Memory) -> int:
         """Erase `memory` from every archive object it was written to; how many."""

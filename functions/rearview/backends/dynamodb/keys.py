@@ -16,6 +16,7 @@ MEMORY_SK: Final = "MEMORY"
 IDEMPOTENCY_SK: Final = "IDEM"
 CHECKPOINT_SK: Final = "CHECKPOINT"
 HISTORY_PREFIX: Final = "H#"
+LINEAGE_PREFIX: Final = "D#"
 REGISTRY_PK: Final = "REGISTRY#TENANTS"
 
 
@@ -54,6 +55,11 @@ def memory_pk(tenant_id: str, memory_id: str) -> str:
 def history_sk(version: int, event_id: str) -> str:
     """Sorts a memory's events by version, then event id."""
     return f"{HISTORY_PREFIX}{version:010d}#{escape(event_id)}"
+
+
+def lineage_sk(derived_id: str) -> str:
+    """`D#<id>`: in a source memory's item collection, one memory derived from it."""
+    return LINEAGE_PREFIX + escape(derived_id)
 
 
 def hash_lookup_pk(tenant_id: str, scope_key: str, content_hash: str) -> str:

@@ -6,6 +6,7 @@ Item types (base table: `pk` + `sk`, both strings; layouts in `codec`, `writes` 
 |---|---|---|
 | memory | `T#<tenant>#M#<id>` | `MEMORY` |
 | history event | `T#<tenant>#M#<id>` | `H#<version:010d>#<event id>` |
+| lineage (a memory derived from this one) | `T#<tenant>#M#<source id>` | `D#<derived id>` |
 | content-hash lookup | `T#<tenant>#HASH#<scope_key>#<hash>` | `M#<id>` |
 | idempotency key | `T#<tenant>#IDEM#<key>` | `IDEM` |
 | job checkpoint | `T#<tenant>#JOB#<job>` | `CHECKPOINT` |
@@ -31,11 +32,13 @@ from rearview.backends.dynamodb.expressions import Expression, not_expired
 from rearview.backends.dynamodb.keys import (
     HISTORY_PREFIX,
     IDEMPOTENCY_SK,
+    LINEAGE_PREFIX,
     MEMORY_SK,
     REGISTRY_PK,
     hash_lookup_pk,
     hash_lookup_sk,
     idempotency_pk,
+    lineage_sk,
     memory_pk,
     tenant_pk,
 )
@@ -121,11 +124,48 @@ class DynamoDBMemoryStore:
         for tenant_id in sorted(new_tenants):
             plan.add_tenant_registration(tenant_id, now)
         plan.check_limits(len(writes))
+        self._record_lineage(writes)
         try:
             self._table.transact(plan.actions)
         except TransactionCancelledError as cancelled:
             raise plan.commit_error(cancelled.reasons) from cancelled
         self._registered |= new_tenants
+
+    def _record_lineage(self, writes: Sequence[StoreWrite]) -> None:
+        """A lineage item in each source's collection, before the derived memory lands (idempotent).
+
+        Outside the transaction (a summary has up to 200 sources): an item naming a memory whose
+        commit then failed is harmless, a derived memory without one would be an erasure blind spot.
+        """
+        items = [
+            {
+                "pk": string_value(memory_pk(w.memory.tenant_id, source_id)),
+                "sk": string_value(lineage_sk(w.memory.id)),
+                "item_type": string_value("lineage"),
+                "memory_id": string_value(w.memory.id),
+            }
+            for w in writes
+            for source_id in w.memory.derived_from
+        ]
+        if items:
+            self._table.batch_put(items)
+
+    def derived_ids(self, tenant_id: str, source_id: str) -> list[str]:
+        """The lineage items of the source's collection (one strongly consistent Query)."""
+        query = self._collection_query(memory_pk(tenant_id, source_id), sk_prefix=LINEAGE_PREFIX)
+        return [str(python_value(item["memory_id"])) for item in query_items(self._table, query)]
+
+    def rewrite_history(self, tenant_id: str, memory_id: str, events: Sequence[HistoryEvent]) -> None:
+        """Each history item holding one of these events' ids gets the new event body (same key)."""
+        replacements = {e.id: e for e in events}
+        query = self._collection_query(memory_pk(tenant_id, memory_id), sk_prefix=HISTORY_PREFIX)
+        items = []
+        for item in query_items(self._table, query):
+            event = replacements.get(event_from_item(item).id)
+            if event is not None:
+                items.append({**item, "event": string_value(event.model_dump_json())})
+        if items:
+            self._table.batch_put(items)
 
     def _previous_state(self, writes: Sequence[StoreWrite]) -> dict[tuple[str, str], StoredState]:
         """Stored state of the memories being updated; ConflictError if stale.
@@ -173,7 +213,7 @@ class DynamoDBMemoryStore:
                 actions = [a for i, a in enumerate(actions) if i not in gone]
 
     def purge(self, tenant_id: str, memory_id: str) -> None:
-        """Delete the memory, its history, its hash lookup and its idempotency key. Idempotent.
+        """Delete the memory, its history, its lineage, its hash lookup and its idempotency key. Idempotent.
 
         Not atomic: the memory item goes last, so a purge interrupted by `StoreError` can simply
         be repeated to finish (the memory item still names the lookups to remove).
@@ -187,6 +227,10 @@ class DynamoDBMemoryStore:
             keys.append({"pk": string_value(lookup_pk), "sk": string_value(hash_lookup_sk(memory_id))})
             if stored.idempotency_key is not None:
                 self._release_idempotency_key(tenant_id, stored.idempotency_key, memory_id)
+            keys.extend(  # its lineage in its sources' collections
+                {"pk": string_value(memory_pk(tenant_id, s)), "sk": string_value(lineage_sk(memory_id))}
+                for s in stored.derived_from
+            )
         self._table.batch_delete(keys)
         if memory_item is not None:
             self._table.batch_delete([{"pk": memory_item["pk"], "sk": memory_item["sk"]}])

@@ -177,9 +177,17 @@ class TableClient:
             requests: list[WriteRequestTypeDef] = [
                 {"DeleteRequest": {"Key": key}} for key in keys[start : start + _BATCH_WRITE_MAX]
             ]
-            self._batch_delete_requests(requests)
+            self._batch_write_requests(requests)
 
-    def _batch_delete_requests(self, requests: list[WriteRequestTypeDef]) -> None:
+    def batch_put(self, items: Sequence[Item]) -> None:
+        """Put `items` (unconditionally): BatchWriteItem by 25, unprocessed items retried."""
+        for start in range(0, len(items), _BATCH_WRITE_MAX):
+            requests: list[WriteRequestTypeDef] = [
+                {"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_WRITE_MAX]
+            ]
+            self._batch_write_requests(requests)
+
+    def _batch_write_requests(self, requests: list[WriteRequestTypeDef]) -> None:
         """One BatchWriteItem chunk, its unprocessed items re-sent with bounded backoff.
 
         Not boto3's `Table.batch_writer`: it needs a `dynamodb` resource, which makes a second
@@ -189,11 +197,12 @@ class TableClient:
         pending = requests
         for attempt in range(self._retry.max_attempts):
             out = self.call("BatchWriteItem", self.client.batch_write_item, RequestItems={self.name: pending})
-            pending = [
-                {"DeleteRequest": {"Key": r["DeleteRequest"]["Key"]}}
-                for r in out.get("UnprocessedItems", {}).get(self.name, [])
-                if "DeleteRequest" in r
-            ]
+            pending = []
+            for left in out.get("UnprocessedItems", {}).get(self.name, []):
+                if "DeleteRequest" in left:
+                    pending.append({"DeleteRequest": {"Key": left["DeleteRequest"]["Key"]}})
+                elif "PutRequest" in left:
+                    pending.append({"PutRequest": {"Item": left["PutRequest"]["Item"]}})
             if not pending:
                 return
             if attempt + 1 < self._retry.max_attempts:
