@@ -205,3 +205,20 @@ def test_an_unreachable_server_is_a_backend_error() -> None:
         pytest.raises(BackendError, match=r"127\.0\.0\.1:9"),
     ):
         memory.stats()
+
+
+def test_the_agents_own_summary_replaces_the_offline_extract_both_ways(tmp_path: Path) -> None:
+    """Issue 46.2: without a summary the receipt lists the sources; the agent's consolidation replaces it."""
+    settings = Settings.load(data_dir=tmp_path / "embedded", embedder="hashing")
+    with running_server(tmp_path / "served") as url:
+        for memory in (Memory(settings=settings, agent_id="planner"), Memory(url=url, agent_id="planner")):
+            with memory:
+                ids = [
+                    memory.write(text, type="episodic", session_id="s1").id
+                    for text in ("We chose Postgres 16 for the orders DB", "Okay, noted")
+                ]
+                extract = memory.summarize(session_id="s1")
+                assert extract.method == "extractive" and [s.id for s in extract.sources or []] == ids
+                own = memory.summarize(session_id="s1", summary="Orders DB: Postgres 16 (chosen in s1).")
+                assert (own.method, own.agent_id, own.superseded_ids) == ("agent", "planner", [extract.id])
+                assert own.sources is None and memory.get(extract.id).status is MemoryStatus.SUPERSEDED

@@ -29,6 +29,7 @@ from rearview.models import (
     MemorySource,
     MemoryStatus,
     MemoryType,
+    MemoryView,
     SearchHit,
     SearchResult,
     WriteAction,
@@ -57,11 +58,36 @@ class WriteReceipt(BaseModel):
     """What was stored despite a doubt (content that looks like a credential, under a `warn` setting)."""
 
 
+class SummarySource(BaseModel):
+    """One consolidated memory, compactly: what an agent reads to write its own consolidation."""
+
+    id: str
+    at: str
+    """Its event date (YYYY-MM-DD)."""
+    speaker: str | None = None
+    content: str
+
+
 class SummaryReceipt(WriteReceipt):
-    """What `memory_summarize` stored: the receipt, the summary's text and whose words it carries."""
+    """What `memory_summarize` stored: the receipt, the summary's text and whose words it carries.
+
+    `method`: who wrote it (`agent`, `abstractive`, `extractive`). For the offline extract, `sources`
+    lists what it consolidated and `next_step` asks the agent for its own consolidation.
+    """
 
     content: str
     source_agents: list[str] = Field(default_factory=list)
+    method: str | None = None
+    sources: list[SummarySource] | None = None
+    next_step: str | None = None
+
+
+AGENT_SUMMARY_REQUEST = (
+    "This summary is an offline extract of the sources' own sentences. Read the sources, write your "
+    "consolidation (decisions, plans, numbers, names, dates, outcomes; no small talk) and call "
+    "memory_summarize again with the same session_id or time range and `summary` set to it: it "
+    "replaces this extract."
+)
 
 
 class HitOutput(BaseModel):
@@ -108,11 +134,26 @@ def write_receipt(result: WriteResult) -> WriteReceipt:
     )  # fmt: skip
 
 
-def summary_receipt(result: WriteResult) -> SummaryReceipt:
-    """The receipt of a summary: a write's, with the stored text and its lineage."""
+def summary_receipt(result: WriteResult, sources: list[MemoryView] | None = None) -> SummaryReceipt:
+    """The receipt of a summary: a write's, with the stored text and its lineage.
+
+    With `sources` (the offline extract's), they are listed compactly with the request for the
+    agent's own consolidation (`AGENT_SUMMARY_REQUEST`).
+    """
     memory = result.memory
+    method = memory.metadata.get("summary_method")
     return SummaryReceipt(
-        **write_receipt(result).model_dump(), content=memory.content, source_agents=memory.source_agents
+        **write_receipt(result).model_dump(),
+        content=memory.content,
+        source_agents=memory.source_agents,
+        method=None if method is None else str(method),
+        sources=None
+        if sources is None
+        else [
+            SummarySource(id=m.id, at=m.event_time.date().isoformat(), speaker=m.speaker, content=m.content)
+            for m in sources
+        ],
+        next_step=AGENT_SUMMARY_REQUEST if sources is not None else None,
     )
 
 

@@ -619,16 +619,27 @@ class MemoryTools:
         time_from: TimeFrom = None,
         time_to: TimeTo = None,
         type: Annotated[MemoryType, Field(description="Type of the summary memory.")] = MemoryType.EPISODIC,
+        summary: Annotated[
+            ContentText | None,
+            Field(description="Your own consolidation of the session: decisions, plans, facts, dates."),
+        ] = None,
         agent_id: AgentId = None,
     ) -> CallToolResult:
         """Consolidate a session's (or time range's) episodic memories into one linked summary. Call at the
-        end of a long session."""
+        end of a long session, with `summary` = your consolidation; without it you get an offline extract
+        and the sources, to write yours."""
+        agent = agent_of(ctx, agent_id)
         call = partial(
             self.service.summarize, tenant_of(ctx), session_id=session_id,
             time_from=_time(time_from, "time_from"), time_to=_time(time_to, "time_to"), summary_type=type,
-            agent_id=agent_of(ctx, agent_id), agent_bound=is_agent_bound(ctx),
+            agent_id=agent, agent_bound=is_agent_bound(ctx), summary=summary,
         )  # fmt: skip
-        return structured(summary_receipt(await self._call(ctx, call)))
+        result = await self._call(ctx, call)
+        sources = None
+        if result.memory.metadata.get("summary_method") == "extractive":
+            listed = partial(self.service.summary_sources, tenant_of(ctx), result.memory, agent)
+            sources = await self._call(ctx, listed)
+        return structured(summary_receipt(result, sources))
 
     async def profile(self, agent_id: str, ctx: Context) -> str:
         """The `memory://profile/{agent_id}` resource: the agent's profile as a markdown list.

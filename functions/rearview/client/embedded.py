@@ -75,9 +75,12 @@ class EmbeddedTransport:
     def summarize(self, spec: SummarizeSpec) -> SummaryReceipt:
         result = self.service.summarize(
             self.tenant, session_id=spec.session_id, time_from=spec.time_from, time_to=spec.time_to,
-            summary_type=spec.type, agent_id=spec.agent_id,
+            summary_type=spec.type, agent_id=spec.agent_id, summary=spec.summary,
         )  # fmt: skip
-        return summary_receipt(result)
+        sources = None
+        if result.memory.metadata.get("summary_method") == "extractive":
+            sources = self.service.summary_sources(self.tenant, result.memory, spec.agent_id)
+        return summary_receipt(result, sources)
 
     def stats(self) -> Stats:
         return self.service.stats(self.tenant)

@@ -273,15 +273,21 @@ class Memory:
         time_from: When = None,
         time_to: When = None,
         type: MemoryType | str = MemoryType.EPISODIC,
+        summary: str | None = None,
     ) -> SummaryReceipt:
         """Consolidate a session's (or time range's) episodic memories into one (`memory_summarize`).
 
-        The receipt carries the summary's text (`content`) and lineage (`source_agents`).
+        `summary`: your own consolidation, stored as this agent's memory and replacing its earlier
+        summary of the same sources; without it the server writes one (offline: an extract, and the
+        receipt lists the `sources` to consolidate). The receipt carries the summary's text
+        (`content`), who wrote it (`method`) and lineage (`source_agents`).
         """
         if session_id is None and time_from is None and time_to is None:
             raise InvalidInputError("session_id", "give a session_id or a time range (time_from/time_to)")
         flt = _filter(session_id, None, None, time_from, time_to)  # checks each field and the range
-        spec = SummarizeSpec(flt.session_id, flt.time_from, flt.time_to, _checked_type(type), self._acting)
+        spec = SummarizeSpec(
+            flt.session_id, flt.time_from, flt.time_to, _checked_type(type), self._acting, summary
+        )
         return self._transport.get().summarize(spec)
 
     def stats(self) -> Stats:

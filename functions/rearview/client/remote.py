@@ -152,6 +152,8 @@ class RemoteTransport:
             args["time_from"] = spec.time_from.isoformat()
         if spec.time_to is not None:
             args["time_to"] = spec.time_to.isoformat()
+        if spec.summary is not None:
+            args["summary"] = spec.summary
         return self._model(SummaryReceipt, "memory_summarize", self._agent_args(args))
 
     def stats(self) -> Stats:

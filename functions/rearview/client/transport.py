@@ -34,6 +34,8 @@ class SummarizeSpec(NamedTuple):
     time_to: datetime | None
     type: MemoryType
     agent_id: str
+    summary: str | None = None
+    """The caller's own consolidation (stored as its memory); None: the service writes one."""
 
 
 class Transport(Protocol):

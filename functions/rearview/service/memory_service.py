@@ -25,7 +25,6 @@ have their own packages (`write/`, `search/`, `ingest/`, `lifecycle/`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -40,7 +39,7 @@ from rearview.errors import (
     NotFoundError,
     NotPermittedError,
 )
-from rearview.limits import MAX_FORGET_BATCH, MAX_TAGS, AgentIdText, checked
+from rearview.limits import MAX_FORGET_BATCH, AgentIdText, checked
 from rearview.models import (
     DEFAULT_AGENT,
     Cue,
@@ -56,12 +55,10 @@ from rearview.models import (
     MemoryStatus,
     MemoryType,
     MemoryView,
-    MetadataValue,
     SearchRequest,
     SearchResult,
     Stats,
     UpdateRequest,
-    Visibility,
     WriteRequest,
     WriteResult,
 )
@@ -96,6 +93,7 @@ from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.write.batch import WriteBatch
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.stored_text import model_texts
+from rearview.service.write.summarizing import Summarizer
 from rearview.service.write.writer import Writer
 from rearview.tenant_slots import TenantSlots
 from rearview.text import content_hash
@@ -104,7 +102,6 @@ __all__ = ["MemoryService", "ServiceConfig", "scope_key"]
 
 log = logging.getLogger(__name__)
 
-SUMMARY_MAX_SOURCES = 200
 PROFILE_MAX_MEMORIES = 100
 """How many of an agent's most recently updated semantic memories its profile shows."""
 DUE_LOOKAHEAD = LifecycleConfig().lookahead
@@ -149,6 +146,7 @@ class MemoryService:
             lambda tenant_id: WriteBatch(self._writer, tenant_id),
         )
         self._ingest_slots = TenantSlots("memory_ingest", self.config.tenant_ingest_concurrency)
+        self._summarizer = Summarizer(store, embedder, self.consolidator, self.clock, self.write)
         self._erasure = Erasure(store, index, embedder, self.clock, self._erase_archived)
 
     @property
@@ -549,85 +547,22 @@ class MemoryService:
         summary_type: MemoryType = MemoryType.EPISODIC,
         agent_id: str = DEFAULT_AGENT,
         agent_bound: bool = False,
+        summary: str | None = None,
     ) -> WriteResult:
-        """Consolidate a session's (or time range's) episodic memories into one memory that is found first.
+        """Consolidate a session's (or time range's) episodic memories into one memory found first.
 
-        Only sources `agent_id` may see are read; working memory is scratch and left out. Abstractive
-        when the consolidator has a language model, else extractive (the sources' own statements);
-        `metadata.summary_method` says which. The summary keeps the session, its `derived_from`
-        links the sources, and it is `private` (to `agent_id`) when any source is, since it repeats
-        them. The sources stay active and are linked back (`consolidated_into`, a history event):
-        ranking puts them below the summary (`RankingPolicy.consolidated_factor`), so a search
-        finds the consolidation first and the details after it.
-
-        Lineage: the summary is written by `agent_id` and names the agents and speakers whose words
-        it carries (`source_agents`, `source_speakers`), so another agent's text never reads as the
-        summarizer's. A credential bound to its agent (`agent_bound`) consolidates only the sources
-        that agent wrote: other agents' memories are summarized but keep their rank.
+        `summary`: the agent's own consolidation, stored as its memory; without it the deployment's
+        language model writes one, else the offline extract. See `write.summarizing`.
         """
-        checked(AgentIdText, agent_id, "agent_id")
-        if session_id is None and time_from is None and time_to is None:
-            raise InvalidInputError("session_id", "give a session_id or a time range (time_from/time_to)")
-        flt = MemoryFilter(
-            session_id=session_id, time_from=time_from, time_to=time_to, types=(MemoryType.EPISODIC,),
-        )  # fmt: skip
-        found = self.store.list_memories(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
-        sources = [m for m in found if m.source is not MemorySource.SUMMARY]  # a summary is not re-summarized
-        if not sources:
-            raise InvalidInputError(
-                "session_id",
-                "no episodic memories match (working memory is not summarized): nothing to summarize",
-            )
-        try:
-            vectors = self.embedder.embed_documents([m.content for m in sources])
-        except EmbedderError:
-            vectors = np.ones((len(sources), 1), dtype=np.float32)
-        label = f"session {session_id}" if session_id else "time range"
-        in_order = sorted(sources, key=lambda m: (m.event_time, m.id))
-        summary = self.consolidator.summarize(sources, vectors, label)
-        metadata: dict[str, MetadataValue] = {"summary_method": summary.method}
-        if summary.model_id:
-            metadata["summary_model"] = summary.model_id
-        req = WriteRequest(
-            content=summary.content,
-            metadata=metadata,
-            type=summary_type,
-            agent_id=agent_id,
-            visibility=Visibility.PRIVATE
-            if any(m.visibility is Visibility.PRIVATE for m in sources)
-            else Visibility.SHARED,
-            session_id=session_id,
-            tags=list(dict.fromkeys(t for m in sources for t in m.tags))[:MAX_TAGS],
-            importance=max(m.importance for m in sources),
-            event_time=max(m.event_time for m in sources),
-            derived_from=[m.id for m in sources],
-            source=MemorySource.SUMMARY,
-            source_agents=list(dict.fromkeys(m.agent_id for m in in_order)),
-            source_speakers=list(dict.fromkeys(m.speaker for m in in_order if m.speaker)),
+        return self._summarizer.summarize(
+            tenant_id, session_id, time_from, time_to, summary_type, agent_id, agent_bound, summary
         )
-        result = self.write(tenant_id, req)
-        owned = [m for m in sources if not agent_bound or m.agent_id == agent_id]
-        self._link_sources(tenant_id, owned, result.memory.id)
-        return result
 
-    def _link_sources(self, tenant_id: str, sources: Sequence[Memory], summary_id: str) -> None:
-        """Mark each source `consolidated_into` the summary (a new version and a history event).
-
-        Best-effort per source: one changed meanwhile (a conflict) keeps its newer version unlinked.
-        """
-        now = self.clock.now()
-        for memory in sources:
-            if summary_id in (memory.consolidated_into, memory.id):
-                continue
-            linked = memory.model_copy(
-                update={"consolidated_into": summary_id, "version": memory.version + 1}
-            )
-            note = f"consolidated into summary {summary_id}"
-            event = change_event(linked, HistoryAction.UPDATED, memory, now, actor="summarize", note=note)
-            try:
-                self.store.commit([StoreWrite(linked, event, memory.version)])
-            except ConflictError:
-                log.info("summary source %s changed meanwhile: left unlinked", memory.id)
+    def summary_sources(self, tenant_id: str, summary: MemoryView, agent_id: str) -> list[MemoryView]:
+        """The sources of `summary` that `agent_id` sees, oldest first (what an agent consolidates)."""
+        found = self.store.get_many(tenant_id, list(summary.derived_from))
+        found = [m for m in found if m.visible_to(agent_id)]
+        return [self._present(m) for m in sorted(found, key=lambda m: (m.event_time, m.id))]
 
     def profile(self, tenant_id: str, agent_id: str = DEFAULT_AGENT) -> list[MemoryView]:
         """What `agent_id` knows about its user: its visible active semantic memories, newest first.

@@ -44,7 +44,7 @@ class Summary:
     """A consolidated statement and how it was made (`model_id` is None for extractive)."""
 
     content: str
-    method: Literal["abstractive", "extractive"]
+    method: Literal["abstractive", "extractive", "agent"]
     model_id: str | None = None
 
 
