@@ -27,7 +27,8 @@ socket is held forever, and a few hundred of them exhaust the process. Here:
   proxy every client is the proxy's address: there `Limits.from_settings` turns the shares off and
   the proxy shares connections out.
 - `server_options`: the head limit, the ledger and uvicorn's own idle, size and concurrency limits,
-  as the keywords `rearview serve` passes to uvicorn.
+  as the keywords `rearview serve` passes to uvicorn, with an event loop that backs off quietly when
+  `accept()` runs out of descriptors (`rearview.api.accept_backoff`).
 
 On Lambda none of this applies: API Gateway or the Function URL buffer the request first.
 """
@@ -357,4 +358,5 @@ def server_options(limits: Limits = Limits()) -> dict[str, Any]:
         "timeout_keep_alive": max(1, round(limits.idle_s)),
         "h11_max_incomplete_event_size": limits.max_head_bytes,
         "limit_concurrency": limits.max_connections,
+        "loop": "rearview.api.accept_backoff:AcceptBackoffLoop",  # out of descriptors: one warning, a pause
     }
