@@ -12,17 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
 from rearview.api import tools
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
-from rearview.api.fair_share import Fairness
+from rearview.api.fair_share import FairLane, Fairness
 from rearview.models import WriteRequest
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
+from rearview.ui.app import UiConfig, build_ui
+from rearview.ui.session import SessionCodec
+from rearview.ui.tenant_share import TenantShare
 
 SECRET = "a-test-secret-of-enough-length-0123"
 KEYS = {"key-alice": Principal("alice"), "key-bob": Principal("bob")}
@@ -104,3 +108,18 @@ def test_browser_calls_run_in_the_tenants_lanes_as_its_visits(
     for name in ("browse", "stats", "due_for_archival", "history", "strength_history"):
         assert seen[name] == (0, 1, 1), name
     assert lanes.search.courtesy.demand["alice"] == 0  # every visit left
+
+
+async def test_a_browser_call_past_the_tenants_lane_share_is_answered_busy(service: MemoryService) -> None:
+    def lane(kind: str) -> FairLane:
+        return FairLane(kind, width=1, per_tenant=1, max_waiting=0)
+
+    lanes = tools.Lanes(lane("search"), lane("write"), lane("memory_ingest"))
+    config = UiConfig(ApiKeyResolver({}, "alice"), SessionCodec(SECRET), share=TenantShare(lanes))
+    app = build_ui(service, config, loopback=False)  # open mode: every page is the tenant alice's
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://t") as client:
+        async with lanes.writes.turn("alice"):  # the tenant's one write-lane slot is taken
+            busy = await client.get("/ui/memories")
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        assert "Busy:" in busy.text
+        assert (await client.get("/ui/memories")).status_code == 200  # the slot is free again
