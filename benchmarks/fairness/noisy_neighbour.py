@@ -17,7 +17,13 @@ child process (its own CPU, not B's GIL):
 - refused: `--a-clients` clients sending searches the server refuses (top_k over the limit) as fast
   as they are answered;
 - idle: `--idle` TCP connections from another loopback address (127.0.0.2) that send nothing, each
-  opened again one second after the server closes it (an answer does not close it).
+  opened again one second after the server closes it (an answer does not close it);
+- silent: the same from `--silent-addresses` addresses (32 each), each in a /24 of its own
+  (127.1.<n>.1), more than the server's unauthenticated share; B then opens a new connection for
+  each call, alone and during (a connection is unauthenticated when it arrives: issue 45.2);
+- browser: `--a-browsers` clients signed in to the memory browser (`/ui/login`) sending
+  `GET /ui/search` (one query of 1,000 characters, as in repeats; limit 50) as fast as they are
+  answered (issue 45.1).
 
 Each load is measured in `--rounds` alternations of B alone and B during the load (`--seconds` in
 all for each side), and B's calls are pooled per side: B's writes grow its data and a shared host
@@ -35,7 +41,8 @@ clients' own CPU small.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/fairness/noisy_neighbour.py
         [--embedder onnx|hashing] [--seconds 30] [--rounds 3]
-        [--loads writes,ingests,searches,repeats,refused,idle] [--a-clients 8] [--a-ingests 2] [--idle 1000]
+        [--loads writes,ingests,searches,repeats,refused,idle,silent,browser] [--a-clients 8]
+        [--a-ingests 2] [--idle 1000] [--silent-addresses 17] [--a-browsers 16]
         [--json PATH]
 
 Any `REARVIEW_*` variable in the environment reaches the server (e.g. the fairness settings).
@@ -71,7 +78,10 @@ from benchmarks.common.server import free_port
 KEYS = {"key-tenant-a": "tenant-a", "key-tenant-b": "tenant-b"}
 KEY_A, KEY_B = "key-tenant-a", "key-tenant-b"
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-LOADS = ("writes", "ingests", "searches", "repeats", "refused", "idle")
+LOADS = ("writes", "ingests", "searches", "repeats", "refused", "idle", "silent", "browser")
+SILENT_PER_ADDRESS = 32
+FRESH_CONNECTIONS = ("silent",)
+"""Loads during which B opens a new connection for each call (alone too, to compare like with like)."""
 WORDS = [
     *("staging", "server", "backup", "deploy", "alice", "bob", "rollback", "region", "cluster"),
     *("nightly", "tea", "coffee", "budget", "meeting", "friday", "release", "notes", "database"),
@@ -165,7 +175,7 @@ def server(data_dir: Path, embedder: str) -> Iterator[str]:
         "REARVIEW_CONFIG_FILE": str(config),
         "REARVIEW_EMBEDDER": embedder,
         "REARVIEW_LIFECYCLE_INTERVAL_S": "0",
-        "REARVIEW_UI": "false",
+        "REARVIEW_UI": "true",  # the browser load; no other load touches it
     }
     rearview = Path(sys.executable).with_name("rearview")
     proc = subprocess.Popen(
@@ -246,8 +256,10 @@ async def _closed_loop(
     await asyncio.gather(*(client() for _ in range(clients)))
 
 
-def _idle(url: str, connections: int, stop: float, tally: Counter[str]) -> None:
-    """Hold `connections` silent sockets from `IDLE_SOURCE`; reopen each a second after it is closed."""
+def _idle(
+    url: str, connections: int, stop: float, tally: Counter[str], sources: Sequence[str] = (IDLE_SOURCE,)
+) -> None:
+    """Hold `connections` silent sockets from `sources` in turn; reopen each a second after it is closed."""
     port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
     sel = selectors.DefaultSelector()
     reopen: list[float] = [0.0] * connections
@@ -256,7 +268,7 @@ def _idle(url: str, connections: int, stop: float, tally: Counter[str]) -> None:
     def open_one(slot: int) -> None:
         sock = socket.socket()
         sock.setblocking(False)
-        sock.bind((IDLE_SOURCE, 0))
+        sock.bind((sources[slot % len(sources)], 0))
         with suppress(BlockingIOError):
             sock.connect(("127.0.0.1", port))
         held[slot] = sock
@@ -287,12 +299,39 @@ def _idle(url: str, connections: int, stop: float, tally: Counter[str]) -> None:
         sock.close()
 
 
+async def _browser(url: str, clients: int, stop: float, tally: Counter[str], seed: int) -> None:
+    """`clients` signed-in browser sessions of tenant A, each searching `/ui/search` back to back."""
+    base = url.rsplit("/mcp", 1)[0]
+    query = words(random.Random(seed), 1000)  # one query: its embedding cached, each search all Python
+
+    async def client() -> None:
+        async with httpx.AsyncClient(base_url=base, timeout=CALL_TIMEOUT_S) as http:
+            signed_in = await http.post("/ui/login", data={"api_key": KEY_A}, headers={"origin": base})
+            if signed_in.status_code != 303:
+                raise RuntimeError(f"browser sign-in refused: {signed_in.status_code}")
+            while time.monotonic() < stop:
+                try:
+                    response = await http.get("/ui/search", params={"q": query, "limit": "50"})
+                except httpx.TransportError as exc:
+                    tally[type(exc).__name__] += 1
+                    await asyncio.sleep(0.1)
+                    continue
+                tally["ok" if response.status_code == 200 else f"http_{response.status_code}"] += 1
+
+    await asyncio.gather(*(client() for _ in range(clients)))
+
+
 def run_load(url: str, kind: str, clients: int, seconds: float, idle: int, seed: int) -> None:
     """Tenant A's load for `seconds` (in this process); prints its tally as JSON on the last line."""
     tally: Counter[str] = Counter()
     stop = time.monotonic() + seconds
     if kind == "idle":
         _idle(url, idle, stop, tally)
+    elif kind == "silent":
+        sources = [f"127.1.{n + 1}.1" for n in range(idle)]
+        _idle(url, idle * SILENT_PER_ADDRESS, stop, tally, sources)
+    elif kind == "browser":
+        asyncio.run(_browser(url, clients, stop, tally, seed))
     else:
         asyncio.run(_closed_loop(url, kind, clients, stop, tally, seed))
     print(json.dumps(dict(tally)), flush=True)
@@ -338,12 +377,18 @@ def p95_ratio_interval(alone: np.ndarray, during: np.ndarray, draws: int = 2000)
     return float(low), float(high)
 
 
-def measure_b(url: str, phase: Phase, seconds: float, start: int, interval: float) -> None:
-    """B's calls for `seconds`: a search, then a write, a pair at most every `interval` s (agent's pace)."""
+def measure_b(
+    url: str, phase: Phase, seconds: float, start: int, interval: float, fresh: bool = False
+) -> None:
+    """B's calls for `seconds`: a search, then a write, a pair at most every `interval` s (agent's pace).
+
+    `fresh`: each call on a new connection.
+    """
     rng = random.Random(start)
     stop = time.monotonic() + seconds
+    close = {"connection": "close"} if fresh else {}
     with httpx.Client(
-        headers={**HEADERS, "authorization": f"Bearer {KEY_B}"}, timeout=CALL_TIMEOUT_S
+        headers={**HEADERS, **close, "authorization": f"Bearer {KEY_B}"}, timeout=CALL_TIMEOUT_S
     ) as http:
         for i in itertools.count(start):
             began_pair = time.monotonic()
@@ -364,24 +409,30 @@ def measure_b(url: str, phase: Phase, seconds: float, start: int, interval: floa
             time.sleep(max(0.0, began_pair + interval - time.monotonic()))
 
 
-def run_phase(args: argparse.Namespace, url: str, load: str, start: int) -> Phase:
+def run_phase(args: argparse.Namespace, url: str, load: str, start: int, fresh: bool = False) -> Phase:
     """One round: B for `--seconds / --rounds`, alone or while A's `load` runs in a child process."""
     phase = Phase(load)
     seconds = args.seconds / args.rounds
     if load == "alone":
-        measure_b(url, phase, seconds, start, args.b_interval)
+        measure_b(url, phase, seconds, start, args.b_interval, fresh)
         return phase
-    clients = args.a_ingests if load == "ingests" else args.a_clients
+    clients = {"ingests": args.a_ingests, "browser": args.a_browsers}.get(load, args.a_clients)
+    idle = args.silent_addresses if load == "silent" else args.idle
     child = subprocess.Popen(
         [sys.executable, __file__, "--load", load, "--url", url, "--a-clients", str(clients),
-         "--seconds", str(seconds + WARMUP_S), "--idle", str(args.idle), "--seed", str(start)],
+         "--seconds", str(seconds + WARMUP_S), "--idle", str(idle), "--seed", str(start)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(WARMUP_S)
-    measure_b(url, phase, seconds, start, args.b_interval)
+    measure_b(url, phase, seconds, start, args.b_interval, fresh)
     out, _ = child.communicate(timeout=CALL_TIMEOUT_S + seconds)
     phase.a_tally = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
     return phase
+
+
+def _failed_pct(phase: Phase) -> float:
+    calls = len(phase.search_ms) + len(phase.write_ms)
+    return 100.0 * sum(phase.failures.values()) / calls if calls else float("nan")
 
 
 def render(phases: Sequence[tuple[Phase, Phase]]) -> str:
@@ -408,7 +459,7 @@ def render(phases: Sequence[tuple[Phase, Phase]]) -> str:
             f"{w['p50'] / w0['p50']:.2f} / {w['p95'] / w0['p95']:.2f}",
             f"{w_ci[0]:.2f}-{w_ci[1]:.2f}",
             f"{worst:.0f}",
-            str(sum(p.failures.values())),
+            f"{sum(p.failures.values())} ({_failed_pct(p):.1f} %)",
             a_calls,
         ))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -428,6 +479,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--a-ingests", type=int, default=2, help="A's concurrent ingests")
     parser.add_argument("--idle", type=int, default=1000, help="A's idle connections")
+    parser.add_argument(
+        "--silent-addresses",
+        type=int,
+        default=17,
+        help=f"A's addresses of {SILENT_PER_ADDRESS} silent sockets",
+    )
+    parser.add_argument("--a-browsers", type=int, default=16, help="A's memory browser clients")
     parser.add_argument("--preload", type=int, default=100, help="memories written per tenant first")
     parser.add_argument("--b-interval", type=float, default=0.25, help="seconds between B's call pairs")
     parser.add_argument("--data-dir", type=Path, default=None)
@@ -459,8 +517,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for load in loads:
             alone, during = Phase("alone"), Phase(load)
             for _ in range(args.rounds):  # alternated, so that the host's drift lands on both sides
-                alone.add(run_phase(args, url, "alone", next(start)))
-                during.add(run_phase(args, url, load, next(start)))
+                fresh = load in FRESH_CONNECTIONS
+                alone.add(run_phase(args, url, "alone", next(start), fresh))
+                during.add(run_phase(args, url, load, next(start), fresh))
             phases.append((alone, during))
             print(f"  {load}: done", flush=True)
     print(render(phases))

@@ -181,9 +181,11 @@ class Settings(ClaimSettings):
     default is 5). Shorter: another tenant's request waits less for a busy search thread; at 1, one
     tenant's search throughput measured no lower than at 5 (`api/courtesy.py`)."""
     connections_per_address: int = Field(default=64, ge=0, le=100_000)
-    """Open connections one client address may hold, half of them before they authenticate; one more is
-    answered 429 at once (`api/http_limits.py`). 0 turns the shares off, as `trust_forwarded_headers`
-    does (every connection then comes from the proxy). All addresses together: 1,000."""
+    """Authenticated connections one tenant may hold from one client address (one more is served, then
+    closed); half as many per address and twice as many per /24 (/48) network before they authenticate
+    (one more is answered 429 at once; `api/http_limits.py`). 0 turns the shares off, as
+    `trust_forwarded_headers` does (every connection then comes from the proxy). All addresses
+    together: 1,000, 500 of them unauthenticated (the oldest silent one makes room for a newcomer)."""
 
     # Lifecycle (see service/policy.py for what each number means)
     retention_days: dict[int, float | Literal["forever"]] | None = None

@@ -95,25 +95,25 @@ def build_mcp(
     search_concurrency: int | None = None,
     fairness: Fairness = DEFAULT_FAIRNESS,
     courtesy: Courtesy | None = None,
+    lanes: tools.Lanes | None = None,
 ) -> MCPServer[Any]:
     """The MCP server with Rearview's tools, prompt and resource.
 
-    The tools run in lanes (`tools.Lanes`) of `search_concurrency` searches, each tenant's share
-    from `fairness`, stepping aside for lighter tenants' requests counted in `courtesy`.
+    The tools run in `lanes`, by default new ones (`tools.Lanes`) of `search_concurrency` searches,
+    each tenant's share from `fairness`, stepping aside for lighter tenants' requests counted in `courtesy`.
     """
     # subscriptions=False: a stateless JSON-response server holds no `subscriptions/listen` stream, and
     # the SDK derives the 2026-era `listChanged` / `resources.subscribe` flags from that method being
     # served; without it both eras advertise only what is answered.
+    lanes = lanes or tools.Lanes.build(service, search_concurrency, fairness, courtesy)
     mcp: MCPServer[Any] = MCPServer(
         "rearview",
         instructions=INSTRUCTIONS,
         version=__version__,
-        tools=tools.strict_tools(
-            service, lanes=tools.Lanes.build(service, search_concurrency, fairness, courtesy)
-        ),
+        tools=tools.strict_tools(service, lanes=lanes),
         subscriptions=False,
     )
-    tools.register(mcp, service)
+    tools.register(mcp, service, lanes)  # the resources (the listing too) in the tools' lanes
     mcp.middleware.append(ProtocolChecks(mcp))  # unknown names and cursors: -32602 (`rearview.api.protocol`)
     return mcp
 
@@ -149,10 +149,11 @@ def create_app(
 
     `ui` serves the memory browser at `/ui` (`rearview.ui`), outside `TenantAuth`: it signs users
     in with an API key and keeps them signed in with a cookie signed by `ui_secret` (a random
-    per-process secret when None: sessions then end on restart); signing out revokes the session
-    in `ui_revocations` (in this process only when None). Only `/ui` and paths below it
-    reach the UI; everything else, `/mcp` included, still passes `TenantAuth`. The UI signs in
-    with `resolver`'s keys only, never with tokens.
+    per-process secret when None: sessions then end on restart); a signed-in tenant's pages share
+    its request rate, lanes and courtesy with its `/mcp` requests (`rearview.ui.tenant_share`);
+    signing out revokes the session in `ui_revocations` (in this process only when None). Only
+    `/ui` and paths below it reach the UI; everything else, `/mcp` included, still passes
+    `TenantAuth`. The UI signs in with `resolver`'s keys only, never with tokens.
 
     `refusals_per_minute` refused keys from one address (on `/mcp` and the UI's sign-in together)
     answer it 429 for a while (`rearview.api.refusals`); 0 never does. With
@@ -169,7 +170,9 @@ def create_app(
     tenant's request is served, heavier tenants' calls step aside (`rearview.api.courtesy`).
     """
     courtesy = Courtesy()  # one per app: its requests and its lanes' calls (`rearview.api.courtesy`)
-    mcp = build_mcp(service, search_concurrency, fairness, courtesy)
+    lanes = tools.Lanes.build(service, search_concurrency, fairness, courtesy)  # /mcp's and the UI's
+    rate = fairness.rate()  # one per app: /mcp and the UI together
+    mcp = build_mcp(service, lanes=lanes)
 
     @mcp.custom_route("/healthz", methods=["GET"])  # type: ignore[untyped-decorator]
     async def healthz(_: Request) -> Response:
@@ -209,17 +212,16 @@ def create_app(
     )
     callers = TokenOrKeyResolver(resolver, token_verifier) if token_verifier else resolver
     api: ASGIApp = MethodGuard(
-        TenantAuth(
-            guarded, callers, metadata_path, public_url, trust_forwarded_headers, refusals, fairness.rate()
-        )
+        TenantAuth(guarded, callers, metadata_path, public_url, trust_forwarded_headers, refusals, rate)
     )
     if ui:
         from rearview.ui.app import UiConfig, build_ui
         from rearview.ui.session import SessionCodec, SessionRevocations
+        from rearview.ui.tenant_share import TenantShare
 
         config = UiConfig(
             resolver, SessionCodec(ui_secret), public_url, trust_forwarded_headers, refusals,
-            SessionRevocations(ui_revocations),
+            SessionRevocations(ui_revocations), TenantShare(lanes, rate),
         )  # fmt: skip
         api = UiDispatch(build_ui(service, config, loopback=host in LOOPBACK), api)
     return AccessLog(RootGuide(BodyTimeout(api, body_timeout_s), ui))  # a slow body is 408, logged

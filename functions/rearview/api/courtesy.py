@@ -8,8 +8,9 @@ slowed the same way: each time the loop came back from the selector it waited fo
 searching thread held, up to the interpreter's switch interval.
 
 So one `Courtesy` per app counts, for each tenant, its *visits*: a request to `/mcp` from the
-moment its body is in hand (`CourtesyScope`) until its response starts, or a lane call made outside
-a request (tests, the Python API). A tenant's demand is its visits; a visit is *active* unless it is
+moment its body is in hand (`CourtesyScope`) until its response starts, a signed-in request of the
+memory browser while it is served (`rearview.ui.tenant_share`), or a lane call made outside a
+request (tests, the Python API). A tenant's demand is its visits; a visit is *active* unless it is
 waiting for a lane's turn. At a yield point (`rearview.yield_points`) a call sleeps, holding no GIL,
 while another tenant with a smaller demand has an active visit, at most `max_pause_s` per point: the
 tenant asking less gets the interpreter first, on the loop and in its thread, as the lanes give it
@@ -34,8 +35,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
@@ -104,6 +105,21 @@ class Courtesy:
         with self._changed:
             self._active[tenant_id] += 1
         return Visit(self, tenant_id)
+
+    @asynccontextmanager
+    async def request(self, tenant_id: str) -> AsyncIterator[Visit]:
+        """The block serves a request of `tenant_id`: a visit (which may be left early), after `give_way`.
+
+        Lane calls made in the block count in this visit, not as visits of their own.
+        """
+        visit = self.arrive(tenant_id)
+        token = _visiting.set(tenant_id)
+        try:  # a request cancelled while it gives way leaves too
+            await self.give_way(tenant_id)
+            yield visit
+        finally:
+            visit.leave()
+            _visiting.reset(token)
 
     @contextmanager
     def call(self, tenant_id: str) -> Iterator[None]:
@@ -201,20 +217,14 @@ class CourtesyScope:
         if scope["type"] != "http" or tenant_id is None or scope["path"].rstrip("/") != self.path:
             await self.app(scope, receive, send)
             return
-        visit = self.courtesy.arrive(tenant_id)
-        token = _visiting.set(tenant_id)
+        async with self.courtesy.request(tenant_id) as visit:
 
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                visit.leave()
-            await send(message)
+            async def sending(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    visit.leave()
+                await send(message)
 
-        try:  # a request cancelled while it gives way leaves too
-            await self.courtesy.give_way(tenant_id)
             await self.app(scope, receive, sending)
-        finally:
-            visit.leave()
-            _visiting.reset(token)
 
 
 def share_the_interpreter(interval_ms: float = GIL_SWITCH_INTERVAL_MS) -> None:

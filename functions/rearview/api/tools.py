@@ -711,8 +711,12 @@ def strict_tools(
     return [StrictTool.strict(tool_errors(tool), annotations) for tool, annotations in table]
 
 
-def register(mcp: MCPServer[Any], service: MemoryService) -> None:
-    """Register the guidelines prompt, the profile and the listing resources (tools: `strict_tools`)."""
+def register(mcp: MCPServer[Any], service: MemoryService, lanes: Lanes | None = None) -> None:
+    """Register the guidelines prompt, the profile and the listing resources (tools: `strict_tools`).
+
+    The resources run in `lanes` (the tools' lanes, so that they share them; default: new ones).
+    """
+    resources = MemoryTools(service, lanes)
     mcp.add_prompt(
         StrictPrompt.from_function(
             memory_guidelines,
@@ -727,7 +731,7 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:
         f"first). Use agent_id '{DEFAULT_AGENT}' unless you write memories under your own agent id; a "
         "credential bound to an agent reads that agent's profile only.",
         mime_type="text/markdown",
-    )(_resource_errors(MemoryTools(service).profile))
+    )(_resource_errors(resources.profile))
     mcp.resource(
         LISTING_TEMPLATE,
         name="memories",
@@ -737,7 +741,7 @@ def register(mcp: MCPServer[Any], service: MemoryService) -> None:
         mime_type="application/json",
         # Nothing here names a file: a cursor or a tag may hold `/` or `..`.
         security=ResourceSecurity(reject_path_traversal=False, reject_absolute_paths=False),
-    )(_resource_errors(MemoryTools(service).memories))
+    )(_resource_errors(resources.memories))
 
 
 def _page_limit(limit: str | None) -> int:

@@ -9,7 +9,8 @@ page names (or the key's bound agent). A memory the session may not see is the s
 unknown id.
 
 Every POST needs a valid session, the session's CSRF token and no foreign `Origin` (403 otherwise).
-Service calls run in a worker thread (they block).
+A signed-in session's pages and forms are its tenant's requests: they take from its request rate
+(429 over it) and their service calls run in its lanes, as `/mcp`'s do (`rearview.ui.tenant_share`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial, wraps
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -34,7 +36,14 @@ from starlette.types import ASGIApp
 
 from rearview.api.auth import ApiKeyResolver, authenticate, key_fingerprint
 from rearview.api.refusals import RefusedKeyLimiter, client_address
-from rearview.errors import ConflictError, InvalidInputError, NotFoundError, NotPermittedError, RearviewError
+from rearview.errors import (
+    BusyError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    NotPermittedError,
+    RearviewError,
+)
 from rearview.models import DEFAULT_AGENT, SERVICE_CUE_AUTHOR, ForgetRequest, MemoryStatus, MemoryType
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
@@ -52,6 +61,7 @@ from rearview.ui.session import (
     SessionRevocations,
     open_session,
 )
+from rearview.ui.tenant_share import TenantShare
 from rearview.ui.views import (
     Params,
     agent_for,
@@ -76,6 +86,8 @@ FLASH = {
 """The only messages a redirect can ask a page to show (`?done=<key>`): no text comes from the URL."""
 
 Handler = Callable[[Request], Awaitable[Response]]
+BUSY_RETRY_S = 1
+"""`Retry-After` of a page refused because its tenant's lane is full (`BusyError`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +102,24 @@ class UiConfig:
     """Shared with `/mcp`'s `TenantAuth`: refused keys from one address count together."""
     revocations: SessionRevocations = field(default_factory=SessionRevocations)
     """Signed-out sessions: checked on every request, written by `/ui/logout`."""
+    share: TenantShare | None = None
+    """The request rate and lanes shared with `/mcp` (`create_app`'s); None: a share of the UI's own."""
+
+
+Page = Callable[["MemoryBrowser", Request, Session], Awaitable[Response]]
+
+
+def signed_in(page: Page) -> Callable[[MemoryBrowser, Request], Awaitable[Response]]:
+    """A page for a signed-in session (else the login form), served in its tenant's share."""
+
+    @wraps(page)
+    async def handler(self: MemoryBrowser, request: Request) -> Response:
+        session = self.session(request)
+        if session is None:
+            return self.to_login(request)
+        return await self.in_share(request, session, partial(page, self, request, session))
+
+    return handler
 
 
 class MemoryBrowser:
@@ -98,6 +128,7 @@ class MemoryBrowser:
     def __init__(self, service: MemoryService, config: UiConfig) -> None:
         self.service = service
         self.config = config
+        self.share = config.share or TenantShare.build(service)
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -162,6 +193,20 @@ class MemoryBrowser:
         if request.method != "GET":
             target = f"{UI_PATH}/memories"
         return RedirectResponse(f"{UI_PATH}/login?{urlencode({'next': target})}", status_code=303)
+
+    async def in_share(
+        self, request: Request, session: Session, work: Callable[[], Awaitable[Response]]
+    ) -> Response:
+        """`work()` as a request of the session's tenant: 429 over its rate, else a visit (`TenantShare`)."""
+        wait = await self.share.admit(session.tenant_id)
+        if wait:
+            page = self.error_page(
+                request, session, 429, f"Too many requests for this tenant: try again in {wait} seconds."
+            )
+            page.headers["Retry-After"] = str(wait)
+            return page
+        async with self.share.visit(session.tenant_id):
+            return await work()
 
     async def checked_post(self, request: Request) -> tuple[Session, Params] | Response:
         """Session, origin and CSRF checks of a POST: its session and form, or the response refusing it."""
@@ -234,17 +279,18 @@ class MemoryBrowser:
     async def home(self, request: Request) -> Response:
         return RedirectResponse(f"{UI_PATH}/memories", status_code=303)
 
-    async def search(self, request: Request) -> Response:
-        session = self.session(request)
-        if session is None:
-            return self.to_login(request)
+    @signed_in
+    async def search(self, request: Request, session: Session) -> Response:
         params = query_params(request)
         form, result, error, agent = None, None, None, None
         try:
             agent = agent_for(session, params)
             form = search_form(params)
             if form.q:
-                result = await run_in_threadpool(self.service.search, session.tenant_id, form.request(agent))
+                tenant = session.tenant_id
+                result = await self.share.search(
+                    tenant, partial(self.service.search, tenant, form.request(agent))
+                )
         except InvalidInputError as exc:
             error = str(exc)
         return self.render(
@@ -253,24 +299,25 @@ class MemoryBrowser:
             types=[t.value for t in MemoryType],
         )  # fmt: skip
 
-    async def memories(self, request: Request) -> Response:
-        session = self.session(request)
-        if session is None:
-            return self.to_login(request)
+    @signed_in
+    async def memories(self, request: Request, session: Session) -> Response:
         params = query_params(request)
         try:
             agent = agent_for(session, params)
             query = browse_query(params)
             flt = query.filter()
             tenant = session.tenant_id
-            page = await run_in_threadpool(self.service.browse, tenant, flt, agent, query.cursor, query.limit)
+            call = self.share.call
+            page = await call(
+                tenant, partial(self.service.browse, tenant, flt, agent, query.cursor, query.limit)
+            )
             # The due list reads up to DUE_SCAN_LIMIT memories: only on the first page.
             due = (
                 None
                 if query.cursor
-                else await run_in_threadpool(self.service.due_for_archival, tenant, agent)
+                else await call(tenant, partial(self.service.due_for_archival, tenant, agent))
             )
-            stats = await run_in_threadpool(self.service.stats, tenant)
+            stats = await call(tenant, partial(self.service.stats, tenant))
         except InvalidInputError as exc:
             return self.error_page(request, session, 400, str(exc))
         next_url = None
@@ -283,10 +330,8 @@ class MemoryBrowser:
             statuses=[s.value for s in MemoryStatus],
         )  # fmt: skip
 
-    async def memory(self, request: Request) -> Response:
-        session = self.session(request)
-        if session is None:
-            return self.to_login(request)
+    @signed_in
+    async def memory(self, request: Request, session: Session) -> Response:
         try:
             agent = agent_for(session, query_params(request))
         except InvalidInputError as exc:
@@ -304,8 +349,10 @@ class MemoryBrowser:
     ) -> Response:
         tenant = session.tenant_id
         try:
-            history = await run_in_threadpool(self.service.history, tenant, memory_id, agent)
-            points = await run_in_threadpool(self.service.strength_history, tenant, memory_id, agent)
+            history = await self.share.call(tenant, partial(self.service.history, tenant, memory_id, agent))
+            points = await self.share.call(
+                tenant, partial(self.service.strength_history, tenant, memory_id, agent)
+            )
         except (NotFoundError, InvalidInputError):
             return self.error_page(request, session, 404, "No such memory.")
         memory = history.memory
@@ -332,13 +379,22 @@ class MemoryBrowser:
         if isinstance(checked, Response):
             return checked
         session, form = checked
+        return await self.in_share(request, session, partial(self._mutate, request, session, form, action))
+
+    async def _mutate(
+        self,
+        request: Request,
+        session: Session,
+        form: Params,
+        action: Callable[[Session, str, str, Params], str],
+    ) -> Response:
         memory_id = request.path_params["memory_id"]
         try:
             agent = agent_for(session, form)
         except InvalidInputError as exc:
             return self.error_page(request, session, 400, str(exc))
         try:
-            done = await run_in_threadpool(action, session, agent, memory_id, form)
+            done = await self.share.call(session.tenant_id, partial(action, session, agent, memory_id, form))
         except NotFoundError:
             return self.error_page(request, session, 404, "No such memory.")
         except InvalidInputError as exc:
@@ -383,6 +439,10 @@ class MemoryBrowser:
         return self.error_page(request, self.session(request), status, str(detail))
 
     async def rearview_error(self, request: Request, exc: Exception) -> Response:
+        if isinstance(exc, BusyError):  # the tenant's share of a lane is full: as `/mcp`'s `busy`
+            page = self.error_page(request, self.session(request), 503, f"Busy: {exc}")
+            page.headers["Retry-After"] = str(BUSY_RETRY_S)
+            return page
         return self.error_page(request, self.session(request), 503, "The memory service failed; try again.")
 
 
