@@ -126,3 +126,29 @@ def test_per_user_without_from_is_a_usage_error(tmp_path: Path, capsys: pytest.C
     src.write_text('{"content": "Likes tea"}\n')
     assert main(["--data-dir", str(tmp_path), "import", "--per-user", "tenant", str(src)]) == 2
     assert "invalid `--per-user`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["import", "ingest"])
+def test_a_mem0_export_without_from_names_the_option(tmp_path: Path, command: str) -> None:
+    done = _cli(tmp_path, command, str(EXPORT))
+    assert done.returncode == 2
+    assert (
+        "this is a mem0 export" in done.stderr
+        and f"use `rearview import --from mem0 {EXPORT}`" in done.stderr
+    )
+
+
+def test_a_mem0_json_lines_export_without_from_names_the_option(tmp_path: Path) -> None:
+    lines = tmp_path / "mem0.jsonl"
+    records = json.loads(EXPORT.read_text())["results"][:2]
+    lines.write_text("".join(json.dumps(r) + "\n" for r in records))
+    for command in ("import", "ingest"):
+        done = _cli(tmp_path, command, str(lines))
+        assert done.returncode == 2 and "--from mem0" in done.stderr, done.stderr
+
+
+def test_ingest_of_a_file_without_a_message_is_an_error_not_a_silent_success(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"notes": ["buy milk"]}))
+    done = _cli(tmp_path, "ingest", str(odd))
+    assert done.returncode == 2 and "has no message to ingest" in done.stderr
