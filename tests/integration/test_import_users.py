@@ -152,3 +152,35 @@ def test_ingest_of_a_file_without_a_message_is_an_error_not_a_silent_success(tmp
     odd.write_text(json.dumps({"notes": ["buy milk"]}))
     done = _cli(tmp_path, "ingest", str(odd))
     assert done.returncode == 2 and "has no message to ingest" in done.stderr
+
+
+def test_import_from_shows_progress_per_record_on_a_terminal(tmp_path: Path) -> None:
+    """On an interactive stderr (a pseudo-terminal here) the bar counts records: `20/20`."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a bar needs a width
+    env = {
+        "REARVIEW_EMBEDDER": "hashing", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+    }  # fmt: skip
+    command = [sys.executable, "-m", "rearview.cli", "--data-dir", str(tmp_path), "import", "--from", "mem0"]
+    proc = subprocess.Popen(
+        [*command, "--per-user", "agent", str(EXPORT)], stdout=subprocess.PIPE, stderr=follower, env=env
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=300) == 0
+    os.close(leader)
+    assert b"import" in seen and b"20/20" in seen and b"record" in seen
