@@ -31,6 +31,7 @@ from typing import Literal
 import pytest
 
 from rearview.bootstrap import build_service
+from rearview.errors import InvalidInputError
 from rearview.importers import ImportReport, ImportRunner, read_source
 from rearview.importers.records import Candidate
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType, SearchRequest
@@ -204,3 +205,35 @@ def test_the_cli_imports_from_mem0_once(tmp_path: Path) -> None:
     assert again.stdout.strip() == (
         "mapped 4 into tenant 'local' (agents 'default', 'support-bot'): already imported 4; skipped 1; refused 0"
     )
+
+
+LETTA_SECTIONS = {
+    "# Role\nYou are the support agent of the Acme community server.",
+    "# Admins\n1. Only admins may ban a member.\n2. Ask an admin before deleting a channel.",
+    "**Boundaries**\n- Never share a member's email address.\n- Do not give legal advice.",
+    "Name: Chad",
+    "Likes hiking on weekends",
+}
+
+
+@pytest.mark.parametrize("name", ["letta_markdown.af", "letta_v1.af"])
+def test_a_letta_markdown_block_is_one_memory_per_section_with_its_heading(
+    service: MemoryService, name: str
+) -> None:
+    """Hand-built to mirror Letta's agent files: `agents` + `blocks` (v2), and the older agent object
+    with `core_memory`, saved as a JSON string (the shape refused as "expected a list of JSON objects")."""
+    report = _import(service, "letta", name)
+    assert not report.refused and report.counts == {"created": 5}
+    by_text = {m.content: m for m in _stored(service).values()}
+    assert set(by_text) == LETTA_SECTIONS
+    assert by_text["Likes hiking on weekends"].type is MemoryType.SEMANTIC
+    assert all(by_text[t].type is MemoryType.PROCEDURAL for t in LETTA_SECTIONS if t[0] in "#*")
+
+
+def test_a_top_level_json_string_that_is_no_agent_is_refused_saying_so(
+    service: MemoryService, tmp_path: Path
+) -> None:
+    odd = tmp_path / "odd.af"
+    odd.write_text(json.dumps("just a note"))
+    with pytest.raises(InvalidInputError, match="is a JSON string, not a Letta agent file"):
+        _import(service, "letta", str(odd))
