@@ -89,7 +89,8 @@ def _blocks(agent_file: dict[str, Any], path: Path) -> Iterator[Record]:
         name = str(agent.get("name") or agent.get("id") or "")
         for block_id in agent.get("block_ids") or []:
             owner.setdefault(str(block_id), name)
-        memory = agent.get("memory") if isinstance(agent.get("memory"), dict) else {}
+        given = agent.get("memory")
+        memory: dict[str, Any] = given if isinstance(given, dict) else {}
         for held in (agent.get("core_memory"), agent.get("memory_blocks"), memory.get("blocks")):
             for number, block in enumerate(records_in(held or [], path), start=len(blocks) + 1):
                 block_id = str(block.get("id") or f"block#{number}")

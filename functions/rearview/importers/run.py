@@ -21,7 +21,9 @@ other new text is a memory of its own (`created` or `merged`).
 A record that replaces another (`Candidate.replaces`: a Graphiti edge that invalidated an older one)
 is written after it, with `supersedes` naming its memory: the older fact is kept, superseded.
 A record the service refuses (a limit, an unknown type) is `refused` with the error, naming the
-field; a backend failure stops the run (`stopped`).
+field; a backend failure stops the run (`stopped`). A record is also found under its `aliases`
+(the ids another name of the same source gave it). A new record whose retention, counted from its
+`created_at`, has already ended is skipped saying why: written, it would be expired on arrival.
 """
 
 from __future__ import annotations
