@@ -302,6 +302,13 @@ def _add_import(imp: argparse.ArgumentParser) -> None:
         help="FILE (or folder) is another memory system's export: map its records to memories, "
         "skipping what an earlier run imported (exact duplicates merge; no near-duplicate merge)",
     )
+    imp.add_argument(
+        "--per-user",
+        choices=("tenant", "agent"),
+        help="with --from, for an export holding several users (mem0, OpenMemory `user_id`; refused "
+        "without this): 'tenant' writes each user's memories to a tenant named after the user, "
+        "'agent' to a private agent named after the user in --tenant",
+    )
     imp.set_defaults(func=_import)
 
 
@@ -573,6 +580,8 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
 
     if args.source is not None:
         return _import_from(settings, args)
+    if args.per_user is not None:
+        raise InvalidInputError("--per-user", "splits another system's export by user: use it with --from")
     size = args.file.stat().st_size
     bad: list[tuple[int, str]] = []
     if not args.continue_on_error:  # first pass: check every line, write nothing
@@ -604,19 +613,21 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
 def _import_from(settings: Settings, args: argparse.Namespace) -> int:
     """`import --from SOURCE`: another system's export through the write path (`rearview.importers`)."""
     from rearview.bootstrap import build_service
-    from rearview.importers import ImportRunner, read_source
+    from rearview.importers.command import import_from
+    from rearview.importers.users import PerUser
 
-    if not args.file.exists():
-        raise InvalidInputError(str(args.file), "no such file or folder")
     settings = settings.model_copy(
         update={"near_duplicate_threshold": NO_MERGE_THRESHOLD, "contradiction_check": False}
     )
-    runner = ImportRunner(build_service(settings), _tenant(settings, args))
-    report = runner.run(read_source(args.source, args.file))
-    for line in report.details():
+    per_user = PerUser(args.per_user) if args.per_user else None
+    outcome = import_from(
+        build_service(settings), args.source, args.file, _tenant(settings, args), per_user,
+        lambda total: progress(total, "record", "import"),
+    )  # fmt: skip
+    for line in outcome.details():
         print(f"{args.file}: {printable(line)}", file=sys.stderr)
-    print(report.summary())
-    return EXIT_FAILED if report.refused or report.stopped else EXIT_OK
+    print(outcome.summary())
+    return EXIT_FAILED if outcome.failed else EXIT_OK
 
 
 def _import_summary(run: ImportRun, bad: list[tuple[int, str]], stopped: bool) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rearview.errors import BackendError, InvalidInputError, RearviewError
+from rearview.importers.detect import refuse_export
 from rearview.models import MemorySource, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import ExportRecord, Restorer, check_restorable, is_export_line
@@ -74,6 +75,7 @@ def _parsed(path: Path, number: int, raw: bytes) -> Line | str:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         if number == 1 and text.strip() in {"{", "["}:
+            _check_document(path)
             _refuse_conversation(path, "it is one JSON document, not JSON Lines")
         return f"not JSON ({exc.msg})"
     except RecursionError:
@@ -128,8 +130,23 @@ def _array_items(path: Path, advance: Callable[[int], object]) -> Iterator[tuple
             yield number, _reason(exc)
 
 
+def _check_document(path: Path) -> None:
+    """InvalidInputError naming `--from SOURCE` when the file, read whole, is another system's export."""
+    if path.stat().st_size > MAX_ARRAY_BYTES:
+        return
+    try:
+        data = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return
+    _check_kind(path, data, "document")
+
+
 def _check_kind(path: Path, data: Any, unit: str = "line") -> None:
-    """InvalidInputError when the first line (or array item) shows a conversation (transcript, message)."""
+    """InvalidInputError when the first line (or array item) is not a memory.
+
+    Another system's export names `--from SOURCE`; a conversation (transcript, message) names ingest.
+    """
+    refuse_export(str(path), data, path)
     if isinstance(data, list):
         _refuse_conversation(path, f"its first {unit} is a JSON array")
     if isinstance(data, dict) and isinstance(data.get("messages"), list):

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from rearview.console import counts, plural, printable
 from rearview.errors import InvalidInputError
+from rearview.importers.detect import refuse_export
 from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, invalid_input
 from rearview.models import IngestMessage, IngestRequest, Visibility, WriteRequest
 from rearview.service.memory_service import MemoryService
@@ -52,12 +53,28 @@ def read_conversation(path: Path) -> Conversation:
     except json.JSONDecodeError:
         whole = None  # not one JSON document: JSON Lines
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
-        return _convert([(f"messages[{i}]", m) for i, m in enumerate(whole["messages"])])
+        return _nonempty(path, _convert([(f"messages[{i}]", m) for i, m in enumerate(whole["messages"])]))
+    refuse_export(str(path), whole, path)
     if isinstance(whole, list):
-        return _convert([(f"messages[{i}]", m) for i, m in enumerate(whole)])
+        return _nonempty(path, _convert([(f"messages[{i}]", m) for i, m in enumerate(whole)]))
     if isinstance(whole, dict):  # a single line of JSON Lines
-        return _convert([("line 1", whole)])
-    return _convert(list(_json_lines(text)))
+        return _nonempty(path, _convert([("line 1", whole)]))
+    items = list(_json_lines(text))
+    if items:
+        refuse_export(str(path), items[0][1], path)
+    return _nonempty(path, _convert(items))
+
+
+def _nonempty(path: Path, conversation: Conversation) -> Conversation:
+    """`conversation`, or InvalidInputError naming the file when it holds no message to ingest."""
+    if not conversation.messages:
+        raise InvalidInputError(
+            str(path),
+            f"has no message to ingest ({plural(conversation.skipped, 'item')} read, none a message with "
+            "text and a `role` or `speaker`, or all prompts): expected a conversation, "
+            '{"messages": [{"role": "user", "content": "..."}]} or JSON Lines of messages',
+        )
+    return conversation
 
 
 def _json_lines(text: str) -> Iterator[tuple[str, Any]]:

@@ -280,6 +280,9 @@ class WriteRequest(ValidRequest):
     importance: Importance = 3
     confidence: Confidence = 1.0
     event_time: datetime | None = None
+    created_at: datetime | None = None
+    """When the memory was first recorded, for one moved in from elsewhere (an import); None: now.
+    A new memory's age, retention and decay count from it (never from the future)."""
     ttl_days: TtlDays | None = None
     supersedes: MemoryId | None = None
     idempotency_key: IdempotencyKeyText | None = None

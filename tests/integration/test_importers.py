@@ -20,14 +20,20 @@ Fixture provenance (tests/fixtures/importers/):
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from rearview.bootstrap import build_service
+from rearview.errors import InvalidInputError
 from rearview.importers import ImportReport, ImportRunner, read_source
+from rearview.importers.records import Candidate
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType, SearchRequest
 from rearview.service.memory_service import MemoryService
 from rearview.settings import Settings
@@ -35,11 +41,17 @@ from rearview.settings import Settings
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 TENANT = "local"
 EVERY = MemoryFilter(statuses=tuple(MemoryStatus))
+KEEP_ALL: dict[int, float | Literal["forever"]] = dict.fromkeys(range(1, 6), "forever")
+"""The fixtures are older than the default retention counted from their `created_at`: keep them all."""
 
 
 @pytest.fixture
 def service(tmp_path: Path) -> MemoryService:
-    return build_service(Settings.load(data_dir=tmp_path, embedder="hashing", near_duplicate_threshold=1.01))
+    return build_service(
+        Settings.load(
+            data_dir=tmp_path, embedder="hashing", near_duplicate_threshold=1.01, retention_days=KEEP_ALL
+        )
+    )
 
 
 def _import(service: MemoryService, source: str, name: str) -> ImportReport:
@@ -112,10 +124,20 @@ def test_graphiti_keeps_an_invalidated_fact_superseded_by_its_successor(service:
     _rerun_writes_nothing(service, "graphiti", "graphiti.json", 4)
 
 
-def test_zep_reads_graphiti_facts_under_its_own_name(service: MemoryService) -> None:
-    report = _import(service, "zep", "graphiti.json")
-    assert report.counts == {"created": 3, "superseded": 1}
-    assert "zep:e-2" in _stored(service)
+def test_zep_reads_graphiti_facts_as_the_same_records(service: MemoryService) -> None:
+    assert _import(service, "graphiti", "graphiti.json").counts == {"created": 3, "superseded": 1}
+    before = {m.id: m.version for m in _stored(service).values()}
+    assert _import(service, "zep", "graphiti.json").counts == {"already imported": 4}
+    assert {m.id: m.version for m in _stored(service).values()} == before
+
+
+def test_a_fact_an_earlier_zep_import_stored_is_found_by_its_old_id(service: MemoryService) -> None:
+    records = list(read_source("graphiti", FIXTURES / "graphiti.json"))
+    (globex,) = [r for r in records if isinstance(r, Candidate) and r.source_id == "graphiti:e-2"]
+    ImportRunner(service, TENANT).run([replace(globex, source_id="zep:e-2", aliases=(), replaces=None)])
+    report = _import(service, "graphiti", "graphiti.json")
+    assert report.counts["already imported"] == 1  # not a second "Alice works at Globex"
+    assert len(service.store.list_memories(TENANT, EVERY, limit=100).items) == 4
 
 
 def test_letta(service: MemoryService) -> None:
@@ -165,14 +187,53 @@ def test_a_record_beyond_a_limit_is_refused_naming_the_field(service: MemoryServ
 
 def test_the_cli_imports_from_mem0_once(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "rearview.cli", "--data-dir", str(tmp_path), "import", "--from", "mem0"]
-    env = {"REARVIEW_EMBEDDER": "hashing", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {
+        "REARVIEW_EMBEDDER": "hashing", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+        "REARVIEW_RETENTION_DAYS": json.dumps(KEEP_ALL), "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+    }  # fmt: skip
     first = subprocess.run(
         [*command, str(FIXTURES / "mem0.json")], capture_output=True, text=True, env=env, check=False
     )
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip() == "mapped 4: created 3, merged 1; skipped 1; refused 0"
+    assert first.stdout.strip() == (
+        "mapped 4 into tenant 'local' (agents 'default', 'support-bot'): created 3, merged 1; skipped 1; refused 0"
+    )
     assert "skipped mem0:0b1e6c1e-1111-4a1e-9c1e-000000000004: expired on 2025-03-02 in mem0" in first.stderr
     again = subprocess.run(
         [*command, str(FIXTURES / "mem0.json")], capture_output=True, text=True, env=env, check=False
     )
-    assert again.stdout.strip() == "mapped 4: already imported 4; skipped 1; refused 0"
+    assert again.stdout.strip() == (
+        "mapped 4 into tenant 'local' (agents 'default', 'support-bot'): already imported 4; skipped 1; refused 0"
+    )
+
+
+LETTA_SECTIONS = {
+    "# Role\nYou are the support agent of the Acme community server.",
+    "# Admins\n1. Only admins may ban a member.\n2. Ask an admin before deleting a channel.",
+    "**Boundaries**\n- Never share a member's email address.\n- Do not give legal advice.",
+    "Name: Chad",
+    "Likes hiking on weekends",
+}
+
+
+@pytest.mark.parametrize("name", ["letta_markdown.af", "letta_v1.af"])
+def test_a_letta_markdown_block_is_one_memory_per_section_with_its_heading(
+    service: MemoryService, name: str
+) -> None:
+    """Hand-built to mirror Letta's agent files: `agents` + `blocks` (v2), and the older agent object
+    with `core_memory`, saved as a JSON string (the shape refused as "expected a list of JSON objects")."""
+    report = _import(service, "letta", name)
+    assert not report.refused and report.counts == {"created": 5}
+    by_text = {m.content: m for m in _stored(service).values()}
+    assert set(by_text) == LETTA_SECTIONS
+    assert by_text["Likes hiking on weekends"].type is MemoryType.SEMANTIC
+    assert all(by_text[t].type is MemoryType.PROCEDURAL for t in LETTA_SECTIONS if t[0] in "#*")
+
+
+def test_a_top_level_json_string_that_is_no_agent_is_refused_saying_so(
+    service: MemoryService, tmp_path: Path
+) -> None:
+    odd = tmp_path / "odd.af"
+    odd.write_text(json.dumps("just a note"))
+    with pytest.raises(InvalidInputError, match="is a JSON string, not a Letta agent file"):
+        _import(service, "letta", str(odd))

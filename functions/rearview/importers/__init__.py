@@ -7,7 +7,7 @@ how each field maps.
 
     mem0        Memory.get_all() records (JSON, JSON Lines)
     openmemory  OpenMemory's memories export (memories.json / memories.jsonl)
-    graphiti    Graphiti EntityEdge / EpisodicNode dumps; `zep` reads the same facts
+    graphiti    Graphiti EntityEdge / EpisodicNode dumps; `zep` reads the same facts, as the same records
     letta       a Letta agent file (.af) and archival passages
     mempalace   the folder `mempalace export` writes
 """
@@ -15,7 +15,6 @@ how each field maps.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
 
 from rearview.errors import InvalidInputError
@@ -29,7 +28,7 @@ Reader = Callable[[Path], Iterator[Record]]
 SOURCES: dict[str, Reader] = {
     "mem0": mem0.read,
     "openmemory": openmemory.read,
-    "zep": partial(graphiti.read, source="zep"),
+    "zep": graphiti.read,
     "graphiti": graphiti.read,
     "letta": letta.read,
     "mempalace": mempalace.read,

@@ -4,7 +4,10 @@ Graphiti has no export file of its own: what it stores are pydantic models (grap
 `graphiti_core/edges.py`, `graphiti_core/nodes.py`), and an export is their JSON dumps. Accepted:
 an object `{"edges": [...], "episodes": [...]}` (either key may be missing), a JSON list, or JSON
 Lines; a record with `fact` is an edge, one with `content` an episode. Zep's facts have the same
-fields (`uuid`, `fact`, `name`, `valid_at`, `invalid_at`, `expired_at`, `created_at`).
+fields (`uuid`, `fact`, `name`, `valid_at`, `invalid_at`, `expired_at`, `created_at`): they are the
+same edge model, so a record's identity is the same whichever name reads it (`graphiti:<uuid>`,
+also found under `zep:<uuid>`, the id an earlier `--from zep` gave it): importing one export with
+`--from zep` after `--from graphiti` (or the other way) writes nothing twice.
 
 An edge: `uuid`, `group_id`, `source_node_uuid`, `target_node_uuid`, `created_at`, `name` (the
 relation), `fact`, `episodes`, `valid_at`, `invalid_at`, `expired_at`, `attributes`. It becomes a
@@ -46,9 +49,11 @@ from rearview.importers.records import (
 from rearview.models import MemoryType
 
 SOURCE = "graphiti"
+ALIASES = ("zep",)
+"""The other name of these records' ids: `--from zep` once wrote `zep:<uuid>`."""
 
 
-def read(path: Path, source: str = SOURCE) -> Iterator[Record]:
+def read(path: Path) -> Iterator[Record]:
     """The file's edges (current ones, and invalidated ones a current edge replaces) and episodes."""
     data = load_json(path)
     if isinstance(data, dict) and ("edges" in data or "episodes" in data):
@@ -58,17 +63,18 @@ def read(path: Path, source: str = SOURCE) -> Iterator[Record]:
     successors = _successors([r for r in records if "fact" in r])
     replaced = _chains(successors)
     for number, record in enumerate(records, start=1):
-        source_id = f"{source}:{record.get('uuid') or f'#{number}'}"
+        source_id = f"{SOURCE}:{record.get('uuid') or f'#{number}'}"
+        aliases = tuple(f"{name}:{record['uuid']}" for name in ALIASES) if record.get("uuid") else ()
         if "fact" not in record:
-            yield guarded(source_id, lambda: _episode(record, source_id))  # noqa: B023
+            yield guarded(source_id, lambda: _episode(record, source_id, aliases))  # noqa: B023
             continue
         ended = _ended(record)
         if ended is not None and id(record) not in successors:
             yield Skipped(source_id, f"invalid since {ended.isoformat()} and no current fact replaces it")
             continue
         old = replaced.get(id(record))
-        replaces = f"{source}:{old['uuid']}" if old is not None and old.get("uuid") else None
-        yield guarded(source_id, lambda: _edge(record, source_id, replaces))  # noqa: B023
+        replaces = f"{SOURCE}:{old['uuid']}" if old is not None and old.get("uuid") else None
+        yield guarded(source_id, lambda: _edge(record, source_id, replaces, aliases))  # noqa: B023
 
 
 _MIN = datetime.min.replace(tzinfo=UTC)
@@ -137,7 +143,7 @@ def _relation(edge: dict[str, Any]) -> tuple[object, ...]:
     return (edge.get("source_node_uuid"), edge.get("name"), edge.get("group_id"))
 
 
-def _edge(edge: dict[str, Any], source_id: str, replaces: str | None) -> Candidate:
+def _edge(edge: dict[str, Any], source_id: str, replaces: str | None, aliases: tuple[str, ...]) -> Candidate:
     """An edge as a semantic memory; `replaces` is the source id of the invalidated edge it supersedes."""
     tags = Labels()
     tags.add(f"relation:{edge['name']}" if edge.get("name") else None)
@@ -156,10 +162,10 @@ def _edge(edge: dict[str, Any], source_id: str, replaces: str | None) -> Candida
             ),
         },
     }  # fmt: skip
-    return Candidate(source_id, fields, replaces)
+    return Candidate(source_id, fields, replaces, aliases=aliases)
 
 
-def _episode(episode: dict[str, Any], source_id: str) -> Record:
+def _episode(episode: dict[str, Any], source_id: str, aliases: tuple[str, ...]) -> Record:
     tags = Labels()
     tags.add(f"episode:{episode['source']}" if episode.get("source") else None)
     tags.add(f"group:{episode['group_id']}" if episode.get("group_id") else None)
@@ -170,7 +176,7 @@ def _episode(episode: dict[str, Any], source_id: str) -> Record:
         "tags": tags.items,
         "metadata": scalar_items(episode, "name", "group_id", "source_description", "created_at"),
     }  # fmt: skip
-    return Candidate(source_id, fields)
+    return Candidate(source_id, fields, aliases=aliases)
 
 
 def _when(record: dict[str, Any]) -> datetime | None:

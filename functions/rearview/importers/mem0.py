@@ -6,10 +6,12 @@ A record: `id`, `memory` (the text), `hash`, `metadata`, `created_at`, `updated_
 `expiration_date`.
 
 Mapping: `memory` -> content; semantic, or procedural for mem0's procedural memories
-(`metadata.memory_type == "procedural_memory"`); `created_at` -> `event_time`; `agent_id` ->
-`agent_id`; `run_id` -> `session_id`; `user_id` -> tag `user:<id>`; `categories` -> tags; the rest
-of `metadata` and `hash`, `updated_at`, `user_id`, `actor_id`, `role` -> metadata; a future
-`expiration_date` -> `ttl_days` (at most `MAX_TTL_DAYS`: a later one is clamped). A record past its
+(`metadata.memory_type == "procedural_memory"`); `created_at` -> `created_at` (the memory's
+creation time: its age, retention and decay count from it; `event_time` defaults to it);
+`agent_id` -> `agent_id`; `run_id` -> `session_id`; `user_id` -> the record's user (`--per-user`)
+and tag `user:<id>`; `categories` -> tags; the rest of `metadata` and `hash`, `updated_at`,
+`user_id`, `actor_id`, `role` -> metadata; a future `expiration_date` -> `ttl_days` counted from
+`created_at` (at most `MAX_TTL_DAYS`: a later one is clamped). A record past its
 `expiration_date` is skipped (mem0 hides it too). mem0 keeps only current memories (an update
 rewrites the record; a delete removes it), so there is nothing superseded to carry over.
 """
@@ -58,6 +60,7 @@ def mapped(record: dict[str, Any], number: int, today: date) -> Record:
         return Skipped(source_id, f"expired on {expires.isoformat()} in mem0")
     given = record.get("metadata")
     metadata_in: dict[str, Any] = given if isinstance(given, dict) else {}
+    created = time_of(record.get("created_at"), "created_at")
     tags = Labels()
     if record.get("user_id"):
         tags.add(f"user:{record['user_id']}")
@@ -67,7 +70,7 @@ def mapped(record: dict[str, Any], number: int, today: date) -> Record:
         "type": MemoryType.PROCEDURAL
         if metadata_in.get("memory_type") == PROCEDURAL
         else MemoryType.SEMANTIC,
-        "event_time": time_of(record.get("created_at"), "created_at"),
+        "created_at": created,
         "tags": tags.items,
         "metadata": {
             **flat_metadata(metadata_in, frozenset({"memory_type"})),
@@ -79,8 +82,10 @@ def mapped(record: dict[str, Any], number: int, today: date) -> Record:
     if record.get("run_id"):
         fields["session_id"] = record["run_id"]
     if expires is not None:  # a far-future expiry (9999-12-31) is the longest a memory may keep
-        fields["ttl_days"] = min(max((expires - today).days, 1), MAX_TTL_DAYS)
-    return Candidate(source_id, fields)
+        since = created.date() if created is not None else today  # the ttl counts from creation
+        fields["ttl_days"] = min(max((expires - since).days, 1), MAX_TTL_DAYS)
+    user = record.get("user_id")
+    return Candidate(source_id, fields, user=str(user) if user else None)
 
 
 def _expiration(value: object) -> date | None:

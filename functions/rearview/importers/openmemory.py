@@ -7,9 +7,11 @@ named by `apps`), `categories` (names), `metadata` (or `metadata_`), `user_id`, 
 `updated_at`, `archived_at`, `deleted_at`.
 
 Mapping: `content` -> content, semantic; the app (the MCP client that wrote it: `cursor`,
-`claude`, ...) -> `agent_id`; `categories` -> tags; `created_at` -> `event_time`; `user_id`,
-`updated_at` and `metadata` -> metadata. `active` memories are imported; `paused` ones too,
-tagged `paused` (OpenMemory hid them from apps, and the tag lets a search leave them out);
+`claude`, ...) -> `agent_id`; `categories` -> tags; `created_at` -> `created_at` (age, retention
+and decay count from it; `event_time` defaults to it); `user_id` -> the record's user
+(`--per-user`); `user_id`, `updated_at` and `metadata` -> metadata. `active` memories are
+imported; `paused` ones too, tagged `paused` (OpenMemory hid them from apps, and the tag lets a
+search leave them out);
 `archived` and `deleted` ones are skipped (the user took them out of use).
 """
 
@@ -75,7 +77,7 @@ def mapped(record: dict[str, Any], number: int, apps: dict[str, str]) -> Record:
     fields: dict[str, Any] = {
         "content": record.get("content") or record.get("memory") or "",
         "type": MemoryType.SEMANTIC,
-        "event_time": time_of(record.get("created_at"), "created_at"),
+        "created_at": time_of(record.get("created_at"), "created_at"),
         "tags": tags.items,
         "metadata": {
             **flat_metadata(metadata if isinstance(metadata, dict) else {}),
@@ -85,7 +87,8 @@ def mapped(record: dict[str, Any], number: int, apps: dict[str, str]) -> Record:
     app = _app(record, apps)
     if app:
         fields["agent_id"] = app
-    return Candidate(source_id, fields)
+    user = record.get("user_id")
+    return Candidate(source_id, fields, user=str(user) if user else None)
 
 
 def _app(record: dict[str, Any], apps: dict[str, str]) -> str | None:

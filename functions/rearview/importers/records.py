@@ -30,12 +30,16 @@ class Candidate:
     """One source record to write: its source id (`mem0:<id>`), its `WriteRequest` fields.
 
     `replaces` is the source id of a record this one invalidated (a Graphiti edge's successor): the
-    runner writes that one first and this one with `supersedes` naming it.
+    runner writes that one first and this one with `supersedes` naming it. `user` is the source's
+    user the record belongs to (mem0's `user_id`), for `--per-user`. `aliases` are other source ids
+    the same record was imported under (`zep:<uuid>` for `graphiti:<uuid>`): a run finds it by any.
     """
 
     source_id: str
     fields: dict[str, Any]
     replaces: str | None = None
+    user: str | None = None
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

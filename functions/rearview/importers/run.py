@@ -21,14 +21,16 @@ other new text is a memory of its own (`created` or `merged`).
 A record that replaces another (`Candidate.replaces`: a Graphiti edge that invalidated an older one)
 is written after it, with `supersedes` naming its memory: the older fact is kept, superseded.
 A record the service refuses (a limit, an unknown type) is `refused` with the error, naming the
-field; a backend failure stops the run (`stopped`).
+field; a backend failure stops the run (`stopped`). A record is also found under its `aliases`
+(the ids another name of the same source gave it). A new record whose retention, counted from its
+`created_at`, has already ended is skipped saying why: written, it would be expired on arrival.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rearview.errors import BackendError, RearviewError
@@ -38,12 +40,17 @@ from rearview.models import Memory, MemorySource, MemoryStatus, WriteAction, Wri
 from rearview.scopes import scope_key
 from rearview.service.memory_service import MemoryService
 from rearview.service.visibility import agent_idempotency_key
+from rearview.service.write.created import created_at
 from rearview.text import content_hash
 
 ALREADY = "already imported"
 UPDATED = "updated"
 MAX_VERSIONS = 1000
 """Texts of one source id followed from its first memory to its latest (a guard against a cycle)."""
+
+
+def _nothing(_n: int) -> None:
+    """No progress to show."""
 
 
 @dataclass
@@ -61,6 +68,9 @@ class ImportReport:
     skipped: list[Skipped] = field(default_factory=list)
     refused: list[Skipped] = field(default_factory=list)
     stopped: bool = False
+    tenant: str = ""
+    agents: set[str] = field(default_factory=set)
+    """The agents whose memories the records landed in (written, merged, or already there)."""
 
     def count(self, action: str) -> None:
         self.counts[action] = self.counts.get(action, 0) + 1
@@ -79,12 +89,23 @@ class ImportReport:
         ]
 
     def summary(self) -> str:
-        """`mapped 5: created 3, merged 1, already imported 1; skipped 2; refused 0` in one line."""
+        """The whole report in one line.
+
+        `mapped 5 into tenant 't' (agent 'default'): created 3, merged 1, already imported 1; skipped 2;
+        refused 0`.
+        """
         mapped = sum(self.counts.values())
-        parts = ", ".join(f"{action} {n}" for action, n in sorted(self.counts.items()))
-        line = f"mapped {mapped}" + (f": {parts}" if parts else "")
+        line = f"mapped {mapped} {self.where()}"
         line += f"; skipped {len(self.skipped)}; refused {len(self.refused)}"
         return line + ("; stopped at a backend failure" if self.stopped else "")
+
+    def where(self) -> str:
+        """`into tenant 't' (agents 'a', 'b'): created 3, merged 1`: where the records went, and how."""
+        parts = ", ".join(f"{action} {n}" for action, n in sorted(self.counts.items())) or "nothing"
+        agents = sorted(self.agents)
+        noun = "agent" if len(agents) == 1 else "agents"
+        who = f" ({noun} {', '.join(repr(a) for a in agents)})" if agents else ""
+        return f"into tenant {self.tenant!r}{who}: {parts}"
 
 
 def idempotency_key(source_id: str, content: str | None = None) -> str:
@@ -106,12 +127,15 @@ class ImportRunner:
         self.tenant = tenant
         self.agent_id = agent_id
         """The agent records without one of their own are written as (None: the default agent)."""
-        self.report = ImportReport()
+        self.report = ImportReport(tenant=tenant)
         self._memory_of: dict[str, str | None] = {}
         """Source id -> the memory it landed in (None: it did not land)."""
 
-    def run(self, records: Iterable[Record]) -> ImportReport:
-        """Write every candidate, predecessors before what replaces them; stop at a backend failure."""
+    def run(self, records: Iterable[Record], advance: Callable[[int], object] = _nothing) -> ImportReport:
+        """Write every candidate, predecessors before what replaces them; stop at a backend failure.
+
+        `advance(n)` is told of each `n` records done (skipped and refused ones included).
+        """
         pending: list[Candidate] = []
         for record in records:
             if isinstance(record, Skipped):
@@ -120,8 +144,10 @@ class ImportRunner:
                 self.report.refused.append(Skipped(record.source_id, record.reason))
             else:
                 pending.append(record)
+        advance(len(self.report.skipped) + len(self.report.refused))
         for candidate in _in_order(pending):
             self._apply(candidate)
+            advance(1)
             if self.report.stopped:
                 break
         return self.report
@@ -130,17 +156,23 @@ class ImportRunner:
         source_id = candidate.source_id
         again_in_run = source_id in self._memory_of  # one id twice in the file: two records
         self._memory_of[source_id] = None
+        names = (source_id, *candidate.aliases)
         try:
             req = self._request(candidate)
-            first = self._stored(req, idempotency_key(source_id))
-            latest = None if again_in_run or is_numbered(source_id) else self._latest(first, source_id)
+            first = self._first(req, names)
+            latest = None if again_in_run or is_numbered(source_id) else self._latest(first, names)
             if latest is not None and latest.content_hash != content_hash(req.content):
                 action = self._update(req, latest)
             else:
-                landed = self._landed(req, first, source_id)
+                landed = self._landed(req, first, names)
                 if landed is not None:
                     self._memory_of[source_id] = landed.id
+                    self.report.agents.add(landed.agent_id)
                     self.report.count(ALREADY)
+                    return
+                gone = self._past_retention(req)
+                if gone is not None:
+                    self.report.skipped.append(Skipped(source_id, gone))
                     return
                 action = self._write(req if first is None else self._later_text(req))
         except RearviewError as exc:
@@ -148,7 +180,26 @@ class ImportRunner:
             self.report.refused.append(Skipped(source_id, str(exc)))
             return
         self._memory_of[source_id] = action[1]
+        self.report.agents.add(req.agent_id)
         self.report.count(action[0])
+
+    def _past_retention(self, req: WriteRequest) -> str | None:
+        """Why a record is not written, when its retention counted from its `created_at` has ended.
+
+        Written, it would be expired on arrival: absent from every read, and never merged into.
+        """
+        now = self.service.clock.now()
+        born = created_at(req, now)  # InvalidInputError for a time in the future
+        retention = self.service.config.policy(self.tenant).retention
+        expires = retention.expires_at(req.type, req.importance, req.ttl_days, born) if born else None
+        if born is None or expires is None or expires > now:
+            return None
+        kept = req.ttl_days if req.ttl_days is not None else retention.days_for(req.type, req.importance)
+        return (
+            f"past its retention: created {born.date().isoformat()}, kept {kept:g} days "
+            f"(importance {req.importance}), so it expired on {expires.date().isoformat()}; "
+            "to keep such memories, raise REARVIEW_RETENTION_DAYS for their importance"
+        )
 
     def _write(self, req: WriteRequest) -> tuple[str, str]:
         result = self.service.write(self.tenant, req)
@@ -181,42 +232,51 @@ class ImportRunner:
             }
         )  # fmt: skip
 
+    def _first(self, req: WriteRequest, names: tuple[str, ...]) -> Memory | None:
+        """The memory the record's first text was written to, under its source id or an alias."""
+        for name in names:
+            found = self._stored(req, idempotency_key(name))
+            if found is not None:
+                return found
+        return None
+
     def _stored(self, req: WriteRequest, key: str) -> Memory | None:
         """The memory `req`'s writer first wrote under the import key `key`, if any."""
         return self.service.store.find_by_idempotency_key(
             self.tenant, agent_idempotency_key(req.agent_id, key)
         )
 
-    def _latest(self, first: Memory | None, source_id: str) -> Memory | None:
+    def _latest(self, first: Memory | None, names: tuple[str, ...]) -> Memory | None:
         """The active memory holding the last text `source_id` stored (`first`, or what superseded it)."""
         memory, steps = first, 0
         while memory is not None and memory.status is MemoryStatus.SUPERSEDED and memory.superseded_by:
             steps += 1
             successor = self.service.store.get(self.tenant, memory.superseded_by)
-            if steps > MAX_VERSIONS or successor is None or not self._from(successor, source_id):
+            if steps > MAX_VERSIONS or successor is None or not self._from(successor, names):
                 return None  # superseded by another writer's correction: that stays
             memory = successor
         return memory if memory is not None and memory.status is MemoryStatus.ACTIVE else None
 
-    def _landed(self, req: WriteRequest, first: Memory | None, source_id: str) -> Memory | None:
+    def _landed(self, req: WriteRequest, first: Memory | None, names: tuple[str, ...]) -> Memory | None:
         """The stored memory this record's text already landed in (written, or merged into), if any."""
         digest = content_hash(req.content)
         if first is not None and first.content_hash == digest:
             return first
-        later = self._stored(req, idempotency_key(source_id, req.content))
-        if later is not None:
-            return later
+        for name in names:
+            later = self._stored(req, idempotency_key(name, req.content))
+            if later is not None:
+                return later
         key = scope_key(req.type, req.visibility, req.agent_id, req.session_id)
         same = self.service.store.find_by_hash(self.tenant, key, digest)
-        return same if same is not None and self._from(same, source_id) else None
+        return same if same is not None and self._from(same, names) else None
 
-    def _from(self, memory: Memory, source_id: str) -> bool:
-        """Whether `memory` holds what `source_id` imported (it created it, or merged into it)."""
-        if memory.metadata.get("imported_from") == source_id:
+    def _from(self, memory: Memory, names: tuple[str, ...]) -> bool:
+        """Whether `memory` holds what a source id of `names` imported (created it, or merged into it)."""
+        if memory.metadata.get("imported_from") in names:
             return True
         for event in self.service.store.history(self.tenant, memory.id):
             metadata = (event.after or {}).get("metadata") or {}
-            if isinstance(metadata, dict) and metadata.get("imported_from") == source_id:
+            if isinstance(metadata, dict) and metadata.get("imported_from") in names:
                 return True
         return False
 

@@ -46,6 +46,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
 from rearview.service.visibility import agent_idempotency_key, load_visible
 from rearview.service.write.consolidation import Consolidator
+from rearview.service.write.created import created_at
 from rearview.service.write.merge_safety import information_difference
 from rearview.service.write.secrets import screen, screen_all
 from rearview.service.write.stored_text import model_texts
@@ -104,6 +105,8 @@ class Draft:
     """None when the embedder failed: the memory is stored unindexed."""
     cue_vectors: Vector | None = None
     """The request's cues embedded with its content (one row each); None without cues."""
+    born: datetime | None = None
+    """A new memory's creation time when the request gives one (`created_at`, an import): else `now`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,13 +271,15 @@ class Writer:
             except EmbedderError as exc:
                 log.warning("embedding failed, memory stored unindexed: %s", exc)
                 vector = cue_vectors = None
+        now = self.clock.now()
         return Draft(
             req=req,
-            now=self.clock.now(),
+            now=now,
             scope_key=scope_key(req.type, req.visibility, req.agent_id, req.session_id),
             digest=content_hash(req.content),
             vector=vector,
             cue_vectors=cue_vectors,
+            born=created_at(req, now),
         )
 
     # ------------------------------------------------------------------------------ decide
@@ -546,6 +551,7 @@ class Writer:
 
     def new_memory(self, tenant_id: str, draft: Draft) -> Memory:
         req, now = draft.req, draft.now
+        born = draft.born or now  # an import's own time: age, retention and decay count from it
         return Memory(
             id=new_id(now),
             tenant_id=tenant_id,
@@ -560,12 +566,12 @@ class Writer:
             importance=req.importance,
             confidence=req.confidence,
             strength=self.config.reinforcement.initial_strength,
-            created_at=now,
-            updated_at=now,
-            last_accessed_at=now,
-            event_time=req.event_time or now,
+            created_at=born,
+            updated_at=born,
+            last_accessed_at=born,
+            event_time=req.event_time or born,
             expires_at=self.config.policy(tenant_id).retention.expires_at(
-                req.type, req.importance, req.ttl_days, now
+                req.type, req.importance, req.ttl_days, born
             ),
             content_hash=draft.digest,
             scope_key=draft.scope_key,
