@@ -418,7 +418,8 @@ class MemoryTools:
     ) -> Annotated[CallToolResult, WriteReceipt]:
         """Remember something worth knowing later: a user preference, a fact, a decision, an event, or a
         lesson from a failed attempt. Add `cues`: a question it answers in other words, the same in the
-        user's other language, a short topic. Duplicates merge; `supersedes` corrects an older memory."""
+        user's other language, a short topic. Your own duplicates merge; a fact another agent holds is
+        kept as your own copy (`corroborated`); `supersedes` corrects an older memory."""
         req = WriteRequest(
             content=content, type=type, importance=importance, confidence=confidence, tags=tags or [],
             entities=entities or [], metadata=metadata or {}, event_time=_time(event_time, "event_time"),
