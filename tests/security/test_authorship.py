@@ -200,7 +200,9 @@ FREEZE_NEAR = "Release freeze starts on December 15"  # cosine ~0.97 (hashing), 
 def test_another_agent_cannot_hold_a_write_hostage(service: MemoryService, alices_text: str) -> None:
     """Issue 45.4: Alice's write of Mallory's fact is Alice's own; Mallory's edit and erasure leave it."""
     mallorys = write(service, MALLORY, FREEZE, type=MemoryType.SEMANTIC)
-    receipt = service.write(TENANT, WriteRequest(content=alices_text, type=MemoryType.SEMANTIC, agent_id=ALICE))
+    receipt = service.write(
+        TENANT, WriteRequest(content=alices_text, type=MemoryType.SEMANTIC, agent_id=ALICE)
+    )
     alices = receipt.memory.id
     assert receipt.action is WriteAction.CORROBORATED and receipt.corroborates == mallorys
     assert alices != mallorys and memory(service, alices).agent_id == ALICE
@@ -215,7 +217,9 @@ def test_another_agent_cannot_hold_a_write_hostage(service: MemoryService, alice
                                                 reinforce=False)).results  # fmt: skip
     assert [h.content for h in hits if h.id == alices] == [alices_text]  # her fact, in her words
 
-    erased = service.forget(TENANT, ForgetRequest(ids=[mallorys], hard=True, agent_id=MALLORY, agent_bound=True))
+    erased = service.forget(
+        TENANT, ForgetRequest(ids=[mallorys], hard=True, agent_id=MALLORY, agent_bound=True)
+    )
     assert erased.forgotten == [mallorys] and alices not in erased.derived_erased
     assert memory(service, alices).status is MemoryStatus.ACTIVE
     hits = service.search(TENANT, SearchRequest(query="when does the release freeze start", agent_id=ALICE,
@@ -232,7 +236,9 @@ def test_equal_copies_of_a_fact_take_one_place_in_a_search_and_each_agent_sees_i
     assert again.action is WriteAction.MERGED and again.merged_into == alices  # her own copy, not another
 
     def ids_for(agent: str) -> list[str]:
-        result = service.search(TENANT, SearchRequest(query="release freeze", agent_id=agent, reinforce=False))
+        result = service.search(
+            TENANT, SearchRequest(query="release freeze", agent_id=agent, reinforce=False)
+        )
         copies = [h for h in result.results if h.content == FREEZE]
         assert len(copies) == 1  # one place: the other copy is in `related`
         return [copies[0].id, *copies[0].related]
@@ -262,6 +268,19 @@ def test_a_bound_agent_forgets_only_what_it_wrote(service: MemoryService) -> Non
     assert memory(service, alices[0]).status is MemoryStatus.ACTIVE
     owner = service.forget(TENANT, ForgetRequest(ids=[alices[0]], agent_id=OWNER))  # unbound: full rights
     assert owner.forgotten == [alices[0]]
+
+
+def test_a_bound_agent_restores_only_what_it_wrote(service: MemoryService) -> None:
+    """Issue 45.8: undoing another agent's retraction is a change to its memory, refused as forget is."""
+    alices = write(service, ALICE, "Alice's note: the build server moved to rack 7", type=MemoryType.SEMANTIC)
+    service.forget(TENANT, ForgetRequest(ids=[alices], agent_id=ALICE, agent_bound=True))
+    with pytest.raises(NotPermittedError, match="may not restore"):
+        service.restore(TENANT, alices, MALLORY, agent_bound=True)
+    assert memory(service, alices).status is MemoryStatus.DELETED
+    assert service.restore(TENANT, alices, ALICE, agent_bound=True).memory.status is MemoryStatus.ACTIVE
+    service.forget(TENANT, ForgetRequest(ids=[alices], agent_id=ALICE, agent_bound=True))
+    owner = service.restore(TENANT, alices, OWNER)  # unbound: full rights
+    assert owner.memory.status is MemoryStatus.ACTIVE
 
 
 # ----------------------------------------------------------------------------- 5. profile

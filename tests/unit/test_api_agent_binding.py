@@ -97,6 +97,21 @@ async def test_a_bound_credential_refuses_any_other_agent_id(
     ]  # nothing changed
 
 
+async def test_a_bound_credential_may_not_restore_what_another_agent_forgot(
+    mcp: MCPServer[Any], service: MemoryService
+) -> None:
+    """Issue 45.8: `memory_restore` refuses, as `memory_forget` does, another agent's memory."""
+    retracted = service.write("t1", WriteRequest(content="The deploy window is 02:00", agent_id=OTHER)).memory
+    await _call(mcp, "memory_forget", {"ids": [retracted.id]}, OTHER)
+
+    message = await _refusal(mcp, "memory_restore", {"memory_id": retracted.id}, BOUND)
+
+    assert message.startswith(f"not_permitted: memory `{retracted.id}` was written by agent `{OTHER}`")
+    assert service.get("t1", retracted.id, OTHER).status is MemoryStatus.DELETED
+    restored = await _call(mcp, "memory_restore", {"memory_id": retracted.id}, OTHER)
+    assert restored.structured_content is not None
+
+
 async def test_an_unbound_credential_takes_the_agent_from_the_argument_or_the_default(
     mcp: MCPServer[Any],
 ) -> None:

@@ -590,11 +590,11 @@ class MemoryTools:
     ) -> CallToolResult:
         """Bring back an archived memory that memory_search found with include_archived, or undo a soft
         memory_forget."""
-        return structured(
-            await self._call(
-                ctx, partial(self.service.restore, tenant_of(ctx), memory_id, agent_of(ctx, agent_id))
-            )
-        )
+        restore = partial(
+            self.service.restore, tenant_of(ctx), memory_id, agent_of(ctx, agent_id),
+            agent_bound=is_agent_bound(ctx),
+        )  # fmt: skip
+        return structured(await self._call(ctx, restore))
 
     async def memory_history(
         self, ctx: Context, memory_id: MemoryIdArg, agent_id: AgentId = None

@@ -235,7 +235,9 @@ class DynamoDBMemoryStore:
         candidates = [
             m
             for m in self.get_many(tenant_id, ids)
-            if m.status is MemoryStatus.ACTIVE and m.content_hash == content_hash and m.scope_key == scope_key
+            if m.status is MemoryStatus.ACTIVE
+            and m.content_hash == content_hash
+            and m.scope_key == scope_key
             and agent_id in (None, m.agent_id)
         ]
         return max(candidates, key=lambda m: (m.updated_at, m.id), default=None)
