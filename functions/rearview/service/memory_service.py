@@ -563,7 +563,7 @@ class MemoryService:
         """
         checked(AgentIdText, agent_id, "agent_id")
         items, next_cursor = browse_page(self.store, tenant_id, agent_id, flt, cursor, limit)
-        return BrowsePage(items=[self._present(m) for m in items], cursor=next_cursor)
+        return BrowsePage(items=[self._present(m) for m in items], cursor=next_cursor, agent_id=agent_id)
 
     def due_for_archival(
         self,
