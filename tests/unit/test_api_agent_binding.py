@@ -142,7 +142,7 @@ async def test_the_listing_of_a_bound_credential_is_what_its_agent_may_see(
     with pytest.raises(ResourceError, match="invalid_input: invalid `agent_id`"):
         await mcp.read_resource(f"memory://memories?agent_id={OTHER}", tool_context("t1", BOUND))
     [own] = await mcp.read_resource("memory://memories", tool_context("t1", BOUND))
-    assert json.loads(str(own.content)) == {"items": [], "cursor": None}
+    assert json.loads(str(own.content)) == {"items": [], "cursor": None, "agent_id": BOUND}  # whose view
     [other] = await mcp.read_resource(f"memory://memories?agent_id={OTHER}", tool_context("t1", None))
     assert [m["content"] for m in json.loads(str(other.content))["items"]] == ["Cursor's user likes tea"]
 

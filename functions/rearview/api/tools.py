@@ -653,10 +653,11 @@ class MemoryTools:
     ) -> str:
         """The `memory://memories{?...}` resource: one page of what the agent may see, as JSON.
 
-        `{"items": [memory, ...], "cursor": ...}`, newest `updated_at` first, active memories with
-        `tag`, of `type`, in `session_id` (each optional); `limit` 1..100 (default 25); pass `cursor`
-        back for the next page (null: done). A listing, not a recall: nothing is ranked or reinforced.
-        A credential bound to an agent lists what that agent may see.
+        `{"items": [memory, ...], "cursor": ..., "agent_id": ...}`, newest `updated_at` first, active
+        memories with `tag`, of `type`, in `session_id` (each optional); `limit` 1..100 (default 25);
+        pass `cursor` back for the next page (null: done). A listing, not a recall: nothing is ranked
+        or reinforced. A credential bound to an agent lists what that agent may see; `agent_id` names
+        the agent whose view the page is.
         """
         flt = MemoryFilter.model_validate(
             {"tags": (tag,) if tag else None, "types": (type,) if type else None, "session_id": session_id}
