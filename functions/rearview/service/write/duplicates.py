@@ -78,14 +78,16 @@ def find_duplicate(
     stores that do not migrate are re-keyed on read); every candidate is re-checked against the
     draft's own scope and visibility, so no key, legacy or forged, merges across agents.
     """
-    writer = draft.req.agent_id
-    own_exact = _exact(store, tenant_id, draft, excluded, writer)
+    # One lookup when no agent holds the text (the common case); a second only when another does.
+    exact = _exact(store, tenant_id, draft, excluded, None)
+    if exact is not None and exact.own:
+        return exact
+    own_exact = None
+    if exact is not None and draft.req.visibility is Visibility.SHARED:  # private scopes: the writer's only
+        own_exact = _exact(store, tenant_id, draft, excluded, draft.req.agent_id)
     if own_exact is not None:
         return own_exact
-    # Private scopes hold only the writer's memories: no other agent's copy to look for there.
-    other_exact = (
-        _exact(store, tenant_id, draft, excluded, None) if draft.req.visibility is Visibility.SHARED else None
-    )
+    other_exact = exact
     near = _near(store, index, threshold, tenant_id, draft, excluded)
     own_near = next((m for m in near if m.own), None)
     return own_near or other_exact or next(iter(near), None)
