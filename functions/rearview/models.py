@@ -102,6 +102,7 @@ class WriteAction(StrEnum):
 
     CREATED = "created"
     MERGED = "merged"
+    CORROBORATED = "corroborated"  # another agent's memory held the fact: the writer's own copy, linked
     SUPERSEDED = "superseded"
     RETIRED = "retired"  # the content is a superseded memory's: nothing written, `superseded_by` says why
 
@@ -305,6 +306,9 @@ class WriteResult(BaseModel):
     memory: MemoryView
     merged_into: str | None = None
     similarity: float | None = None
+    corroborates: str | None = None
+    """For `corroborated`: another agent's active memory with the same (or nearly the same) fact.
+    `memory` is the writer's own copy: each agent's edits and erasures change only its own."""
     superseded_ids: list[str] = Field(default_factory=list)
     idempotent_replay: bool = False
     indexed: bool = True
@@ -550,8 +554,9 @@ class SearchHit(BaseModel):
     why: HitExplanation
     """The terms of `score`: normalized channel scores and re-rank factors."""
     related: list[str] = Field(default_factory=list)
-    """Lower-ranked memories folded into this hit: the message it was extracted from, or what was
-    extracted from it (`collapse.collapse_extracted`); each can be read with `memory_get`."""
+    """Lower-ranked memories folded into this hit: the message it was extracted from, what was
+    extracted from it, or another agent's copy of the same text (`collapse.collapse_extracted`);
+    each can be read with `memory_get`."""
 
 
 class SearchResult(BaseModel):

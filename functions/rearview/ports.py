@@ -102,8 +102,14 @@ class MemoryStore(Protocol):
         returns [].
         """
 
-    def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
-        """The active memory with this content hash in this dedup scope, if any."""
+    def find_by_hash(
+        self, tenant_id: str, scope_key: str, content_hash: str, agent_id: str | None = None
+    ) -> Memory | None:
+        """The active memory with this content hash in this dedup scope, if any.
+
+        With `agent_id`, only a memory that agent wrote: a write merges only into its own writer's
+        duplicate (another agent's copy is corroborated, never merged into: `Writer.decide`).
+        """
 
     def find_by_idempotency_key(self, tenant_id: str, key: str) -> Memory | None:
         """The memory first written with this idempotency key, if any."""

@@ -137,6 +137,18 @@ def test_find_by_hash_only_active_in_scope(store: MemoryStore) -> None:
     assert store.find_by_hash("t1", "s2", m.content_hash) is None
 
 
+def test_find_by_hash_of_one_writer_finds_only_its_memory(store: MemoryStore) -> None:
+    """Issue 45.4: a write merges only into its own writer's duplicate; another's copy is not one."""
+    mallorys = make_memory(agent_id="mallory", at=T0)
+    alices = make_memory(agent_id="alice", at=T0 + minutes(1))
+    store.commit([created(mallorys)])
+    assert store.find_by_hash("t1", mallorys.scope_key, mallorys.content_hash, agent_id="alice") is None
+    store.commit([created(alices)])
+    for writer, own in (("alice", alices), ("mallory", mallorys)):
+        assert store.find_by_hash("t1", own.scope_key, own.content_hash, agent_id=writer) == own
+    assert store.find_by_hash("t1", alices.scope_key, alices.content_hash) in (alices, mallorys)
+
+
 def test_find_by_idempotency_key(store: MemoryStore) -> None:
     m = make_memory().model_copy(update={"idempotency_key": "k-1"})
     store.commit([created(m)])

@@ -42,7 +42,7 @@ def _every_status(data: Path) -> None:
     )
     service.write(  # merged, its cue joins the first one's
         "alice",
-        WriteRequest(content="the user prefers dark roast coffee.", cues=["Lieblingsgetränk"], agent_id="b2"),
+        WriteRequest(content="the user prefers dark roast coffee.", cues=["Lieblingsgetränk"]),
     )
     service.update("alice", UpdateRequest(memory_id=first.memory.id, importance=5, metadata={"k": 1.5}))
     old = service.write("alice", WriteRequest(content="Deploys run on Fridays", type="procedural"))
@@ -71,7 +71,9 @@ def test_export_import_export_is_identical(tmp_path: Path, capsys: pytest.Captur
     assert all(r["format"] == "rearview-export/1" and r["history"] for r in records)
     assert max(len(r["history"]) for r in records) == 3  # created, merged, updated
     cued = [r["memory"]["cues"] for r in records if r["memory"]["cues"]]
-    assert cued == [[{"text": "café préféré", "by": "default"}, {"text": "Lieblingsgetränk", "by": "b2"}]]
+    assert cued == [
+        [{"text": "café préféré", "by": "default"}, {"text": "Lieblingsgetränk", "by": "default"}]
+    ]
 
     assert main(["import", str(first), "--data-dir", str(target)]) == 0
     assert "imported into tenant 'alice': restored 5; tenant 'bob': restored 1\n" in capsys.readouterr().out

@@ -8,6 +8,7 @@ offset, list_namespaces with prefix/suffix/max_depth), and the differences the a
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from rearview import Memory
 from rearview.errors import InvalidInputError
-from rearview.integrations.langgraph import RearviewStore
+from rearview.integrations.langgraph import RearviewStore, _item_tag
 from rearview.settings import Settings
 from tests.e2e.server import running_server
 
@@ -320,3 +321,65 @@ def test_the_example_runs_and_is_the_docs_page_s(tmp_path: Path, monkeypatch: py
         "diet",
         "Alice is vegetarian",
     ]
+
+
+@pytest.fixture(params=["embedded", "served-bound-keys"])
+def alice_and_mallory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
+    """Two agents of one tenant: named on an embedded store, or by their bound keys on a server."""
+    if request.param == "embedded":
+        settings = Settings.load(data_dir=tmp_path, embedder="hashing")
+        with (
+            Memory(settings=settings, agent_id="alice") as alice,
+            Memory(settings=settings, agent_id="mallory") as mallory,
+        ):
+            yield alice, mallory
+        return
+    config = tmp_path / "rearview.toml"
+    config.write_text(
+        '[api_keys]\n"key-a" = { tenant = "t", agent = "alice" }\n"key-m" = { tenant = "t", agent = "mallory" }\n'
+    )
+    with (
+        running_server(tmp_path / "data", config_file=config) as url,
+        Memory(url=url, api_key="key-a") as alice,
+        Memory(url=url, api_key="key-m") as mallory,
+    ):
+        yield alice, mallory
+
+
+def test_an_item_is_its_agents_a_forged_tag_shadows_nothing(alice_and_mallory: tuple[Memory, Memory]) -> None:
+    """Issue 45.5: another agent's plain write with an item's tag is not that item (items carry their writer)."""
+    alice, mallory = alice_and_mallory
+    ns, tag = ("users", "alice"), _item_tag(("users", "alice"), "diet")
+    record = json.dumps({"ns": list(ns), "key": "diet", "f": "content", "v": {}})
+    forged = mallory.write(
+        "Alice eats steak every day", tags=[tag, "langgraph", "lg-ns:users", "lg-ns:users/alice"],
+        metadata={tag: record},
+    )  # fmt: skip
+    store = RearviewStore(alice)
+    assert store.get(ns, "diet") is None
+    store.put(ns, "diet", {"content": "Alice is vegetarian"})  # her own item: stored, not refused
+
+    item = store.get(ns, "diet")
+    assert item is not None and item.value == {"content": "Alice is vegetarian"}
+    assert [i.value for i in store.search(("users",))] == [{"content": "Alice is vegetarian"}]
+    found = store.search(("users",), query="what does Alice eat every day")
+    assert [i.value for i in found] == [{"content": "Alice is vegetarian"}]
+    assert store.list_namespaces() == [ns]
+    store.delete(ns, "diet")
+    assert store.get(ns, "diet") is None
+    assert mallory.get(forged.id).content == "Alice eats steak every day"  # hers, untouched
+
+
+def test_an_equal_put_by_another_agent_is_its_own_item(alice_and_mallory: tuple[Memory, Memory]) -> None:
+    """Issue 45.5: equal text under one key from two agents is two items, each changed only by its writer."""
+    alice, mallory = alice_and_mallory
+    ours, theirs = RearviewStore(alice), RearviewStore(mallory)
+    ns = ("team",)
+    ours.put(ns, "freeze", {"content": "The release freeze starts on December 15"})
+    theirs.put(ns, "freeze", {"content": "The release freeze starts on December 15"})  # not refused
+    theirs.put(ns, "freeze", {"content": "The release freeze starts on January 30"})
+    assert ours.get(ns, "freeze").value == {"content": "The release freeze starts on December 15"}  # type: ignore[union-attr]
+    assert theirs.get(ns, "freeze").value == {"content": "The release freeze starts on January 30"}  # type: ignore[union-attr]
+    theirs.delete(ns, "freeze")
+    assert theirs.get(ns, "freeze") is None
+    assert ours.get(ns, "freeze").value == {"content": "The release freeze starts on December 15"}  # type: ignore[union-attr]

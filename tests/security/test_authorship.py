@@ -8,7 +8,8 @@ tools pass; `test_bound_keys_over_http` checks that a bound API key sets them en
 - A credential bound to an agent changes only what that agent wrote (update, forget, consolidate).
 - An unbound credential (the tenant's owner) may change anything it sees; an edit of another
   agent's text is attributed to the editor.
-- A duplicate from another agent corroborates (strength) and changes nothing its writer chose.
+- A duplicate from another agent corroborates: it is stored as that agent's own memory, linked
+  (`corroborates`), and changes nothing of the first; a search shows equal copies once.
 - A summary names every agent and speaker whose words it carries; the context block says so.
 - A hard forget erases what was derived from the memory and lists it in the receipt.
 """
@@ -178,20 +179,75 @@ def test_a_summary_of_ingested_turns_names_their_speakers(service: MemoryService
 
 def test_a_duplicate_from_another_agent_only_corroborates(service: MemoryService) -> None:
     phone = write(service, ALICE, PHONE, type=MemoryType.SEMANTIC, importance=2, metadata={"team": "ops"})
-    before = memory(service, phone)
     result = service.write(
         TENANT,
         WriteRequest(content=PHONE, type=MemoryType.SEMANTIC, agent_id=MALLORY, importance=5, confidence=1.0,
                      metadata={"owner": "mallory", "verified": False}, tags=["trusted"]),
     )  # fmt: skip
-    assert result.action is WriteAction.MERGED and result.merged_into == phone
-    after = memory(service, phone)
-    assert (after.agent_id, after.importance, after.metadata, after.tags) == (ALICE, 2, {"team": "ops"}, [])
-    assert after.expires_at == before.expires_at and after.strength >= before.strength
-    event = service.history(TENANT, phone, ALICE).events[-1]
-    assert (
-        event.action is HistoryAction.MERGED and event.note and "corroborated by agent mallory" in event.note
+    assert result.action is WriteAction.CORROBORATED and result.corroborates == phone
+    assert result.merged_into is None and result.memory.id != phone and result.memory.agent_id == MALLORY
+    kept = memory(service, phone)  # alice's memory is not touched at all
+    assert (kept.agent_id, kept.importance, kept.metadata, kept.tags, kept.version) == (
+        ALICE, 2, {"team": "ops"}, [], 1,
+    )  # fmt: skip
+    event = service.history(TENANT, result.memory.id, MALLORY).events[-1]
+    assert event.action is HistoryAction.CREATED and event.note and f"corroborates {phone}" in event.note
+
+
+FREEZE = "The release freeze starts on December 15"
+FREEZE_NEAR = "Release freeze starts on December 15"  # cosine ~0.97 (hashing), the same facts
+
+
+@pytest.mark.parametrize("alices_text", [FREEZE, FREEZE_NEAR], ids=["same-text", "near-duplicate"])
+def test_another_agent_cannot_hold_a_write_hostage(service: MemoryService, alices_text: str) -> None:
+    """Issue 45.4: Alice's write of Mallory's fact is Alice's own; Mallory's edit and erasure leave it."""
+    mallorys = write(service, MALLORY, FREEZE, type=MemoryType.SEMANTIC)
+    receipt = service.write(
+        TENANT, WriteRequest(content=alices_text, type=MemoryType.SEMANTIC, agent_id=ALICE)
     )
+    alices = receipt.memory.id
+    assert receipt.action is WriteAction.CORROBORATED and receipt.corroborates == mallorys
+    assert alices != mallorys and memory(service, alices).agent_id == ALICE
+    assert memory(service, alices).content == alices_text
+
+    service.update(
+        TENANT, UpdateRequest(memory_id=mallorys, content="The release freeze starts on January 30",
+                              agent_id=MALLORY, agent_bound=True),
+    )  # fmt: skip
+    assert memory(service, alices).content == alices_text
+    hits = service.search(TENANT, SearchRequest(query="when does the release freeze start", agent_id=ALICE,
+                                                reinforce=False)).results  # fmt: skip
+    assert [h.content for h in hits if h.id == alices] == [alices_text]  # her fact, in her words
+
+    erased = service.forget(
+        TENANT, ForgetRequest(ids=[mallorys], hard=True, agent_id=MALLORY, agent_bound=True)
+    )
+    assert erased.forgotten == [mallorys] and alices not in erased.derived_erased
+    assert memory(service, alices).status is MemoryStatus.ACTIVE
+    hits = service.search(TENANT, SearchRequest(query="when does the release freeze start", agent_id=ALICE,
+                                                reinforce=False)).results  # fmt: skip
+    assert [h.id for h in hits][:1] == [alices]
+
+
+def test_equal_copies_of_a_fact_take_one_place_in_a_search_and_each_agent_sees_its_own(
+    service: MemoryService,
+) -> None:
+    mallorys = write(service, MALLORY, FREEZE, type=MemoryType.SEMANTIC)
+    alices = write(service, ALICE, FREEZE, type=MemoryType.SEMANTIC)
+    again = service.write(TENANT, WriteRequest(content=FREEZE, type=MemoryType.SEMANTIC, agent_id=ALICE))
+    assert again.action is WriteAction.MERGED and again.merged_into == alices  # her own copy, not another
+
+    def ids_for(agent: str) -> list[str]:
+        result = service.search(
+            TENANT, SearchRequest(query="release freeze", agent_id=agent, reinforce=False)
+        )
+        copies = [h for h in result.results if h.content == FREEZE]
+        assert len(copies) == 1  # one place: the other copy is in `related`
+        return [copies[0].id, *copies[0].related]
+
+    assert ids_for(ALICE) == [alices, mallorys]
+    assert ids_for(MALLORY) == [mallorys, alices]
+    assert set(ids_for(OWNER)) == {alices, mallorys}
 
 
 # ----------------------------------------------------------------------------- 4. forget
@@ -214,6 +270,19 @@ def test_a_bound_agent_forgets_only_what_it_wrote(service: MemoryService) -> Non
     assert memory(service, alices[0]).status is MemoryStatus.ACTIVE
     owner = service.forget(TENANT, ForgetRequest(ids=[alices[0]], agent_id=OWNER))  # unbound: full rights
     assert owner.forgotten == [alices[0]]
+
+
+def test_a_bound_agent_restores_only_what_it_wrote(service: MemoryService) -> None:
+    """Issue 45.8: undoing another agent's retraction is a change to its memory, refused as forget is."""
+    alices = write(service, ALICE, "Alice's note: the build server moved to rack 7", type=MemoryType.SEMANTIC)
+    service.forget(TENANT, ForgetRequest(ids=[alices], agent_id=ALICE, agent_bound=True))
+    with pytest.raises(NotPermittedError, match="may not restore"):
+        service.restore(TENANT, alices, MALLORY, agent_bound=True)
+    assert memory(service, alices).status is MemoryStatus.DELETED
+    assert service.restore(TENANT, alices, ALICE, agent_bound=True).memory.status is MemoryStatus.ACTIVE
+    service.forget(TENANT, ForgetRequest(ids=[alices], agent_id=ALICE, agent_bound=True))
+    owner = service.restore(TENANT, alices, OWNER)  # unbound: full rights
+    assert owner.memory.status is MemoryStatus.ACTIVE
 
 
 # ----------------------------------------------------------------------------- 5. profile

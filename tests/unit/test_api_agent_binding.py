@@ -97,6 +97,21 @@ async def test_a_bound_credential_refuses_any_other_agent_id(
     ]  # nothing changed
 
 
+async def test_a_bound_credential_may_not_restore_what_another_agent_forgot(
+    mcp: MCPServer[Any], service: MemoryService
+) -> None:
+    """Issue 45.8: `memory_restore` refuses, as `memory_forget` does, another agent's memory."""
+    retracted = service.write("t1", WriteRequest(content="The deploy window is 02:00", agent_id=OTHER)).memory
+    await _call(mcp, "memory_forget", {"ids": [retracted.id]}, OTHER)
+
+    message = await _refusal(mcp, "memory_restore", {"memory_id": retracted.id}, BOUND)
+
+    assert message.startswith(f"not_permitted: memory `{retracted.id}` was written by agent `{OTHER}`")
+    assert service.get("t1", retracted.id, OTHER).status is MemoryStatus.DELETED
+    restored = await _call(mcp, "memory_restore", {"memory_id": retracted.id}, OTHER)
+    assert restored.structured_content is not None
+
+
 async def test_an_unbound_credential_takes_the_agent_from_the_argument_or_the_default(
     mcp: MCPServer[Any],
 ) -> None:
@@ -127,7 +142,7 @@ async def test_the_listing_of_a_bound_credential_is_what_its_agent_may_see(
     with pytest.raises(ResourceError, match="invalid_input: invalid `agent_id`"):
         await mcp.read_resource(f"memory://memories?agent_id={OTHER}", tool_context("t1", BOUND))
     [own] = await mcp.read_resource("memory://memories", tool_context("t1", BOUND))
-    assert json.loads(str(own.content)) == {"items": [], "cursor": None}
+    assert json.loads(str(own.content)) == {"items": [], "cursor": None, "agent_id": BOUND}  # whose view
     [other] = await mcp.read_resource(f"memory://memories?agent_id={OTHER}", tool_context("t1", None))
     assert [m["content"] for m in json.loads(str(other.content))["items"]] == ["Cursor's user likes tea"]
 

@@ -88,10 +88,11 @@ def test_a_merge_keeps_the_union_of_cues_with_their_authors(service: MemoryServi
     corroborated = service.write(
         "t1", WriteRequest(content="The user prefers pnpm", agent_id="a2", cues=["包管理器"])
     )
-    assert corroborated.merged_into == first.memory.id
-    assert corroborated.memory.cues[-1] == Cue(text="包管理器", by="a2")
+    # Another agent's duplicate is its own copy (issue 45.4), with its own cues; a search shows one.
+    assert corroborated.action is WriteAction.CORROBORATED and corroborated.corroborates == first.memory.id
+    assert corroborated.memory.cues == [Cue(text="包管理器", by="a2")]
     hits = _search(service, "包管理器")
-    assert hits and hits[0].id == first.memory.id
+    assert hits and hits[0].id == corroborated.memory.id
 
 
 def test_united_cues_are_bounded() -> None:

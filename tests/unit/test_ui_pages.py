@@ -175,6 +175,18 @@ def test_a_bound_key_edits_and_forgets_only_its_agents_memories(app: ASGIApp, se
     assert own.status_code == 303
 
 
+def test_a_bound_key_restores_only_its_agents_memories(app: ASGIApp, service: MemoryService) -> None:
+    """Issue 45.8: a bound key may not undo another agent's forget through the browser either."""
+    retracted = service.write(
+        "alice", WriteRequest(content="The on-call number is 0100", agent_id="agent-x")
+    ).memory
+    assert post(session(app, "key-x"), retracted.id, "forget", mode="soft").status_code == 303
+    refused = post(session(app, "key-y"), retracted.id, "restore")
+    assert refused.status_code == 403 and "written by agent `agent-x`" in refused.text
+    assert service.get("alice", retracted.id, "agent-x").status is MemoryStatus.DELETED
+    assert post(session(app, "key-x"), retracted.id, "restore").status_code == 303
+
+
 def test_edit_makes_a_version_shown_in_the_history(app: ASGIApp, service: MemoryService) -> None:
     memory = service.write("alice", WriteRequest(content="User prefers tea", tags=["drinks"])).memory
     client = session(app, "key-alice")

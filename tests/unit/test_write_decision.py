@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.models import WriteAction, WriteRequest
+from rearview.models import MemoryFilter, WriteAction, WriteRequest
+from rearview.ports import IndexQuery, Vector
 from rearview.service.config import ServiceConfig
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.writer import Create, Merge, Supersede, Writer
@@ -108,3 +112,32 @@ def test_a_near_duplicate_with_the_same_facts_still_merges(eager_writer: Writer)
 
     assert second.action is WriteAction.MERGED
     assert second.merged_into == first.id
+
+
+class DigitBlindEmbedder(HashingEmbedder):
+    """Embeds a text without its digits: "December 15" and "December 31" get one vector (cosine 1.0)."""
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        return super().embed_documents([re.sub(r"\d", "", t) for t in texts])
+
+    def embed_query(self, text: str) -> Vector:
+        return super().embed_query(re.sub(r"\d", "", text))
+
+
+def test_a_near_duplicate_at_cosine_one_still_has_its_facts_compared(
+    store: InMemoryMemoryStore, clock: ManualClock
+) -> None:
+    """Issue 45 (low): a vector match of 1.0 is not equal text; the information-difference check runs."""
+    writer = Writer(
+        store, InMemoryMemoryIndex(256), DigitBlindEmbedder(256), clock, ServiceConfig(), Consolidator()
+    )
+    first = writer.write("t1", WriteRequest(content="The release freeze starts on December 15")).memory
+    draft = writer.draft(WriteRequest(content="The release freeze starts on December 31"))
+    assert writer.index.search(
+        IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=1, vector=draft.vector, match_cues=False)
+    ).vector[0][1] == pytest.approx(1.0)
+
+    decision = writer.decide("t1", draft, None)
+
+    assert isinstance(decision, Create) and decision.differs_from is not None
+    assert (decision.differs_from.id, decision.difference) == (first.id, "date differs: day:15 -> day:31")

@@ -39,7 +39,11 @@ from rearview.text import estimate_tokens
 
 
 class WriteReceipt(BaseModel):
-    """What a write did: `id` is the memory that now holds the content (the merged-into one on a merge)."""
+    """What a write did: `id` is the memory that now holds the content (the merged-into one on a merge).
+
+    It is always a memory the writing agent wrote: a duplicate of another agent's memory is stored as
+    the writer's own copy (`corroborated`, `corroborates` naming the other), never merged into it.
+    """
 
     action: WriteAction
     id: str
@@ -48,6 +52,7 @@ class WriteReceipt(BaseModel):
     status: MemoryStatus = MemoryStatus.ACTIVE
     merged_into: str | None = None
     similarity: float | None = None
+    corroborates: str | None = None
     superseded_ids: list[str] = Field(default_factory=list)
     superseded_by: str | None = None
     related_id: str | None = None
@@ -127,7 +132,7 @@ def write_receipt(result: WriteResult) -> WriteReceipt:
     memory = result.memory
     return WriteReceipt(
         action=result.action, id=memory.id, agent_id=memory.agent_id, status=memory.status,
-        merged_into=result.merged_into, similarity=result.similarity,
+        merged_into=result.merged_into, similarity=result.similarity, corroborates=result.corroborates,
         superseded_ids=result.superseded_ids, superseded_by=result.superseded_by,
         related_id=result.related_id, not_merged_because=result.not_merged_because,
         idempotent_replay=result.idempotent_replay, indexed=result.indexed, warnings=result.warnings,

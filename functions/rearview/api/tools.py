@@ -418,7 +418,8 @@ class MemoryTools:
     ) -> Annotated[CallToolResult, WriteReceipt]:
         """Remember something worth knowing later: a user preference, a fact, a decision, an event, or a
         lesson from a failed attempt. Add `cues`: a question it answers in other words, the same in the
-        user's other language, a short topic. Duplicates merge; `supersedes` corrects an older memory."""
+        user's other language, a short topic. Your own duplicates merge; a fact another agent holds is
+        kept as your own copy (`corroborated`); `supersedes` corrects an older memory."""
         req = WriteRequest(
             content=content, type=type, importance=importance, confidence=confidence, tags=tags or [],
             entities=entities or [], metadata=metadata or {}, event_time=_time(event_time, "event_time"),
@@ -589,11 +590,11 @@ class MemoryTools:
     ) -> CallToolResult:
         """Bring back an archived memory that memory_search found with include_archived, or undo a soft
         memory_forget."""
-        return structured(
-            await self._call(
-                ctx, partial(self.service.restore, tenant_of(ctx), memory_id, agent_of(ctx, agent_id))
-            )
-        )
+        restore = partial(
+            self.service.restore, tenant_of(ctx), memory_id, agent_of(ctx, agent_id),
+            agent_bound=is_agent_bound(ctx),
+        )  # fmt: skip
+        return structured(await self._call(ctx, restore))
 
     async def memory_history(
         self, ctx: Context, memory_id: MemoryIdArg, agent_id: AgentId = None
@@ -663,10 +664,11 @@ class MemoryTools:
     ) -> str:
         """The `memory://memories{?...}` resource: one page of what the agent may see, as JSON.
 
-        `{"items": [memory, ...], "cursor": ...}`, newest `updated_at` first, active memories with
-        `tag`, of `type`, in `session_id` (each optional); `limit` 1..100 (default 25); pass `cursor`
-        back for the next page (null: done). A listing, not a recall: nothing is ranked or reinforced.
-        A credential bound to an agent lists what that agent may see.
+        `{"items": [memory, ...], "cursor": ..., "agent_id": ...}`, newest `updated_at` first, active
+        memories with `tag`, of `type`, in `session_id` (each optional); `limit` 1..100 (default 25);
+        pass `cursor` back for the next page (null: done). A listing, not a recall: nothing is ranked
+        or reinforced. A credential bound to an agent lists what that agent may see; `agent_id` names
+        the agent whose view the page is.
         """
         flt = MemoryFilter.model_validate(
             {"tags": (tag,) if tag else None, "types": (type,) if type else None, "session_id": session_id}

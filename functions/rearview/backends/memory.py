@@ -85,12 +85,15 @@ class InMemoryMemoryStore:
         found = (self.get(tenant_id, memory_id) for memory_id in dict.fromkeys(memory_ids))
         return [m for m in found if m is not None]
 
-    def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
+    def find_by_hash(
+        self, tenant_id: str, scope_key: str, content_hash: str, agent_id: str | None = None
+    ) -> Memory | None:
         for m in self._tenant(tenant_id):
             if (
                 m.scope_key == scope_key
                 and m.content_hash == content_hash
                 and m.status is MemoryStatus.ACTIVE
+                and agent_id in (None, m.agent_id)
             ):
                 return m
         return None

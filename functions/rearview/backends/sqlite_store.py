@@ -165,10 +165,13 @@ class SQLiteMemoryStore:
             out += self._select(f"m.id IN ({','.join('?' * len(chunk))})", (tenant_id, self._now(), *chunk))
         return out
 
-    def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
+    def find_by_hash(
+        self, tenant_id: str, scope_key: str, content_hash: str, agent_id: str | None = None
+    ) -> Memory | None:
+        writer = "" if agent_id is None else " AND m.agent_id = ?"
         found = self._select(
-            "m.scope_key = ? AND m.content_hash = ? AND m.status = 'active'",
-            (tenant_id, self._now(), scope_key, content_hash),
+            "m.scope_key = ? AND m.content_hash = ? AND m.status = 'active'" + writer,
+            (tenant_id, self._now(), scope_key, content_hash, *([] if agent_id is None else [agent_id])),
             "LIMIT 1",
             index="memories_by_hash",
         )

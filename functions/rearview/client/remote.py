@@ -186,7 +186,7 @@ class RemoteTransport:
         text = next((c.text for c in result.contents if isinstance(c, TextResourceContents)), "")
         page = BrowsePage.model_validate_json(text)
         kept = [m for m in page.items if _listed(m, flt)]
-        return BrowsePage(items=kept, cursor=page.cursor)
+        return BrowsePage(items=kept, cursor=page.cursor, agent_id=page.agent_id)
 
     def close(self) -> None:
         """End the MCP session and stop the portal thread."""

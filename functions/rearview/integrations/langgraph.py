@@ -4,8 +4,12 @@ A graph compiled with `store=RearviewStore(Memory(...))` keeps what its nodes `p
 memories, and its `store.search(namespace, query=...)` is Rearview's hybrid recall. How an item
 maps onto a memory:
 
-- an item `(namespace, key)` is one memory tagged `lg:<digest>` (a digest of namespace and key),
-  holding the item's record in `metadata["lg:<digest>"]`: its namespace, key and the rest of its value;
+- an item `(namespace, key)` is one memory of the store's agent tagged `lg:<digest>` (a digest of
+  namespace and key), holding the item's record in `metadata["lg:<digest>"]`: its namespace, key and
+  the rest of its value. Items carry their writer: every lookup (`get`, `put`, `delete`, `search`,
+  `list_namespaces`) reads only memories the store's agent wrote (the agent the `Memory` acts as, a
+  server's bound key's included), so another agent's memory with the same tag is no item of this
+  store, and a `put` of the same key by another agent's store is that agent's own item;
 - its `namespace`, e.g. `("users", "alice")`, is a tag per prefix (`lg-ns:users`, `lg-ns:users/alice`;
   labels percent-escaped, a tag over 100 characters `lg-ns#<digest>`), and every item is tagged `langgraph`;
 - its `value` is the memory's `content`: the first text field of `text_fields` (default `content`,
@@ -27,10 +31,11 @@ maps onto a memory:
 
 What differs from LangGraph's `InMemoryStore`, on purpose (Rearview is a memory, not a key-value store):
 
-- Rearview keeps one memory per statement: a `put` whose text repeats (or nearly repeats, with no
-  fact lost) another memory in its scope is merged into it, and its key becomes one more key of
-  that memory (its tag and record join it). `get` by either key answers it; updating one key
-  detaches it into a memory of its own; deleting one key forgets the memory only with its last key.
+- Rearview keeps one memory per statement and writer: a `put` whose text repeats (or nearly
+  repeats, with no fact lost) another of the agent's memories in its scope is merged into it, and
+  its key becomes one more key of that memory (its tag and record join it). `get` by either key
+  answers it; updating one key detaches it into a memory of its own; deleting one key forgets the
+  memory only with its last key.
 - A query ranks by relevance and leaves out what is not relevant (an empty answer is a correct
   answer): it may return fewer than `limit` items. At most 50 memories are recalled per search
   (`offset + limit` beyond that is cut), and `filter` on value fields is applied to them.
@@ -91,7 +96,7 @@ from langgraph.store.base import (
 )
 
 from rearview.client import Memory
-from rearview.errors import InvalidInputError
+from rearview.errors import BackendError, InvalidInputError
 from rearview.limits import MAX_LABEL_CHARS, MAX_METADATA_VALUE_CHARS, MAX_TOP_K
 from rearview.models import MemoryType, MemoryView, Visibility
 
@@ -163,6 +168,8 @@ class RearviewStore(BaseStore):
         self.text_fields = tuple(text_fields)
         self.cue_fields = tuple(cue_fields)
         self.hard_delete = hard_delete
+        self._agent: str | None = None
+        """The agent the `Memory` acts as, as its listing says (`_writer`)."""
 
     # ------------------------------------------------------------------------------ BaseStore
 
@@ -231,10 +238,12 @@ class RearviewStore(BaseStore):
     # ------------------------------------------------------------------------------ get/put/delete
 
     def _entry(self, namespace: Namespace, key: str) -> _Entry | None:
-        page = self.memory.browse(tags=[_item_tag(namespace, key)], limit=1)
-        if not page.items:
-            return None
-        return next((e for e in _entries(page.items[0]) if e.namespace == namespace and e.key == key), None)
+        """The item, from the newest of the agent's memories with its tag (others' are not its items)."""
+        for memory in self._listed(_item_tag(namespace, key)):
+            found = next((e for e in _entries(memory) if e.namespace == namespace and e.key == key), None)
+            if found is not None:
+                return found
+        return None
 
     def _put(self, op: PutOp) -> None:
         current = self._entry(op.namespace, op.key)
@@ -346,7 +355,10 @@ class RearviewStore(BaseStore):
         recall = self.memory.search(
             op.query or "", tags=[_prefix_tag(op.namespace_prefix)], top_k=top_k, alternatives=alternatives
         )
+        writer = self._writer()
         for hit in recall.results:
+            if hit.agent_id != writer:
+                continue  # another agent's memory: no item of this store, whatever its tags say
             for entry in _entries(self.memory.get(hit.id)):
                 yield entry, hit.score
 
@@ -367,14 +379,30 @@ class RearviewStore(BaseStore):
         return sorted(found)[op.offset : op.offset + op.limit]
 
     def _listed(self, tag: str) -> Iterator[MemoryView]:
-        """Every active memory with `tag`, newest first, a page at a time."""
+        """Every active memory of the store's agent with `tag`, newest first, a page at a time."""
         cursor: str | None = None
         while True:
-            page = self.memory.browse(tags=[tag], cursor=cursor, limit=PAGE)
-            yield from page.items
-            cursor = page.cursor
+            items, cursor = self._page(tag, cursor, PAGE)
+            writer = self._writer()
+            yield from (m for m in items if m.agent_id == writer)
             if cursor is None:
                 return
+
+    def _page(self, tag: str, cursor: str | None, limit: int) -> tuple[list[MemoryView], str | None]:
+        """One page of the listing and its cursor, learning from it which agent the `Memory` acts as."""
+        page = self.memory.browse(tags=[tag], cursor=cursor, limit=limit)
+        self._agent = page.agent_id or self._agent
+        return page.items, page.cursor
+
+    def _writer(self) -> str:
+        """The agent the store's items are written by: the one its `Memory` acts as (a listing says)."""
+        if self._agent is None:
+            self._page(ROOT_TAG, None, 1)
+        if self._agent is None:
+            raise BackendError(
+                "the server's listing does not name the agent it lists for: upgrade the server"
+            )
+        return self._agent
 
 
 # ---------------------------------------------------------------------------------- the mapping

@@ -39,6 +39,8 @@ class BrowsePage(BaseModel):
 
     items: list[MemoryView]
     cursor: str | None = None
+    agent_id: str | None = None
+    """The agent the page was listed for (what it may see): a bound key's agent when the caller named none."""
 
 
 class DueMemory(BaseModel):

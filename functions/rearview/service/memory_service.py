@@ -381,7 +381,9 @@ class MemoryService:
 
     # ------------------------------------------------------------------------------- restore
 
-    def restore(self, tenant_id: str, memory_id: str, agent_id: str = DEFAULT_AGENT) -> RestoreResult:
+    def restore(
+        self, tenant_id: str, memory_id: str, agent_id: str = DEFAULT_AGENT, *, agent_bound: bool = False
+    ) -> RestoreResult:
         """Bring an archived memory back from the archive: full content, re-embedded, re-indexed.
 
         A soft-forgotten memory comes back too (`_undelete`): with the status it had before the
@@ -397,10 +399,19 @@ class MemoryService:
         `restored` event); the archived copy is then removed. NotFoundError if there is no such
         memory that `agent_id` may see, InvalidInputError if it is not archived, ArchiveError if the
         archive fails (and then nothing changed).
+
+        Authorship (DESIGN.md): a credential bound to its agent (`agent_bound`) undoes the forget only
+        of a memory that agent wrote (NotPermittedError otherwise, as `forget` and `update`): another
+        agent's retraction is its writer's to undo. An archived memory (the lifecycle archived it, no
+        agent retracted it) comes back for any agent that may see it.
         """
         checked(AgentIdText, agent_id, "agent_id")
         stub = load_visible(self.store, tenant_id, memory_id, agent_id)
         if stub.status is MemoryStatus.DELETED:
+            if agent_bound and stub.agent_id != agent_id:
+                raise NotPermittedError(
+                    stub.id, stub.agent_id, "restore", "write your own memory instead if it still holds"
+                )
             return self._undelete(tenant_id, stub, agent_id)
         if stub.status is not MemoryStatus.ARCHIVED or stub.archive_ref is None:
             raise InvalidInputError(
@@ -496,7 +507,7 @@ class MemoryService:
         """
         checked(AgentIdText, agent_id, "agent_id")
         items, next_cursor = browse_page(self.store, tenant_id, agent_id, flt, cursor, limit)
-        return BrowsePage(items=[self._present(m) for m in items], cursor=next_cursor)
+        return BrowsePage(items=[self._present(m) for m in items], cursor=next_cursor, agent_id=agent_id)
 
     def due_for_archival(
         self,

@@ -428,7 +428,8 @@ class MemoryBrowser:
         return "erased" if hard else "forgotten"
 
     def _restore(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
-        self.service.restore(session.tenant_id, memory_id, agent)
+        bound = session.agent_id is not None  # a key bound to an agent undoes only its own forgets
+        self.service.restore(session.tenant_id, memory_id, agent, agent_bound=bound)
         return "restored"
 
     # ------------------------------------------------------------------------------- errors

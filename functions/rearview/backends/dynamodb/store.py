@@ -266,15 +266,23 @@ class DynamoDBMemoryStore:
         found = (self._live(tenant_id, item) for item in self._table.batch_get(keys))
         return [m for m in found if m is not None]
 
-    def find_by_hash(self, tenant_id: str, scope_key: str, content_hash: str) -> Memory | None:
-        """The active, unexpired memory with this content hash in this dedup scope (newest if several)."""
+    def find_by_hash(
+        self, tenant_id: str, scope_key: str, content_hash: str, agent_id: str | None = None
+    ) -> Memory | None:
+        """The active, unexpired memory with this content hash in this dedup scope (newest if several).
+
+        With `agent_id`, only one that agent wrote (the lookup item lists every writer's copy).
+        """
         query = self._collection_query(hash_lookup_pk(tenant_id, scope_key, content_hash))
         items = query_items(self._table, query)
         ids = [str(python_value(item["memory_id"])) for item in items if "memory_id" in item]
         candidates = [
             m
             for m in self.get_many(tenant_id, ids)
-            if m.status is MemoryStatus.ACTIVE and m.content_hash == content_hash and m.scope_key == scope_key
+            if m.status is MemoryStatus.ACTIVE
+            and m.content_hash == content_hash
+            and m.scope_key == scope_key
+            and agent_id in (None, m.agent_id)
         ]
         return max(candidates, key=lambda m: (m.updated_at, m.id), default=None)
 

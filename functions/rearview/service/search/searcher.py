@@ -90,7 +90,8 @@ class Searcher:
 
         Only memories `req.agent_id` may see are matched: the filter is scoped to it (`visibility`).
         A memory an ingest extracted from a message and the message's memory take one place
-        (`collapse.collapse_extracted`): the better ranked lists the other in `related`.
+        (`collapse.collapse_extracted`): the better ranked lists the other in `related`; so do two
+        agents' copies of one text (the caller's own copy takes the place).
         """
         top_k = req.top_k
         reasons: list[str] = []
@@ -98,7 +99,7 @@ class Searcher:
         yield_point()
         policy = self.config.ranking
         relevant = (r for r in returned(candidates, policy) if round(r.score, 6) >= req.min_score)
-        kept = collapse_extracted(relevant, top_k)
+        kept = collapse_extracted(relevant, top_k, req.agent_id)
         phrasings = [candidates.query, *(a.text for a in candidates.alternatives)]
         results = [
             _hit(c.ranked, c.related, policy.relevant_at, phrasings) for c in kept

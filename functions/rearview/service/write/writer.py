@@ -16,7 +16,6 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple, TypeGuard
 
 from rearview.clock import Clock
 from rearview.errors import (
@@ -40,13 +39,14 @@ from rearview.models import (
     united_cues,
 )
 from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
-from rearview.scopes import legacy_scope_key, scope_key
+from rearview.scopes import scope_key
 from rearview.service import indexing, keyword_context
 from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
 from rearview.service.visibility import agent_idempotency_key, load_visible
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.created import created_at
+from rearview.service.write.duplicates import Corroboration, Match, active_in_scope, find_duplicate
 from rearview.service.write.merge_safety import information_difference
 from rearview.service.write.secrets import screen, screen_all
 from rearview.service.write.stored_text import model_texts
@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Merge:
-    """Fold the write into `into`, an active exact (similarity 1.0) or near duplicate in its scope.
+    """Fold the write into `into`, its writer's own active exact (similarity 1.0) or near duplicate.
 
     `retires` is the caller's `supersedes` target, retired in favour of `into` in the same commit.
     """
@@ -71,11 +71,13 @@ class Merge:
 class Supersede:
     """Create a new memory and retire `retired` (kept, `superseded_by` set) in the same commit.
 
-    `reason` says why when it was not the caller's `supersedes` (a judged contradiction).
+    `reason` says why when it was not the caller's `supersedes` (a judged contradiction);
+    `corroborates` is another agent's duplicate that the new memory corroborates (`Create`).
     """
 
     retired: Memory
     reason: str | None = None
+    corroborates: Corroboration | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +86,13 @@ class Create:
 
     `differs_from` is a near duplicate the write was NOT merged into because a merge would lose
     a fact (`merge_safety`): the new memory is linked to it (history note, `WriteResult`).
+    `corroborates` is another agent's duplicate: the new memory is the writer's own copy of the
+    fact, linked to it (`duplicates`), so neither agent's edit or erasure changes the other's.
     """
 
     differs_from: Memory | None = None
     difference: str | None = None
+    corroborates: Corroboration | None = None
 
 
 WriteDecision = Merge | Supersede | Create
@@ -117,11 +122,6 @@ class Embedded:
     """
 
     vector: Vector | None
-
-
-class _Match(NamedTuple):
-    memory: Memory
-    similarity: float
 
 
 @dataclass(slots=True)
@@ -209,7 +209,8 @@ class Writer:
         target = self.supersede_target(tenant_id, req)
         draft = self.draft(req, embedded)
         decision = self.decide(tenant_id, draft, target, judge=judge)
-        if isinstance(decision, Create) and target is None and not req.derived_from:
+        plain = isinstance(decision, Create) and decision.corroborates is None
+        if plain and target is None and not req.derived_from:
             retired = self.retired_copy(tenant_id, draft)
             if retired is not None:
                 return WriteResult(
@@ -290,7 +291,9 @@ class Writer:
         """What the write means; reads only. `target` is the caller's (checked) `supersedes` memory.
 
         In order: an exact or near duplicate in the scope (neither `target` nor one of a
-        consolidation's own sources) is merged into, unless the language model judges that the
+        consolidation's own sources; the writer's own preferred: `duplicates`) is merged into when
+        the writer wrote it, else corroborated (a new memory of the writer's, linked to it), unless
+        the language model judges that the
         write contradicts it (then it is superseded) or the two texts differ in a fact a merge
         would drop (a number, date, version, identifier, name or negation: then a new memory is
         created and linked to it; only the writer's `supersedes` or a judged contradiction may
@@ -306,21 +309,33 @@ class Writer:
         judge = target is None and (not req.derived_from if judge is None else judge)
         # A consolidation never merges into one of its sources: the summary would vanish into it.
         excluded = frozenset(req.derived_from) | ({req.supersedes} if req.supersedes else set())
-        duplicate = self._find_duplicate(tenant_id, draft, excluded)
-        if duplicate is not None and duplicate.similarity < 1.0:
-            reason = self._contradiction(req.content, duplicate.memory) if judge else None
-            if reason is not None:  # similar wording, opposite meaning: supersede instead of merging
-                return Supersede(duplicate.memory, reason)
-            difference = information_difference(duplicate.memory.content, req.content)
-            if difference is not None:  # a merge would drop a fact: keep both, linked
-                return Supersede(target) if target else Create(duplicate.memory, difference.describe())
+        duplicate = find_duplicate(
+            self.store, self.index, self.config.near_duplicate_threshold, tenant_id, draft, excluded
+        )
         if duplicate is not None:
-            return Merge(duplicate.memory, duplicate.similarity, retires=target)
+            return self._on_duplicate(duplicate, req.content, target, judge)
         if target is not None:
             return Supersede(target)
         if judge and draft.vector is not None:
             return self._find_contradicted(tenant_id, draft, draft.vector) or Create()
         return Create()
+
+    def _on_duplicate(
+        self, duplicate: Match, content: str, target: Memory | None, judge: bool
+    ) -> WriteDecision:
+        """What a write with a duplicate in its scope means (`decide`)."""
+        if not duplicate.exact:  # a near duplicate, even at cosine 1.0: its text is not the write's
+            reason = self._contradiction(content, duplicate.memory) if judge else None
+            if reason is not None:  # similar wording, opposite meaning: supersede instead of merging
+                return Supersede(duplicate.memory, reason)
+            difference = information_difference(duplicate.memory.content, content)
+            if difference is not None:  # a merge would drop a fact: keep both, linked
+                return Supersede(target) if target else Create(duplicate.memory, difference.describe())
+        if duplicate.own:
+            return Merge(duplicate.memory, duplicate.similarity, retires=target)
+        # Another agent's: the writer keeps a claim of its own, linked to it (`duplicates`).
+        corroborates = Corroboration(duplicate.memory, duplicate.similarity)
+        return Supersede(target, corroborates=corroborates) if target else Create(corroborates=corroborates)
 
     def supersede_target(self, tenant_id: str, req: WriteRequest) -> Memory | None:
         """The active memory `req.supersedes` names, if `req` may retire it (InvalidInputError otherwise).
@@ -344,38 +359,6 @@ class Writer:
                 "supersedes", f"memory `{memory_id}` is shared: write its correction as shared, not private"
             )
         return target
-
-    def _find_duplicate(self, tenant_id: str, draft: Draft, excluded: frozenset[str]) -> _Match | None:
-        """The exact, else the nearest, duplicate in the draft's scope that its writer may see.
-
-        A memory stored before scope keys were escaped is looked up under its legacy key too (the
-        stores that do not migrate are re-keyed on read); every candidate is re-checked against
-        the draft's own scope and visibility, so no key, legacy or forged, merges across agents.
-        """
-        req = draft.req
-        legacy = legacy_scope_key(req.type, req.visibility, req.agent_id, req.session_id)
-        for key in dict.fromkeys((draft.scope_key, legacy)):
-            exact = self.store.find_by_hash(tenant_id, key, draft.digest)
-            if exact is not None and exact.id not in excluded and _in_scope(exact, draft):
-                return _Match(exact, 1.0)
-        if draft.vector is None:
-            return None
-        try:
-            hits = self.index.search(
-                IndexQuery(
-                    tenant_id=tenant_id, filter=MemoryFilter(scope_key=draft.scope_key),
-                    limit=2 + len(excluded), vector=draft.vector, match_cues=False,
-                )
-            )  # fmt: skip
-        except IndexUnavailableError:
-            log.warning("near-duplicate check skipped: index unavailable")
-            return None
-        for memory_id, similarity in hits.vector:
-            if memory_id not in excluded and similarity >= self.config.near_duplicate_threshold:
-                candidate = self.store.get(tenant_id, memory_id)
-                if _active_in_scope(candidate, draft):
-                    return _Match(candidate, similarity)
-        return None
 
     def _contradiction(self, content: str, older: Memory) -> str | None:
         """Why `content` contradicts `older` according to the language model, or None."""
@@ -402,7 +385,7 @@ class Writer:
             if similarity < self.config.contradiction_min_similarity:
                 break
             candidate = self.store.get(tenant_id, memory_id)
-            if _active_in_scope(candidate, draft):
+            if active_in_scope(candidate, draft):
                 reason = self._contradiction(draft.req.content, candidate)
                 if reason is not None:
                     return Supersede(candidate, reason)
@@ -449,6 +432,11 @@ class Writer:
         linked = decision if isinstance(decision, Create) and decision.differs_from else Create()
         related_id = linked.differs_from.id if linked.differs_from else None
         notes = [f"not merged into {related_id}: {linked.difference}"] if related_id else []
+        corroborated = decision.corroborates
+        if corroborated is not None:
+            other = corroborated.memory
+            similarity = f"similarity {corroborated.similarity:.3f}"
+            notes.append(f"corroborates {other.id} by agent {other.agent_id} ({similarity})")
         if isinstance(decision, Supersede):  # the successor's history names what it retired, too
             why = f" ({decision.reason})" if decision.reason else ""
             notes.append(f"supersedes {decision.retired.id}{why}")
@@ -460,10 +448,12 @@ class Writer:
         )
         if isinstance(decision, Supersede):
             changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
-        action = WriteAction.SUPERSEDED if changes.superseded_ids else WriteAction.CREATED
+        action = WriteAction.CORROBORATED if corroborated else WriteAction.CREATED
         result = WriteResult(
-            action=action,
+            action=WriteAction.SUPERSEDED if changes.superseded_ids else action,
             memory=memory.view(),
+            similarity=corroborated.similarity if corroborated else None,
+            corroborates=corroborated.memory.id if corroborated else None,
             superseded_ids=changes.superseded_ids,
             indexed=draft.vector is not None,
             related_id=related_id,
@@ -475,10 +465,6 @@ class Writer:
         req, now, existing = draft.req, draft.now, decision.into
         merged = self._merged(tenant_id, existing, req, now).model_copy(update={"scope_key": draft.scope_key})
         note = f"merged duplicate (similarity {decision.similarity:.3f}): {req.content}"
-        if existing.agent_id != req.agent_id:
-            note = (
-                f"corroborated by agent {req.agent_id} (similarity {decision.similarity:.3f}): {req.content}"
-            )
         event = change_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
         changes = Changes()
         changes.put(StoreWrite(merged, event, existing.version), None, self._cue_vectors(merged, existing))
@@ -508,25 +494,11 @@ class Writer:
             return None
 
     def _merged(self, tenant_id: str, existing: Memory, req: WriteRequest, now: datetime) -> Memory:
-        """`existing` reinforced by the duplicate write: labels and metadata united, higher scores kept.
+        """`existing` reinforced by its writer's duplicate: labels and metadata united, higher scores kept.
 
-        Authorship (DESIGN.md): a duplicate from another agent only corroborates: the memory's
-        strength is reinforced as by a recall, and its text, labels, metadata, importance,
-        confidence and lifetime stay what its writer gave it.
+        Only ever the writer's own memory (`decide`): another agent's duplicate is corroborated.
         """
         cues = united_cues(existing.cues, [Cue(text=t, by=req.agent_id) for t in req.cues])
-        if existing.agent_id != req.agent_id:
-            return existing.model_copy(
-                update={
-                    "cues": cues,
-                    "strength": self.config.reinforcement.reinforced(
-                        existing.strength, self.config.reinforcement.merge_boost
-                    ),
-                    "updated_at": now,
-                    "last_accessed_at": now,
-                    "version": existing.version + 1,
-                }
-            )
         importance = max(existing.importance, req.importance)
         retention = self.config.policy(tenant_id).retention
         return existing.model_copy(
@@ -591,17 +563,6 @@ class Writer:
             return None
         first = self.store.find_by_idempotency_key(tenant_id, idempotency_key)
         return None if first is None else replayed(first)
-
-
-def _active_in_scope(candidate: Memory | None, draft: Draft) -> TypeGuard[Memory]:
-    """Whether `candidate` is active and `_in_scope`."""
-    return candidate is not None and candidate.status is MemoryStatus.ACTIVE and _in_scope(candidate, draft)
-
-
-def _in_scope(candidate: Memory, draft: Draft) -> bool:
-    """Whether `candidate` is in the draft's dedup scope by its own fields and visible to its writer."""
-    own_key = scope_key(candidate.type, candidate.visibility, candidate.agent_id, candidate.session_id)
-    return own_key == draft.scope_key and candidate.visible_to(draft.req.agent_id)
 
 
 def replayed(first: Memory) -> WriteResult:
