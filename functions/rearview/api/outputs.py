@@ -25,7 +25,6 @@ from pydantic import BaseModel, Field
 
 from rearview.api.arguments import dump_output
 from rearview.models import (
-    HitExplanation,
     MemorySource,
     MemoryStatus,
     MemoryType,
@@ -115,7 +114,10 @@ class HitOutput(BaseModel):
     tags: list[str] = Field(default_factory=list)
     status: MemoryStatus = MemoryStatus.ACTIVE
     related: list[str] = Field(default_factory=list)
-    why: HitExplanation | None = None
+    why: dict[str, float | str] | None = None
+    """With `explain`: `HitExplanation`'s fields that apply (scores by name; `cue`, `phrasing`). An open
+    map in the schema: its 11 typed fields cost every agent ~350 characters of `tools/list` for a
+    debugging aid."""
 
 
 class SearchOutput(BaseModel):
@@ -169,7 +171,8 @@ def _hit(hit: SearchHit, explain: bool) -> HitOutput:
         confidence=hit.confidence, importance=hit.importance, event_time=hit.event_time,
         source=hit.source, agent_id=hit.agent_id, speaker=hit.speaker, tags=hit.tags,
         source_agents=hit.source_agents or None,
-        status=hit.status, related=hit.related, why=hit.why if explain else None,
+        status=hit.status, related=hit.related,
+        why=hit.why.model_dump(exclude_none=True) if explain and hit.why is not None else None,
     )  # fmt: skip
 
 
