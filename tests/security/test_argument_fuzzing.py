@@ -200,7 +200,7 @@ SCHEMA_PROPERTIES: dict[str, tuple[str, ...]] = {
     "memory_forget": ("ids", "session_id", "types", "tags", "time_from", "time_to", "hard", "agent_id"),
     "memory_history": ("memory_id", "agent_id"),
     "memory_stats": (),
-    "memory_summarize": ("session_id", "time_from", "time_to", "type", "agent_id"),
+    "memory_summarize": ("session_id", "time_from", "time_to", "type", "summary", "agent_id"),
     "memory_restore": ("memory_id", "agent_id"),
 }  # fmt: skip
 
