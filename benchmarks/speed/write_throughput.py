@@ -8,7 +8,7 @@ neighbours), in batches of `--batch`. Reported: writes/s over the whole run (wal
 process CPU time) and of the fastest batch (wall and CPU): on a shared host the fastest batch
 is the one least disturbed by other processes, and CPU time is not inflated by waiting for a core.
 
-BLAS runs on one thread, as `rearview` sets for itself (`cli.py`): with OpenBLAS's default thread
+BLAS runs on one thread, as `rearview` sets for itself (`cli/parser.py`): with OpenBLAS's default thread
 pool the near-duplicate check's matrix-vector product alone made writes ~3-4x slower on the
 2-core development host, which is most of the "622 -> 98 writes/s" recorded after issue 14.
 

@@ -1,7 +1,7 @@
 """The limits every caller is held to, as numbers and as the pydantic types that enforce them.
 
 One table, one validation: the request models (`models.py`) and the MCP tools' parameters
-(`api/tools.py`) are built from the same annotated types, so a request constructed anywhere
+(`api/tools/`) are built from the same annotated types, so a request constructed anywhere
 (MCP, CLI, import, Lambda jobs, ingest) is valid by construction, and the tools' input schemas
 advertise exactly the limits those types enforce. A value beyond a limit is an `InvalidInputError`
 naming the field and the limit (`ValidRequest`), never a truncation.

@@ -134,7 +134,7 @@ class Settings(ClaimSettings):
     (behind a proxy that is every client's one address and whose `X-Forwarded-For` is not trusted)."""
     search_concurrency: int | None = Field(default=None, ge=1, le=256)
     """`memory_search` calls run at once per process; the rest queue. Unset: the CPU count, which keeps
-    p95 lowest under many clients (`api/tools.py` `search_lane`)."""
+    p95 lowest under many clients (`api/tools/lanes.py` `search_lane`)."""
     jwt_issuer: str | None = None
     """OAuth/OIDC issuer whose tokens the deployment accepts (advertised as the authorization server).
     `rearview serve` then verifies bearer JWTs itself (`api/jwt_auth.py`); on Lambda, API Gateway does."""

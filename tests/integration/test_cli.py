@@ -174,7 +174,7 @@ def test_ctrl_c_ends_without_a_traceback(
     def interrupted(*_: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("rearview.cli._stats", interrupted)
+    monkeypatch.setattr("rearview.cli.queries._stats", interrupted)
     assert main(["stats", "--data-dir", str(tmp_path)]) == 130
     assert capsys.readouterr().err == "rearview: interrupted\n"
 
@@ -430,7 +430,7 @@ def test_search_escapes_control_characters_it_prints(
 
 
 def test_the_banner_names_where_the_data_is(tmp_path: Path) -> None:
-    from rearview.cli import describe_data
+    from rearview.cli.serve import describe_data
     from rearview.settings import Settings
 
     assert describe_data(Settings.load(data_dir=tmp_path)) == f"data in {tmp_path}"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rearview.cli import build_parser, main
+from rearview.cli import main
+from rearview.cli.parser import build_parser
 
 ROOT = Path(__file__).parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

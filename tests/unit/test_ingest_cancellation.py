@@ -2,7 +2,7 @@
 
 Before, cancelling a 200-message `memory_ingest` (a `notifications/cancelled`, or the connection
 closed) stored all 200 anyway: the worker thread ran on. Now the tool's task cancellation reaches
-the thread through a flag (`api/tools._cancellable`) that `Ingester.ingest` polls between messages.
+the thread through a flag (`api/tools/lanes.cancellable`) that `Ingester.ingest` polls between messages.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from rearview.api.fair_share import FairLane
-from rearview.api.tools import _cancellable
+from rearview.api.tools.lanes import cancellable
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
@@ -85,7 +85,7 @@ async def test_cancelling_the_call_reaches_the_worker_thread() -> None:
         return 1
 
     async with anyio.create_task_group() as group:
-        group.start_soon(_cancellable, FairLane("memory_ingest", 1, 1), "t1", work)
+        group.start_soon(cancellable, FairLane("memory_ingest", 1, 1), "t1", work)
         await anyio.to_thread.run_sync(started.wait, 30)
         group.cancel_scope.cancel()  # what the SDK does to the request's task
     assert await anyio.to_thread.run_sync(saw_cancel.wait, 30)

@@ -519,7 +519,7 @@ def test_settings_tenant_overrides_reach_the_service(tmp_path: Path) -> None:
 
 
 def test_every_job_has_a_cli_command() -> None:
-    from rearview.cli import JOB_HELP
+    from rearview.cli.jobs import JOB_HELP
 
     assert tuple(JOB_HELP) == JOBS
 

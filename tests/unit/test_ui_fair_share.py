@@ -24,7 +24,8 @@ from rearview.models import WriteRequest
 from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
 from rearview.settings import hash_key
-from rearview.ui.app import UiConfig, build_ui
+from rearview.ui.app import build_ui
+from rearview.ui.browser import UiConfig
 from rearview.ui.session import SessionCodec
 from rearview.ui.tenant_share import TenantShare
 

@@ -215,7 +215,8 @@ def create_app(
         TenantAuth(guarded, callers, metadata_path, public_url, trust_forwarded_headers, refusals, rate)
     )
     if ui:
-        from rearview.ui.app import UiConfig, build_ui
+        from rearview.ui.app import build_ui
+        from rearview.ui.browser import UiConfig
         from rearview.ui.session import SessionCodec, SessionRevocations
         from rearview.ui.tenant_share import TenantShare
 

@@ -364,7 +364,7 @@ def _filter(
     time_to: datetime | str | None,
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,),
 ) -> MemoryFilter:
-    """The filter search and forget build from their shared arguments (as `api/tools.py` does)."""
+    """The filter search and forget build from their shared arguments (as `api/tools/base.py` does)."""
     return MemoryFilter.model_validate(
         {
             "session_id": session_id, "types": tuple(types) if types else None,

@@ -129,7 +129,7 @@ BatchFn = Callable[[str], Batch]
 
 
 Cancelled = Callable[[], bool]
-"""Polled between messages: True once the caller has gone (`api/tools.py` sets it on cancellation)."""
+"""Polled between messages: True once the caller has gone (`api/tools/lanes.py` sets it on cancellation)."""
 
 
 def NEVER() -> bool:  # noqa: N802 - a constant-like default
