@@ -1,4 +1,4 @@
-"""The limits of `models.py` as the service enforces them, clear errors for bad input, and updates under races."""
+"""The limits of `rearview.models` as the service enforces them, clear errors for bad input, and updates under races."""
 
 from __future__ import annotations
 
