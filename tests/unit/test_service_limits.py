@@ -34,7 +34,8 @@ from rearview.models import (
     UpdateRequest,
     WriteRequest,
 )
-from rearview.service.memory_service import UPDATE_ATTEMPTS, MemoryService
+from rearview.service.changes import UPDATE_ATTEMPTS
+from rearview.service.memory_service import MemoryService
 from rearview.text import disallowed_control_chars
 
 
