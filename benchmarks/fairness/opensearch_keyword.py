@@ -49,15 +49,15 @@ from benchmarks.common.synthetic_memories import Corpus, make_queries, to_memory
 from benchmarks.common.timing import Latency
 from benchmarks.speed.search_latency import DIMENSION
 from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
-from rearview.backends.opensearch.mapping import CONTEXT_FIELD, INDEX_ANALYZER, Json
-from rearview.backends.opensearch.queries import (
+from rearview.backends.opensearch.keyword_queries import (
     CANDIDATES_PER_HIT,
     corpus_body,
-    filter_clauses,
     keyword_ranked,
     tenant_corpus,
-    vector_body,
 )
+from rearview.backends.opensearch.mapping import CONTEXT_FIELD, INDEX_ANALYZER, Json
+from rearview.backends.opensearch.queries import filter_clauses
+from rearview.backends.opensearch.vector_queries import vector_body
 from rearview.bm25 import FieldDoc, Phrase, bm25_score, query_phrases
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.fts_terms import text_terms

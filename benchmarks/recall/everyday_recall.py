@@ -63,7 +63,7 @@ from rearview.clock import ManualClock
 from rearview.limits import MAX_ALTERNATIVES, MAX_CUES
 from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
-from rearview.service.search.ranking import Candidates
+from rearview.service.search.candidates import Candidates
 from rearview.service.search.searcher import Searcher
 from rearview.text import is_cjk_text
 

@@ -58,7 +58,7 @@ from rearview.bootstrap import COSINE_FLOORS, LEARNED_RELEVANCE, NEAR_DUPLICATE_
 from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
-from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.searcher import Searcher
 
 KS = (5, 10, 20)

@@ -48,7 +48,7 @@ from rearview.limits import MAX_CONTENT_CHARS
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.memory_service import MemoryService, ServiceConfig
-from rearview.service.search.ranking import DEFAULT_RANKING
+from rearview.service.search.ranking_policy import DEFAULT_RANKING
 
 TURN_KS = (5, 10, 50)
 SESSION_KS = (5, 10)

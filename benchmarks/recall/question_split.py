@@ -37,7 +37,7 @@ from benchmarks.recall.recall_cv import TEMPORAL_GRID, Asked, SplitResult, grid_
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
 from rearview.models import SearchRequest
 from rearview.service.memory_service import ServiceConfig
-from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
 from rearview.service.search.searcher import Searcher
 
 HOP_GRID: dict[str, tuple[float, ...]] = {"hop_weight": (0.0, 0.2, 0.3, 0.4, 0.5, 0.6)}

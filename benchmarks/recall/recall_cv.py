@@ -16,7 +16,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from rearview.service.search.ranking import Candidates, RankingPolicy, rank
+from rearview.service.search.candidates import Candidates
+from rearview.service.search.ranking import rank
+from rearview.service.search.ranking_policy import RankingPolicy
 
 KS = (5, 10, 20)
 CV_GRID: dict[str, tuple[float, ...]] = {
@@ -140,7 +142,7 @@ TEMPORAL_GRID: dict[str, tuple[float, ...]] = {
     "time_mismatch_factor": (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
     "timeless_factor": (0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
 }
-"""The temporal factor's constants (`ranking.temporal_factor`), chosen by `type_split`."""
+"""The temporal factor's constants (`factors.temporal_factor`), chosen by `type_split`."""
 
 
 def grid_policies(shipped: RankingPolicy, grid: Mapping[str, tuple[float, ...]]) -> dict[str, RankingPolicy]:

@@ -8,7 +8,7 @@
         benchmarks/results/everyday.pkl.with --locomo benchmarks/results/locomo.pkl [--write]
 
 Rows: every candidate of every question and phrasing (the query, and each alternative judged as a
-query of its own: `ranking.evidence_of` over `Candidates.asked_as`), its features (`relevance.
+query of its own: `fusion.evidence_of` over `Candidates.asked_as`), its features (`relevance.
 features`, the one definition the search uses) and whether it answers the question (the everyday
 set's answers and also-relevant memories; LoCoMo's evidence turns). A logistic regression
 (standardized features, L2 penalty `L2`, Newton steps) is fitted on them; LoCoMo's rows are
@@ -22,7 +22,7 @@ each point of the grid (`GRID`). Printed per mode and point: hit@1, hit@3, preci
 returned, the `nothing` questions with no likely answer, the answerable ones with a likely answer
 in the first three, per kind; then plain cosine's hit@3 and LoCoMo's development R@10 per point, and
 the point `choose` picks. `--write` refits on everything and writes `relevance_model.json` with what
-it was trained on and these figures for the shipped point (`ranking.LEARNED_ADMISSION`).
+it was trained on and these figures for the shipped point (`ranking_policy.LEARNED_ADMISSION`).
 """
 
 from __future__ import annotations
@@ -45,13 +45,10 @@ import numpy.typing as npt
 from benchmarks.recall.everyday_recall import KINDS, Labelled
 from benchmarks.recall.recall_cv import Asked, recall_at  # the module path locomo_recall.py pickles it under
 from rearview.service.search import ranking
-from rearview.service.search.ranking import (
-    DEFAULT_RANKING,
-    Candidates,
-    RankingPolicy,
-    evidence_of,
-    with_learned_relevance,
-)
+from rearview.service.search.admission import cosine_order
+from rearview.service.search.candidates import Candidates, Ranked
+from rearview.service.search.fusion import evidence_of
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.relevance import FEATURES, MODEL_FILE, RelevanceModel, features
 
 L2 = 1.0
@@ -121,7 +118,7 @@ def fit(parts: Sequence[Rows]) -> RelevanceModel:
 
 def evaluate(asked: Sequence[Labelled], policy: RankingPolicy) -> Figures:
     """The real ranking of each question under `policy`: figures overall and per kind."""
-    per: dict[str, list[tuple[Labelled, list[ranking.Ranked]]]] = defaultdict(list)
+    per: dict[str, list[tuple[Labelled, list[Ranked]]]] = defaultdict(list)
     for a in asked:
         kept = ranking.returned(a.candidates, policy)[:TOP_K]
         per[a.kind].append((a, kept))
@@ -129,7 +126,7 @@ def evaluate(asked: Sequence[Labelled], policy: RankingPolicy) -> Figures:
     return {kind: _figures(rows, policy) for kind, rows in per.items()}
 
 
-def _figures(rows: list[tuple[Labelled, list[ranking.Ranked]]], policy: RankingPolicy) -> dict[str, float]:
+def _figures(rows: list[tuple[Labelled, list[Ranked]]], policy: RankingPolicy) -> dict[str, float]:
     answered = [(a, [r.memory.id for r in kept]) for a, kept in rows if a.answers]
     nothing = [(a, kept) for a, kept in rows if not a.answers]
     returned = sum(len(ids) for _, ids in answered)
@@ -207,12 +204,12 @@ def choose(
 
 
 def cosine_figures(asked: Sequence[Labelled]) -> Figures:
-    """Plain cosine's hit@1/hit@3 on the same questions (candidates by `ranking.cosine_order`), per kind
+    """Plain cosine's hit@1/hit@3 on the same questions (candidates by `admission.cosine_order`), per kind
     and per user (`user <name>`)."""
     per: dict[str, list[int | None]] = defaultdict(list)
     for a in asked:
         if a.answers:
-            top = ranking.cosine_order(a.candidates)[:3]
+            top = cosine_order(a.candidates)[:3]
             first = next((n for n, i in enumerate(top) if i in a.answers), None)
             for group in ("all", a.kind, f"user {a.group}"):
                 per[group].append(first)
@@ -224,7 +221,7 @@ def cosine_figures(asked: Sequence[Labelled]) -> Figures:
 
 def held_out(folds: Folds, policy: RankingPolicy, asked: Sequence[Labelled]) -> Figures:
     """`policy`'s figures with each user's questions ranked by its fold's model, per kind and per user."""
-    per: dict[str, list[tuple[Labelled, list[ranking.Ranked]]]] = defaultdict(list)
+    per: dict[str, list[tuple[Labelled, list[Ranked]]]] = defaultdict(list)
     models = dict(folds)
     for a in asked:
         kept = ranking.returned(a.candidates, replace(policy, relevance_model=models[a.group]))[:TOP_K]
@@ -299,7 +296,7 @@ def cross_validate(
     for values in itertools.product(*GRID.values()):
         point = dict(zip(GRID, values, strict=True))
         for mode, asked in modes.items():
-            per_kind: dict[str, list[tuple[Labelled, list[ranking.Ranked]]]] = defaultdict(list)
+            per_kind: dict[str, list[tuple[Labelled, list[Ranked]]]] = defaultdict(list)
             for user, model in folds:
                 policy = replace(base, relevance_model=model, **point)  # type: ignore[arg-type]
                 for a in asked:
@@ -379,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     shipped = {name: getattr(base, name) for name in GRID}
     if shipped != chosen_point:
-        print(f"NOTE: ranking.LEARNED_ADMISSION is {shipped}, not the chosen point")
+        print(f"NOTE: ranking_policy.LEARNED_ADMISSION is {shipped}, not the chosen point")
     if {"without", "with"} <= modes.keys():
         print("held out by user, the shipped point (empty: no likely answer to a `nothing` question; marked:")
         print("a likely answer in the first three):")

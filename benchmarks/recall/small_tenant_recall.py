@@ -44,7 +44,9 @@ from rearview.ports import Embedder
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.search import ranking
-from rearview.service.search.ranking import DEFAULT_RANKING, Candidates, with_learned_relevance
+from rearview.service.search.admission import admitted
+from rearview.service.search.candidates import Candidates
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, with_learned_relevance
 from rearview.service.search.searcher import Searcher
 
 TOP_K = 10
@@ -199,7 +201,7 @@ def sweep(asked: Asked, config: ServiceConfig) -> None:
         policy = replace(config.ranking, **dict(zip(names, point, strict=True)))
         tally = Tally()
         for kind, expected, stale, candidates in asked:
-            kept = [r.memory.id for r in ranking.admitted(ranking.rank(candidates, policy), policy)][:TOP_K]
+            kept = [r.memory.id for r in admitted(ranking.rank(candidates, policy), policy)][:TOP_K]
             tally.add(kind, expected, stale, kept)
         results.append((tally.objective(), point, tally))
     results.sort(key=lambda r: -r[0])

@@ -49,7 +49,9 @@ from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.memory_service import MemoryService, ServiceConfig
-from rearview.service.search.ranking import DEFAULT_RANKING, Candidates, RankingPolicy, rank
+from rearview.service.search.candidates import Candidates
+from rearview.service.search.ranking import rank
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
 from rearview.service.search.searcher import Searcher
 
 KINDS = ("when", "named period", "relative to now", "bridge")

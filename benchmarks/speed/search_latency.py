@@ -80,7 +80,7 @@ from rearview.ports import MemoryIndex, MemoryStore
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.search import searcher as searching
-from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
 
 DIMENSION = 256
 TOP_K = 10

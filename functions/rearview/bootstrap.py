@@ -15,7 +15,7 @@ from rearview.service.ingest.extraction import Extractor, RulesExtractor
 from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
-from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.write.consolidation import Consolidator
 from rearview.settings import Settings, TenantLifecycle
 

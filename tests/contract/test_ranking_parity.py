@@ -36,7 +36,7 @@ from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import MemoryIndex
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
-from rearview.service.search.ranking import DEFAULT_RANKING
+from rearview.service.search.ranking_policy import DEFAULT_RANKING
 from tests.contract.conftest import DIMENSION, INDEXES
 from tests.factories import T0
 

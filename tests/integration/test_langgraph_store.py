@@ -20,7 +20,8 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from rearview import Memory
 from rearview.errors import InvalidInputError
-from rearview.integrations.langgraph import RearviewStore, _item_tag
+from rearview.integrations.langgraph import RearviewStore
+from rearview.integrations.langgraph_items import item_tag
 from rearview.settings import Settings
 from tests.e2e.server import running_server
 
@@ -349,7 +350,7 @@ def alice_and_mallory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterato
 def test_an_item_is_its_agents_a_forged_tag_shadows_nothing(alice_and_mallory: tuple[Memory, Memory]) -> None:
     """Issue 45.5: another agent's plain write with an item's tag is not that item (items carry their writer)."""
     alice, mallory = alice_and_mallory
-    ns, tag = ("users", "alice"), _item_tag(("users", "alice"), "diet")
+    ns, tag = ("users", "alice"), item_tag(("users", "alice"), "diet")
     record = json.dumps({"ns": list(ns), "key": "diet", "f": "content", "v": {}})
     forged = mallory.write(
         "Alice eats steak every day", tags=[tag, "langgraph", "lg-ns:users", "lg-ns:users/alice"],

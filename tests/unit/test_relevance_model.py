@@ -10,16 +10,11 @@ from pathlib import Path
 import pytest
 
 from rearview.errors import ConfigurationError
-from rearview.service.search.ranking import (
-    DEFAULT_RANKING,
-    Candidates,
-    Fused,
-    Ranked,
-    admitted,
-    evidence_of,
-    rank,
-    with_learned_relevance,
-)
+from rearview.service.search.admission import admitted
+from rearview.service.search.candidates import Candidates, Fused, Ranked
+from rearview.service.search.fusion import evidence_of
+from rearview.service.search.ranking import rank
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, with_learned_relevance
 from rearview.service.search.relevance import (
     FEATURES,
     MODEL_FILE,

@@ -167,7 +167,7 @@ def test_the_similarity_floor_keeps_plain_cosines_three_best_within_their_places
     and all three among the first three: hit@3 is never below plain cosine's."""
     import random
 
-    from rearview.service.search.ranking import _by_deadlines
+    from rearview.service.search.admission import _by_deadlines
 
     rng = random.Random(seed)
     ids = [f"m{i}" for i in range(rng.randint(3, 9))]

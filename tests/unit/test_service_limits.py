@@ -1,4 +1,4 @@
-"""The limits of `models.py` as the service enforces them, clear errors for bad input, and updates under races."""
+"""The limits of `rearview.models` as the service enforces them, clear errors for bad input, and updates under races."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ from rearview.models import (
     UpdateRequest,
     WriteRequest,
 )
-from rearview.service.memory_service import UPDATE_ATTEMPTS, MemoryService
+from rearview.service.changes import UPDATE_ATTEMPTS
+from rearview.service.memory_service import MemoryService
 from rearview.text import disallowed_control_chars
 
 

@@ -14,7 +14,7 @@ from rearview.errors import InvalidInputError
 from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
 from rearview.ports import MemoryIndex, Vector
 from rearview.service.memory_service import MemoryService
-from rearview.service.search.ranking import DEFAULT_RANKING
+from rearview.service.search.ranking_policy import DEFAULT_RANKING
 from rearview.service.search.rendering import CONFLICT_RULE
 from rearview.testing import BrokenEmbedder, UnavailableIndex
 

@@ -13,15 +13,11 @@ from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
+from rearview.service.search.candidates import Candidates, Fused
 from rearview.service.search.expansion import bridge_entities, names_in
-from rearview.service.search.ranking import (
-    DEFAULT_RANKING,
-    Candidates,
-    Fused,
-    RankingPolicy,
-    rank,
-    second_hop,
-)
+from rearview.service.search.fusion import second_hop
+from rearview.service.search.ranking import rank
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
 from rearview.service.search.temporal import (
     MonthsOfYear,
     Period,

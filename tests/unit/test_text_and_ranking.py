@@ -2,14 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from rearview.service.search.ranking import (
-    Candidates,
-    RankingPolicy,
-    named_subjects,
-    rank,
-    relative_fuse,
-    subject_of,
-)
+from rearview.service.search.candidates import Candidates
+from rearview.service.search.factors import named_subjects, subject_of
+from rearview.service.search.fusion import relative_fuse
+from rearview.service.search.ranking import rank
+from rearview.service.search.ranking_policy import RankingPolicy
 from rearview.text import content_hash, estimate_tokens, normalize, query_tokens, tokens
 from tests.factories import T0, make_memory
 

@@ -24,7 +24,8 @@ from rearview.ports import MAX_WRITES_PER_COMMIT, Embedder, IndexDocument
 from rearview.service.ingest.ingester import Ingester
 from rearview.service.memory_service import MemoryService
 from rearview.service.write.batch import WriteBatch
-from rearview.service.write.writer import Embedded, Writer
+from rearview.service.write.decision import Embedded
+from rearview.service.write.writer import Writer
 from rearview.testing import BrokenEmbedder, Fault, FlakyMemoryStore, InjectedError
 from tests.factories import T0
 

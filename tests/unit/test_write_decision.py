@@ -14,7 +14,8 @@ from rearview.models import MemoryFilter, WriteAction, WriteRequest
 from rearview.ports import IndexQuery, Vector
 from rearview.service.config import ServiceConfig
 from rearview.service.write.consolidation import Consolidator
-from rearview.service.write.writer import Create, Merge, Supersede, Writer
+from rearview.service.write.decision import Create, Merge, Supersede
+from rearview.service.write.writer import Writer
 from tests.factories import T0
 
 

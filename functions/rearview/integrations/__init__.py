@@ -1,6 +1,7 @@
 """Rearview as the long-term memory of agent frameworks, each adapter in a module named after its framework.
 
-- `rearview.integrations.langgraph`: `RearviewStore`, a LangGraph `BaseStore` (`rearview[langgraph]`);
+- `rearview.integrations.langgraph`: `RearviewStore`, a LangGraph `BaseStore` (`rearview[langgraph]`),
+  with how it keeps an item in a memory (`langgraph_items`) and LangGraph's filters (`langgraph_filters`);
 - `rearview.integrations.strands`: `RearviewMemoryHooks` and the `remember`/`recall` tools for
   Strands Agents (install `strands-agents` beside Rearview: docs/integrations.md says how).
 

@@ -74,19 +74,13 @@ Example (docs/integrations.md's)::
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from langgraph.store.base import (
     BaseStore,
     GetOp,
-    Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -97,44 +91,29 @@ from langgraph.store.base import (
 
 from rearview.client import Memory
 from rearview.errors import BackendError, InvalidInputError
-from rearview.limits import MAX_LABEL_CHARS, MAX_METADATA_VALUE_CHARS, MAX_TOP_K
+from rearview.integrations.langgraph_filters import does_match, under_prefix, until_wildcard, value_matches
+from rearview.integrations.langgraph_items import (
+    ROOT_TAG,
+    Entry,
+    Namespace,
+    compact_json,
+    is_namespace_tag,
+    item_entries,
+    item_tag,
+    namespace_tags,
+    prefix_tag,
+    record_names,
+    united,
+)
+from rearview.limits import MAX_METADATA_VALUE_CHARS, MAX_TOP_K
 from rearview.models import MemoryType, MemoryView, Visibility
 
 __all__ = ["ROOT_TAG", "RearviewStore"]
 
-ROOT_TAG = "langgraph"
-"""The tag on every memory this store writes: what `list_namespaces` and `search(())` list."""
-RECORD = "lg:"
-"""The prefix of an item's tag and of its record's metadata key (`lg:<digest>`)."""
-NAMESPACE_TAG = "lg-ns:"
-HASHED_NAMESPACE_TAG = "lg-ns#"
+
 PAGE = 100
 """The listing's page (the most `Memory.browse` returns at once)."""
 MINUTES_PER_DAY = 1440.0
-
-Namespace = tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """One item as a memory holds it: its place, its value, and the memory (shared by its keys)."""
-
-    namespace: Namespace
-    key: str
-    value: dict[str, Any]
-    memory: MemoryView
-
-    def item(self) -> Item:
-        return Item(
-            value=self.value, key=self.key, namespace=self.namespace,
-            created_at=self.memory.created_at, updated_at=self.memory.updated_at,
-        )  # fmt: skip
-
-    def hit(self, score: float | None) -> SearchItem:
-        return SearchItem(
-            namespace=self.namespace, key=self.key, value=self.value,
-            created_at=self.memory.created_at, updated_at=self.memory.updated_at, score=score,
-        )  # fmt: skip
 
 
 class RearviewStore(BaseStore):
@@ -237,10 +216,10 @@ class RearviewStore(BaseStore):
 
     # ------------------------------------------------------------------------------ get/put/delete
 
-    def _entry(self, namespace: Namespace, key: str) -> _Entry | None:
+    def _entry(self, namespace: Namespace, key: str) -> Entry | None:
         """The item, from the newest of the agent's memories with its tag (others' are not its items)."""
-        for memory in self._listed(_item_tag(namespace, key)):
-            found = next((e for e in _entries(memory) if e.namespace == namespace and e.key == key), None)
+        for memory in self._listed(item_tag(namespace, key)):
+            found = next((e for e in item_entries(memory) if e.namespace == namespace and e.key == key), None)
             if found is not None:
                 return found
         return None
@@ -254,15 +233,15 @@ class RearviewStore(BaseStore):
         content, record, text_field = self._encoded(op.namespace, op.key, op.value)
         cues = self._cues(op, text_field)
         ttl_days = None if op.ttl is None else op.ttl / MINUTES_PER_DAY
-        name = _item_tag(op.namespace, op.key)
-        if current is not None and _record_names(current.memory) == {name}:
+        name = item_tag(op.namespace, op.key)
+        if current is not None and record_names(current.memory) == {name}:
             self.memory.update(
                 current.memory.id, content=content, metadata={name: record}, ttl_days=ttl_days, cues=cues
             )
             return
         if current is not None:  # a key of a merged memory: it gets a memory of its own
             self._detach(current)
-        tags = [ROOT_TAG, *_namespace_tags(op.namespace), name]
+        tags = [ROOT_TAG, *namespace_tags(op.namespace), name]
         receipt = self.memory.write(
             content, type=self.type, visibility=self.visibility, tags=tags, metadata={name: record},
             ttl_days=ttl_days, cues=cues or (),
@@ -271,22 +250,22 @@ class RearviewStore(BaseStore):
         if name not in held.tags or held.metadata.get(name) != record:
             # Merged into a memory that kept its own labels (another agent's): this key joins it.
             self.memory.update(
-                held.id, tags=_united(held.tags, tags), metadata={**held.metadata, name: record}
+                held.id, tags=united(held.tags, tags), metadata={**held.metadata, name: record}
             )
 
-    def _remove(self, entry: _Entry) -> None:
-        if _record_names(entry.memory) == {_item_tag(entry.namespace, entry.key)}:
+    def _remove(self, entry: Entry) -> None:
+        if record_names(entry.memory) == {item_tag(entry.namespace, entry.key)}:
             self.memory.forget([entry.memory.id], hard=self.hard_delete)
         else:
             self._detach(entry)
 
-    def _detach(self, entry: _Entry) -> None:
+    def _detach(self, entry: Entry) -> None:
         """Take the entry's key off a memory that other keys share (its tag, record and namespace tags)."""
-        name = _item_tag(entry.namespace, entry.key)
+        name = item_tag(entry.namespace, entry.key)
         metadata = {k: v for k, v in entry.memory.metadata.items() if k != name}
-        kept = {e.namespace for e in _entries(entry.memory) if _item_tag(e.namespace, e.key) != name}
-        needed = {tag for ns in kept for tag in _namespace_tags(ns)}
-        tags = [t for t in entry.memory.tags if t != name and (not _is_namespace_tag(t) or t in needed)]
+        kept = {e.namespace for e in item_entries(entry.memory) if item_tag(e.namespace, e.key) != name}
+        needed = {tag for ns in kept for tag in namespace_tags(ns)}
+        tags = [t for t in entry.memory.tags if t != name and (not is_namespace_tag(t) or t in needed)]
         self.memory.update(entry.memory.id, tags=tags, metadata=metadata)
 
     def _encoded(
@@ -301,14 +280,14 @@ class RearviewStore(BaseStore):
             text = value.get(field)
             if isinstance(text, str) and text.strip():
                 rest = {k: v for k, v in value.items() if k != field}
-                record = _json({**place, "f": field, "v": rest})
+                record = compact_json({**place, "f": field, "v": rest})
                 if len(record) <= MAX_METADATA_VALUE_CHARS:
                     return text, record, field
                 break
-        record = _json(place)
+        record = compact_json(place)
         if len(record) > MAX_METADATA_VALUE_CHARS:
             raise InvalidInputError("key", f"namespace and key exceed {MAX_METADATA_VALUE_CHARS} characters")
-        return _json(dict(value)), record, None
+        return compact_json(dict(value)), record, None
 
     def _cues(self, op: PutOp, text_field: str | None) -> list[str] | None:
         """The recall cues of a put: the text of the fields its `index` (else `cue_fields`) names.
@@ -338,10 +317,12 @@ class RearviewStore(BaseStore):
         if op.query:
             found = self._recalled(op, wanted, alternatives)
         else:
-            found = ((e, None) for m in self._listed(_prefix_tag(op.namespace_prefix)) for e in _entries(m))
+            found = (
+                (e, None) for m in self._listed(prefix_tag(op.namespace_prefix)) for e in item_entries(m)
+            )
         hits: list[SearchItem] = []
         for entry, score in found:
-            if _under(entry.namespace, op.namespace_prefix) and _matches(entry.value, op.filter):
+            if under_prefix(entry.namespace, op.namespace_prefix) and value_matches(entry.value, op.filter):
                 hits.append(entry.hit(score))
                 if len(hits) >= wanted:
                     break
@@ -349,30 +330,30 @@ class RearviewStore(BaseStore):
 
     def _recalled(
         self, op: SearchOp, wanted: int, alternatives: list[str] | None
-    ) -> Iterator[tuple[_Entry, float | None]]:
+    ) -> Iterator[tuple[Entry, float | None]]:
         """The recalled memories' entries, best first: a filter or a merged key reads past `wanted`."""
         top_k = MAX_TOP_K if op.filter else min(MAX_TOP_K, max(wanted, 1))
         recall = self.memory.search(
-            op.query or "", tags=[_prefix_tag(op.namespace_prefix)], top_k=top_k, alternatives=alternatives
+            op.query or "", tags=[prefix_tag(op.namespace_prefix)], top_k=top_k, alternatives=alternatives
         )
         writer = self._writer()
         for hit in recall.results:
             if hit.agent_id != writer:
                 continue  # another agent's memory: no item of this store, whatever its tags say
-            for entry in _entries(self.memory.get(hit.id)):
+            for entry in item_entries(self.memory.get(hit.id)):
                 yield entry, hit.score
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
         head: Namespace = ()
         for condition in op.match_conditions or ():
             if condition.match_type == "prefix":
-                fixed = tuple(label for label in _until_wildcard(condition.path))
+                fixed = tuple(label for label in until_wildcard(condition.path))
                 head = fixed if len(fixed) > len(head) else head
         found = {
             entry.namespace
-            for memory in self._listed(_prefix_tag(head))
-            for entry in _entries(memory)
-            if all(_does_match(c, entry.namespace) for c in op.match_conditions or ())
+            for memory in self._listed(prefix_tag(head))
+            for entry in item_entries(memory)
+            if all(does_match(c, entry.namespace) for c in op.match_conditions or ())
         }
         if op.max_depth is not None:
             found = {ns[: op.max_depth] for ns in found}
@@ -405,9 +386,6 @@ class RearviewStore(BaseStore):
         return self._agent
 
 
-# ---------------------------------------------------------------------------------- the mapping
-
-
 def _phrasings(query: str | None, alternatives: Sequence[str] | None) -> list[str] | None:
     """A search's `alternatives` as a list (None for none); refused without a query to rephrase."""
     if alternatives is None:
@@ -419,128 +397,3 @@ def _phrasings(query: str | None, alternatives: Sequence[str] | None) -> list[st
     if not query:
         raise InvalidInputError("alternatives", "are other phrasings of `query`: give a query too")
     return list(alternatives)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256(_json(parts).encode()).hexdigest()[:24]
-
-
-def _item_tag(namespace: Namespace, key: str) -> str:
-    """The tag (and record name) of the item `(namespace, key)`."""
-    return RECORD + _digest(list(namespace), key)
-
-
-def _namespace_tag(namespace: Namespace) -> str:
-    tag = NAMESPACE_TAG + "/".join(quote(label, safe="") for label in namespace)
-    return tag if len(tag) <= MAX_LABEL_CHARS else HASHED_NAMESPACE_TAG + _digest(list(namespace))
-
-
-def _is_namespace_tag(tag: str) -> bool:
-    return tag.startswith((NAMESPACE_TAG, HASHED_NAMESPACE_TAG))
-
-
-def _namespace_tags(namespace: Namespace) -> list[str]:
-    """One tag per prefix of `namespace`, shortest first: what `search` and `list_namespaces` filter by."""
-    return [_namespace_tag(namespace[: n + 1]) for n in range(len(namespace))]
-
-
-def _prefix_tag(prefix: Namespace) -> str:
-    return _namespace_tag(prefix) if prefix else ROOT_TAG
-
-
-def _record_names(memory: MemoryView) -> set[str]:
-    return {name for name in memory.metadata if name.startswith(RECORD)}
-
-
-def _entries(memory: MemoryView) -> list[_Entry]:
-    """The items a memory holds: one per record (several when writes of equal text were merged)."""
-    entries = []
-    for name in sorted(_record_names(memory)):
-        raw = memory.metadata[name]
-        record = json.loads(raw) if isinstance(raw, str) else None
-        if not isinstance(record, dict) or "ns" not in record or "key" not in record:
-            continue  # not this store's record
-        value = _value(memory.content, record)
-        entries.append(_Entry(tuple(record["ns"]), str(record["key"]), value, memory))
-    return entries
-
-
-def _value(content: str, record: Mapping[str, Any]) -> dict[str, Any]:
-    field = record.get("f")
-    if isinstance(field, str):
-        return {field: content, **record.get("v", {})}
-    try:
-        value = json.loads(content)
-    except ValueError:
-        value = None
-    # JSON the memory no longer holds (merged into a text one, or edited as text): its text.
-    return value if isinstance(value, dict) else {"content": content}
-
-
-def _united(first: Sequence[str], second: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys([*first, *second]))
-
-
-def _under(namespace: Namespace, prefix: Namespace) -> bool:
-    return namespace[: len(prefix)] == prefix
-
-
-def _until_wildcard(path: Sequence[str]) -> Iterator[str]:
-    for label in path:
-        if label == "*":
-            return
-        yield label
-
-
-def _does_match(condition: MatchCondition, namespace: Namespace) -> bool:
-    """LangGraph's namespace match: `path` (with `*` for any label) at the start or the end."""
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    start = 0 if condition.match_type == "prefix" else len(namespace) - len(path)
-    labels = namespace[start : start + len(path)]
-    return all(p in ("*", label) for label, p in zip(labels, path, strict=True))
-
-
-def _matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
-    """LangGraph's filter: every field equal, or satisfying its `$eq`/`$ne`/`$gt`/`$gte`/`$lt`/`$lte`."""
-    return not flt or all(_compare(value.get(field), wanted) for field, wanted in flt.items())
-
-
-def _compare(actual: Any, wanted: Any) -> bool:
-    if isinstance(wanted, dict):
-        if any(k.startswith("$") for k in wanted):
-            return all(_operator(actual, name, operand) for name, operand in wanted.items())
-        return isinstance(actual, dict) and all(_compare(actual.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, list | tuple):
-        return (
-            isinstance(actual, list | tuple)
-            and len(actual) == len(wanted)
-            and all(_compare(a, w) for a, w in zip(actual, wanted, strict=True))
-        )
-    return bool(actual == wanted)
-
-
-_ORDERED = {
-    "$gt": lambda a, b: a > b,
-    "$gte": lambda a, b: a >= b,
-    "$lt": lambda a, b: a < b,
-    "$lte": lambda a, b: a <= b,
-}
-
-
-def _operator(actual: Any, name: str, operand: Any) -> bool:
-    if name == "$eq":
-        return bool(actual == operand)
-    if name == "$ne":
-        return bool(actual != operand)
-    if name not in _ORDERED:
-        raise InvalidInputError("filter", f"unknown operator {name!r}", allowed=["$eq", "$ne", *_ORDERED])
-    try:
-        return bool(_ORDERED[name](float(actual), float(operand)))
-    except (TypeError, ValueError):
-        return False  # a missing or non-numeric field is not in an ordered range

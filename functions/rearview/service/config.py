@@ -15,7 +15,7 @@ from rearview.service.policy import (
     TenantPolicy,
     policy_for,
 )
-from rearview.service.search.ranking import DEFAULT_RANKING, RankingPolicy
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
 from rearview.service.write.secrets import SecretsPolicy
 
 

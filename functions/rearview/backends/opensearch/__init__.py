@@ -2,7 +2,8 @@
 
 - `config`: `OpenSearchConfig` (where the index lives, how it is built and queried), signing, the client.
 - `mapping`: an index version's settings and strict mapping, and a memory's indexed document.
-- `queries`: the search channels' request bodies, the shared filter, reading the answers.
+- `queries`: the channels' shared filter, the id lookup, reading the answers; `keyword_queries` and
+  `vector_queries`: each search channel's request bodies and its answer.
 - `ids`: document identity, own `_id`s or engine-assigned ones (Serverless), as two strategies.
 - `index`: `OpenSearchMemoryIndex`, the adapter (schema and alias lifecycle, writes, search).
 """

@@ -1,10 +1,10 @@
 """`MemoryIndex` on OpenSearch k-NN: a managed domain, a Serverless vector collection, or a local node.
 
 Two round trips per search: a keyword query first reads the tenant's statistics
-(`queries.corpus_body`); then one `_msearch` carries the BM25 channel's shortlist
-(`queries.keyword_body`: candidates matched under a bool filter, ordered by the tenant's statistics
+(`keyword_queries.corpus_body`); then one `_msearch` carries the BM25 channel's shortlist
+(`keyword_queries.keyword_body`: candidates matched under a bool filter, ordered by the tenant's statistics
 only, ranked here by BM25 as SQLite FTS5 scores it, recall cues at `CUE_WEIGHT`; left out when no
-document of the tenant can match) and the vector channel (`queries.vector_body`: a `knn` query on
+document of the tenant can match) and the vector channel (`vector_queries.vector_body`: a `knn` query on
 the content, with `IndexQuery.match_cues` the best of it and a nested `knn` query on the recall
 cues' vectors, each with the same filter *inside* the clause, so the engine's efficient filtering
 returns `limit` hits whenever that many match; nothing is post-filtered). Fusion is not done here:
@@ -40,22 +40,23 @@ from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, R
 
 from rearview.backends.opensearch.config import OpenSearchConfig, Refresh, build_client
 from rearview.backends.opensearch.ids import AssignedIds, BulkOp, DocumentIds, OwnIds
+from rearview.backends.opensearch.keyword_queries import (
+    TenantCorpus,
+    corpus_body,
+    keyword_body,
+    keyword_ranked,
+    tenant_corpus,
+)
 from rearview.backends.opensearch.mapping import Json, added_fields, index_body
 from rearview.backends.opensearch.queries import (
     KEPT_FIELDS,
     LOOKUP_FIELDS,
     MAX_WINDOW,
-    TenantCorpus,
     as_mapping,
-    corpus_body,
-    keyword_body,
-    keyword_ranked,
-    tenant_corpus,
-    vector_body,
-    vector_ranked,
     versions_body,
     versions_page,
 )
+from rearview.backends.opensearch.vector_queries import vector_body, vector_ranked
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.bm25 import query_phrases
 from rearview.errors import IndexUnavailableError, InvalidInputError

@@ -41,7 +41,7 @@ INDEX_ANALYZER: Final = "rearview_text"
 words without diacritics, and overlapping CJK bigrams (the terms of SQLite's FTS5 index)."""
 QUERY_ANALYZER: Final = "rearview_query"
 """`INDEX_ANALYZER` less the English stopwords of `rearview.text.STOPWORDS`: the fields' search
-analyzer. `queries.keyword_body` drops stopwords itself (as SQLite does) and searches with
+analyzer. `keyword_queries.keyword_body` drops stopwords itself (as SQLite does) and searches with
 `INDEX_ANALYZER`, which every index version has."""
 
 KEYWORD_FIELDS: Final = (
@@ -63,7 +63,7 @@ CUE_VECTORS_FIELD: Final = "cue_vectors"
 """The `nested` field of a memory's cue vectors: one object per cue, `{"cue": i, "vector": [...]}`
 (row i of `IndexDocument.cue_vectors`, for `Memory.cues[i]`; no `vector` where the row is zero).
 
-A nested k-NN query scores a document by its best cue; `queries.vector_body` takes the best of
+A nested k-NN query scores a document by its best cue; `vector_queries.vector_body` takes the best of
 that and the content's `vector`, and reads which cue carried it from the nested query's inner hit."""
 
 _TEXT: Final = {"type": "text", "analyzer": INDEX_ANALYZER, "search_analyzer": QUERY_ANALYZER}

@@ -72,7 +72,8 @@ from rearview.models import (
 from rearview.service.ingest.extraction import Extraction, Extractor, Fact, Turn
 from rearview.service.ingest.llm_extraction import EXTRACTED_CONFIDENCE, EXTRACTION_PROMPT_VERSION
 from rearview.service.visibility import agent_idempotency_key
-from rearview.service.write.writer import Embedded, Writer
+from rearview.service.write.decision import Embedded
+from rearview.service.write.writer import Writer
 from rearview.text import content_hash
 
 __all__ = ["FACT_CONFIDENCE", "Batch", "BatchFn", "Ingester", "idempotency_key"]

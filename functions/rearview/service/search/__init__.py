@@ -2,7 +2,9 @@
 
 - `searcher`: `Searcher`, the two channels (keyword, vector) filtered inside the query, the
   degraded path, and the reinforcement a relevant recall earns.
-- `ranking`: fusion of the channels' scores and the re-rank; every constant that shapes a score.
+- `ranking`: fusion of the channels' scores and the re-rank (the formula), composed of
+  `ranking_policy` (every constant that shapes a score), `candidates` (what is ranked), `fusion`,
+  `factors` (the re-rank factors) and `admission` (what is an answer; the similarity floor).
 - `relevance`: the learned relevance, a calibrated probability that a candidate answers the query
   (its features and the fitted model, `relevance_model.json`).
 - `collapse`: a memory extracted from a message and that message take one place.

@@ -7,7 +7,7 @@ candidates' own spread is no reference either: 5 candidates have none. So each q
 scored against `BACKGROUND`, a fixed set of everyday statements about no particular subject, in
 Latin and in CJK script; the `BASELINE_QUANTILE` of those cosines is what this query scores
 against unrelated text in that script, and a memory's vector evidence is how far it rises above
-the baseline of its own script (`ranking.RankingPolicy.vector_span`). The same for 5 memories as
+the baseline of its own script (`ranking_policy.RankingPolicy.vector_span`). The same for 5 memories as
 for 500, and computed without reading the tenant.
 
 The background is embedded once per embedder (lazily, on the first search) as documents, the way

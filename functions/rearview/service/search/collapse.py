@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rearview.models import Memory
-from rearview.service.search.ranking import Ranked
+from rearview.service.search.candidates import Ranked
 
 __all__ = ["Collapsed", "collapse_extracted"]
 

@@ -5,7 +5,7 @@ with the question: "Where does the friend Ann met in Lisbon work?" finds "I met 
 and the answer is in "Marco started at the bakery", which shares no word with the question but
 "Marco" with the first hit. So after the first ranking, the entities of the best `hop_seeds` hits
 that the query does not name (`bridge_entities`) are searched for in the keyword channel, and
-what that finds joins the candidates at a lower relevance (`ranking.RankingPolicy.hop_weight`).
+what that finds joins the candidates at a lower relevance (`ranking_policy.RankingPolicy.hop_weight`).
 
 A memory's entities are its writer's `entities` and the names in its text (`names_in`): words
 that start with a capital letter where a sentence does not start, or runs of them ("New York"),

@@ -36,7 +36,7 @@ from rearview.text import is_cjk_text, query_tokens, tokens
 
 _TURN = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?: ")
 """A conversation turn as written ("Caroline: ..."), a message rather than a distilled memory (as
-`ranking.SUBJECT_PREFIX`)."""
+`factors.SUBJECT_PREFIX`)."""
 
 MODEL_FILE = Path(__file__).with_name("relevance_model.json")
 
@@ -71,7 +71,7 @@ FEATURES: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """What one search measured, the inputs of `features` (`ranking.Candidates` carries them)."""
+    """What one search measured, the inputs of `features` (`candidates.Candidates` carries them)."""
 
     query: str
     contents: Mapping[str, str]
@@ -91,7 +91,7 @@ class Evidence:
     alternative: bool = False
     """`query` is one of the search's alternatives, not the query the agent asked."""
     off_time: frozenset[str] = frozenset()
-    """The memories that do not fit the time the query names or asks about (`ranking.temporal_factor`)."""
+    """The memories that do not fit the time the query names or asks about (`factors.temporal_factor`)."""
 
 
 def features(evidence: Evidence) -> dict[str, list[float]]:

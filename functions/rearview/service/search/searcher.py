@@ -30,18 +30,12 @@ from rearview.models import (
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service.config import ServiceConfig
 from rearview.service.search.baseline import Baselines
+from rearview.service.search.candidates import Candidates, ChannelScores, Phrasing, Ranked
 from rearview.service.search.collapse import collapse_extracted
 from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
-from rearview.service.search.ranking import (
-    Candidates,
-    ChannelScores,
-    Phrasing,
-    Ranked,
-    calibrated_fuse,
-    hop_seeds,
-    returned,
-    subject_of,
-)
+from rearview.service.search.factors import subject_of
+from rearview.service.search.fusion import calibrated_fuse, hop_seeds
+from rearview.service.search.ranking import returned
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
@@ -85,7 +79,7 @@ class Searcher:
         With `archived` among the filter's statuses (`include_archived`), archived memories are
         matched too, from what the store keeps of them: BM25 over the previews of the newest
         `fallback_scan_limit` archived stubs in the filter. A keyword-only match, an archived hit's
-        relevance is scaled by `ranking.ARCHIVED_RELEVANCE`; it carries its preview as content and
+        relevance is scaled by `ranking_policy.ARCHIVED_RELEVANCE`; it carries its preview as content and
         is not reinforced.
 
         Only memories `req.agent_id` may see are matched: the filter is scoped to it (`visibility`).

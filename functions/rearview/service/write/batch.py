@@ -32,15 +32,8 @@ import numpy as np
 from rearview.models import Memory, MemoryStatus, WriteRequest, WriteResult
 from rearview.ports import MAX_WRITES_PER_COMMIT, IndexDocument, StoreWrite, Vector
 from rearview.service import indexing, keyword_context
-from rearview.service.write.writer import (
-    Create,
-    Draft,
-    Embedded,
-    Writer,
-    replayed,
-    stored_idempotency_key,
-    with_stored_key,
-)
+from rearview.service.write.decision import Create, Draft, Embedded
+from rearview.service.write.writer import Writer, replayed, stored_idempotency_key, with_stored_key
 
 __all__ = ["WriteBatch"]
 

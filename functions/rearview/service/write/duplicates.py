@@ -33,7 +33,7 @@ own near duplicate behind other agents' copies of the same fact."""
 
 
 class Draft(Protocol):
-    """What the lookup reads of a write's draft (`writer.Draft`)."""
+    """What the lookup reads of a write's draft (`decision.Draft`)."""
 
     @property
     def req(self) -> WriteRequest: ...

@@ -22,8 +22,9 @@ deliberately conservative: a false "differs" only costs a separate memory, a fal
 Cost: one regex pass per text, linear in its length: about 0.3 ms for a pair of short memories on
 a busy 2-core machine (embedding one costs 50+ ms), under 0.2 s for hostile 4,000-character input.
 
-Over 400 lines on purpose: most of it is the tables the rule needs (month and weekday names,
-number words, Chinese numerals and classifiers, negations); the logic is one regex pass.
+The tables the rule needs (month and weekday names, number words, Chinese numerals and
+classifiers, negations) and its one regex are in `fact_patterns`; here each match becomes a
+normalized fact, and the two texts' facts are compared.
 """
 
 from __future__ import annotations
@@ -37,6 +38,21 @@ from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Final, Literal
 
+from rearview.service.write.fact_patterns import (
+    CJK_DIGITS,
+    CJK_UNITS,
+    COMMON_OPENERS,
+    MONTH_AFTER,
+    MONTH_BEFORE,
+    MONTHS,
+    NEGATIONS,
+    NUMBER_WORDS,
+    PATTERN,
+    PRODUCT_BEFORE,
+    RELATIVE_DAYS,
+    SENTENCE_ENDS,
+    WEEKDAYS,
+)
 from rearview.text import STOPWORDS, tokens
 
 LONG_TEXT_TOKENS = 48
@@ -86,183 +102,6 @@ def information_difference(existing: str, incoming: str) -> InformationDifferenc
     return _content_difference(existing, incoming)
 
 
-# ------------------------------------------------------------------------------------ lexicon
-
-_MONTHS = {
-    name: index
-    for index, names in enumerate(
-        [
-            ("January", "Jan"),
-            ("February", "Feb"),
-            ("March", "Mar"),
-            ("April", "Apr"),
-            ("May",),
-            ("June", "Jun"),
-            ("July", "Jul"),
-            ("August", "Aug"),
-            ("September", "Sep", "Sept"),
-            ("October", "Oct"),
-            ("November", "Nov"),
-            ("December", "Dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-_WEEKDAYS = {
-    name: index
-    for index, names in enumerate(
-        [
-            ("monday", "mon"),
-            ("tuesday", "tue", "tues"),
-            ("wednesday", "wed"),
-            ("thursday", "thu", "thur", "thurs"),
-            ("friday", "fri"),
-            ("saturday", "sat"),
-            ("sunday", "sun"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-_RELATIVE_DAYS = {
-    "today": "today",
-    "tonight": "tonight",
-    "tomorrow": "tomorrow",
-    "yesterday": "yesterday",
-    "morning": "morning",
-    "afternoon": "afternoon",
-    "evening": "evening",
-    "noon": "noon",
-    "midnight": "midnight",
-    "weekend": "weekend",
-    "weekday": "weekday",
-    "今天": "today",
-    "今日": "today",
-    "今晚": "tonight",
-    "明天": "tomorrow",
-    "明日": "tomorrow",
-    "昨天": "yesterday",
-    "后天": "day-after-tomorrow",
-    "前天": "day-before-yesterday",
-    "上午": "morning",
-    "早上": "morning",
-    "下午": "afternoon",
-    "晚上": "evening",
-    "中午": "noon",
-    "周末": "weekend",
-    "工作日": "weekday",
-}
-
-
-def _words(text: str) -> list[str]:
-    return text.split()
-
-
-_NUMBER_WORDS = {
-    word: value
-    for value, word in enumerate(
-        _words(
-            "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-            "fifteen sixteen seventeen eighteen nineteen twenty"
-        )
-    )
-} | {
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-    "hundred": 100,
-    "thousand": 1000,
-    "million": 1_000_000,
-    "billion": 1_000_000_000,
-    "dozen": 12,
-    "once": 1,
-    "twice": 2,
-}
-_NEGATIONS = frozenset(_words("not no never none nothing nobody nowhere neither nor without cannot"))
-_UNITS = "kb|mb|gb|tb|kib|mib|gib|tib|ms|us|ns|sec|secs|s|min|mins|h|hr|hrs|d|px|k|m|x|%|percent|°c|°f"
-# Words that open a sentence without being names ("Always", "Prefers"). Any other capitalized
-# opener counts as a possible name: wrongly calling a word a name only costs a separate memory.
-_COMMON_OPENERS = STOPWORDS | frozenset(
-    _words(
-        """
-    after again all also always any anyone as avoid because before being both but by can check
-    confirmed could currently do don't during each either even every everyone except first for
-    from going had has have he her here his how however i i'm if in instead is it it's just keep
-    last later let's like likes loves hates make many maybe most much must my never new next no
-    nobody none not note now often once only our per please prefer prefers preferred
-    remember right run same send set should since so some sometimes still store such than thanks
-    that the their daily nightly weekly monthly yearly annual quarterly add ask call create delete
-    them then there these they this those though to today tomorrow too try turns until usually
-    use used uses user user's users we we're we've what when whenever where whether which while
-    who why will with within without would yes yesterday you your
-    """
-    )
-)
-_CJK_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7}
-_CJK_DIGITS |= {"八": 8, "九": 9}
-_CJK_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
-_CJK_NUM = "零〇一二两三四五六七八九十百千万亿"
-_CJK_CLASSIFIERS = "个位台次天年周岁人倍元块件条张本页遍届层名颗只份项种章节行秒分钟小时核杯瓶碗米克斤度"
-# Surnames that are rarely ordinary words inside a sentence (何/程/许/曾/高/周... are left out).
-_CJK_SURNAMES = (
-    "王李张刘陈杨黄赵吴徐孙朱胡郭林罗郑梁宋唐冯邓曹彭肖董袁潘"
-    "蒋蔡杜叶苏魏吕丁沈姚卢姜崔谭汪贾韦邹孟邱尹薛闫侯陶黎郝龚邵覃"
-)
-_CJK_NAME_BEFORE = "由和跟找问让给与是被叫请"
-# Compounds containing a negation character that do not negate ("不过" = but, "未来" = future).
-_CJK_NOT_NEGATION = (
-    "不过|不错|不断|不仅|不少|不久|不管|无论|别人|别的|特别|区别|分别|级别|类别|识别|未来|无线"
-)
-
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff"
-# One alternation, tried left to right at each position, so a URL or a version is consumed whole
-# before its digits could count as numbers. Every repetition that is retried at each position of a
-# long run is bounded ({0,64}, {1,12}), so a hostile 4,000-character run stays linear.
-_PATTERN = re.compile(
-    rf"""
-    (?P<url>\b(?:https?://|www\.)[^\s<>"'）)]+[^\s<>"'）).,;:!?。，])
-  | (?P<email>\b[\w.+-]{{1,64}}@[\w-]+(?:\.[\w-]+)+)
-  | (?P<path>(?<![\w/])(?:~|\.{{1,2}})?/[\w.\-]+(?:/[\w.\-]*)*|\b[A-Za-z]:\\[\w.\\-]+)
-  | (?P<quoted>"[^"\n]{{1,200}}"|“[^”\n]{{1,200}}”|`[^`\n]{{1,200}}`|「[^」\n]{{1,200}}」|『[^』\n]{{1,200}}』
-      |(?<!\w)'[^'\n]{{1,200}}'(?!\w)|‘[^’\n]{{1,200}}’)
-  | (?P<iso_date>\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b)
-  | (?P<cjk_date>[{_CJK_NUM}\d]{{1,6}}[月日号]|[{_CJK_NUM}\d]{{1,4}}点(?:半|[{_CJK_NUM}\d]{{1,3}}分)?)
-  | (?P<clock>\b\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:\s*[ap]\.?m\b\.?)?|\b\d{{1,2}}\s*[ap]\.?m\b\.?)
-  | (?P<ip>\b\d{{1,3}}(?:\.\d{{1,3}}){{3}}(?:/\d{{1,2}})?(?::\d+)?\b)
-  | (?P<version>\b[vV]\d+(?:\.\d+)*(?:[-+][\w.]+)?\b|\b\d+\.\d+\.\d+(?:[-+][\w.]+)?\b
-      |\b[a-z][\w.-]{{0,64}}[:@]v?\d+(?:\.\d+)*\b|\b[a-z]+\d+(?:\.\d+)+\b)
-  | (?P<channel>(?<![\w#])[#@][A-Za-z][\w.-]*\w)
-  | (?P<quarter>\b[QH][1-4]\b)
-  | (?P<ordinal>\b\d+(?:st|nd|rd|th)\b)
-  | (?P<amount>\b\d+(?:,\d{{3}})*(?:\.\d+)?(?:\s?(?:{_UNITS})\b|%)?)
-  | (?P<identifier>\b(?=[\w-]{{0,64}}[A-Za-z])(?=[\w-]{{0,64}}\d)\w+(?:[-.:]\w+)*\b
-      |\b[A-Za-z_]\w*_\w*|\b[a-z]+[A-Z]\w*|\b\w{{2,}}(?:\.\w{{2,}})+\b|\b\w+(?:-\w+){{2,}})
-  | (?P<word>[A-Za-z][A-Za-z'’]*)
-  | (?P<cjk_skip>{_CJK_NOT_NEGATION})
-  | (?P<cjk_relative>{"|".join(k for k in _RELATIVE_DAYS if not k.isascii())})
-  | (?P<cjk_weekday>(?:周|星期|礼拜)[一二三四五六日天1-7])
-  | (?P<cjk_number>第?[{_CJK_NUM}]{{1,12}}(?=[{_CJK_CLASSIFIERS}]))
-  | (?P<cjk_name>(?:(?<![{_CJK}])|(?<=[{_CJK_NAME_BEFORE}]))[老小]?[{_CJK_SURNAMES}][{_CJK}])
-  | (?P<cjk_negation>没有|[不没别未无勿])
-    """,
-    re.VERBOSE | re.ASCII,  # ASCII \w and \b: "config.yaml里" ends at the ideograph
-)
-# "Python 3.11", "Node 20", "version 4": a bare number right after a product name is a version.
-_MONTH_NAMES = "|".join(_MONTHS)
-_PRODUCT_BEFORE = re.compile(
-    rf"(?:\b(?!(?:{_MONTH_NAMES})\b)(?=[a-z]*[A-Z])[A-Za-z][\w+#]*|\bversion|\brelease|版本)\s?$", re.ASCII
-)
-# "May 3", "3 May", "the 3rd of May": a number next to a month is a day.
-_MONTH_BEFORE = re.compile(rf"\b(?:{_MONTH_NAMES})\.?\s$", re.ASCII)
-_MONTH_AFTER = re.compile(rf"\s(?:of\b|(?:{_MONTH_NAMES})\b)", re.ASCII)
-_SENTENCE_ENDS = frozenset(".!?。！？:;\n-•*")
-
-
 _OPENER: Final = "opener"
 _LOWERCASE: Final = "lowercase"
 _Fact = tuple[InformationKind | Literal["opener", "lowercase"] | None, str]
@@ -286,7 +125,7 @@ class _TextFacts:
 
 def _facts(text: str) -> _TextFacts:
     facts = _TextFacts()
-    for match in _PATTERN.finditer(unicodedata.normalize("NFKC", text)):
+    for match in PATTERN.finditer(unicodedata.normalize("NFKC", text)):
         group = match.lastgroup
         if group is None or group == "cjk_skip":
             continue
@@ -335,9 +174,9 @@ def _amount(match: re.Match[str]) -> _Fact:
     if number.isdigit() and 1900 <= int(number) <= 2099:
         return InformationKind.DATE, f"year:{number}"
     before = match.string[max(0, match.start() - 24) : match.start()]
-    if _MONTH_BEFORE.search(before) or _MONTH_AFTER.match(match.string, match.end()):
+    if MONTH_BEFORE.search(before) or MONTH_AFTER.match(match.string, match.end()):
         return InformationKind.DATE, f"day:{number}"
-    if _PRODUCT_BEFORE.search(before):
+    if PRODUCT_BEFORE.search(before):
         return InformationKind.VERSION, number
     return InformationKind.NUMBER, number
 
@@ -353,7 +192,7 @@ def _ordinal(match: re.Match[str]) -> _Fact:
     """`the 25th of the month`, `May 3rd` are days; `the 4th floor` is a number."""
     day = str(int(match.group()[:-2]))
     before = match.string[max(0, match.start() - 24) : match.start()]
-    if _MONTH_BEFORE.search(before) or _MONTH_AFTER.match(match.string, match.end()):
+    if MONTH_BEFORE.search(before) or MONTH_AFTER.match(match.string, match.end()):
         return InformationKind.DATE, f"day:{day}"
     return InformationKind.NUMBER, day
 
@@ -361,18 +200,18 @@ def _ordinal(match: re.Match[str]) -> _Fact:
 def _word(match: re.Match[str]) -> _Fact:
     word = match.group().replace("’", "'")
     folded = word.casefold()
-    if folded in _NEGATIONS or folded.endswith("n't"):
+    if folded in NEGATIONS or folded.endswith("n't"):
         return InformationKind.NEGATION, "not"
-    if folded in _NUMBER_WORDS:
-        return InformationKind.NUMBER, str(_NUMBER_WORDS[folded])
-    if word in _MONTHS:  # capitalized only: "may" and "mar" are verbs
-        return InformationKind.DATE, f"month:{_MONTHS[word]}"
+    if folded in NUMBER_WORDS:
+        return InformationKind.NUMBER, str(NUMBER_WORDS[folded])
+    if word in MONTHS:  # capitalized only: "may" and "mar" are verbs
+        return InformationKind.DATE, f"month:{MONTHS[word]}"
     day = folded.removesuffix("s") if folded.endswith("days") else folded
-    if day in _WEEKDAYS and (word[0].isupper() or len(day) > 3):
-        return InformationKind.DATE, f"weekday:{_WEEKDAYS[day]}"
-    part = folded.removesuffix("s") if folded.removesuffix("s") in _RELATIVE_DAYS else folded  # "mornings"
-    if part in _RELATIVE_DAYS:
-        return InformationKind.DATE, f"day:{_RELATIVE_DAYS[part]}"
+    if day in WEEKDAYS and (word[0].isupper() or len(day) > 3):
+        return InformationKind.DATE, f"weekday:{WEEKDAYS[day]}"
+    part = folded.removesuffix("s") if folded.removesuffix("s") in RELATIVE_DAYS else folded  # "mornings"
+    if part in RELATIVE_DAYS:
+        return InformationKind.DATE, f"day:{RELATIVE_DAYS[part]}"
     return _name_or_word(word, folded.removesuffix("'s"), match)
 
 
@@ -383,18 +222,18 @@ def _name_or_word(word: str, folded: str, match: re.Match[str]) -> _Fact:
     if len(word) < 2:
         return None, ""
     before = match.string[max(0, match.start() - 16) : match.start()].rstrip()
-    if word.isupper() or (before and before[-1] not in _SENTENCE_ENDS):
+    if word.isupper() or (before and before[-1] not in SENTENCE_ENDS):
         return InformationKind.NAME, folded
-    return (None, "") if folded in _COMMON_OPENERS else (_OPENER, folded)
+    return (None, "") if folded in COMMON_OPENERS else (_OPENER, folded)
 
 
 def _cjk_relative(match: re.Match[str]) -> _Fact:
-    return InformationKind.DATE, f"day:{_RELATIVE_DAYS[match.group()]}"
+    return InformationKind.DATE, f"day:{RELATIVE_DAYS[match.group()]}"
 
 
 def _cjk_weekday(match: re.Match[str]) -> _Fact:
     day = match.group()[-1]
-    index = 7 if day in "日天" else int(day) if day.isdigit() else _CJK_DIGITS[day]
+    index = 7 if day in "日天" else int(day) if day.isdigit() else CJK_DIGITS[day]
     return InformationKind.DATE, f"weekday:{index}"
 
 
@@ -420,13 +259,13 @@ def _cjk_int(numeral: str) -> int:
     for char in numeral:
         if char.isascii():  # "3月" mixed into a run: "三1" reads as 31
             digit = digit * 10 + int(char)
-        elif char in _CJK_DIGITS:
-            digit = _CJK_DIGITS[char]
+        elif char in CJK_DIGITS:
+            digit = CJK_DIGITS[char]
         elif char in ("万", "亿"):
-            total += (section + digit) * _CJK_UNITS[char]
+            total += (section + digit) * CJK_UNITS[char]
             section, digit = 0, 0
         else:
-            section += (digit or 1) * _CJK_UNITS[char]
+            section += (digit or 1) * CJK_UNITS[char]
             digit = 0
     return total + section + digit
 

@@ -6,16 +6,15 @@ older memory, or `Create`. It writes nothing, so it is the one place to add a ru
 write may do. `Writer.apply` turns the decision into one atomic store commit, then indexes it
 best-effort (an index or embedder failure never loses the write; the result says `indexed`).
 
-Over 400 lines on purpose: deciding and applying a write read best together (every decision
-type next to the code that commits it); the decision types themselves are small dataclasses.
+Deciding and applying read best together (every decision type next to the code that commits it);
+the decision types, the `Draft` they are decided on and the `Changes` applied are in `decision`,
+the records a write makes (a new memory, a merged one) in `records`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
 
 from rearview.clock import Clock
 from rearview.errors import (
@@ -25,9 +24,7 @@ from rearview.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from rearview.ids import new_id
 from rearview.models import (
-    Cue,
     HistoryAction,
     Memory,
     MemoryFilter,
@@ -36,9 +33,8 @@ from rearview.models import (
     WriteAction,
     WriteRequest,
     WriteResult,
-    united_cues,
 )
-from rearview.ports import Embedder, IndexDocument, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
+from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
 from rearview.scopes import scope_key
 from rearview.service import indexing, keyword_context
 from rearview.service.config import ServiceConfig
@@ -46,111 +42,15 @@ from rearview.service.history import change_event
 from rearview.service.visibility import agent_idempotency_key, load_visible
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.created import created_at
+from rearview.service.write.decision import Changes, Create, Draft, Embedded, Merge, Supersede, WriteDecision
 from rearview.service.write.duplicates import Corroboration, Match, active_in_scope, find_duplicate
 from rearview.service.write.merge_safety import information_difference
+from rearview.service.write.records import merged_memory, new_memory
 from rearview.service.write.secrets import screen, screen_all
 from rearview.service.write.stored_text import model_texts
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Merge:
-    """Fold the write into `into`, its writer's own active exact (similarity 1.0) or near duplicate.
-
-    `retires` is the caller's `supersedes` target, retired in favour of `into` in the same commit.
-    """
-
-    into: Memory
-    similarity: float
-    retires: Memory | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Supersede:
-    """Create a new memory and retire `retired` (kept, `superseded_by` set) in the same commit.
-
-    `reason` says why when it was not the caller's `supersedes` (a judged contradiction);
-    `corroborates` is another agent's duplicate that the new memory corroborates (`Create`).
-    """
-
-    retired: Memory
-    reason: str | None = None
-    corroborates: Corroboration | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Create:
-    """Create a new memory; nothing else changes.
-
-    `differs_from` is a near duplicate the write was NOT merged into because a merge would lose
-    a fact (`merge_safety`): the new memory is linked to it (history note, `WriteResult`).
-    `corroborates` is another agent's duplicate: the new memory is the writer's own copy of the
-    fact, linked to it (`duplicates`), so neither agent's edit or erasure changes the other's.
-    """
-
-    differs_from: Memory | None = None
-    difference: str | None = None
-    corroborates: Corroboration | None = None
-
-
-WriteDecision = Merge | Supersede | Create
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """A validated write and what deciding and applying it need: its time, dedup scope, hash and vector."""
-
-    req: WriteRequest
-    now: datetime
-    scope_key: str
-    digest: str
-    vector: Vector | None
-    """None when the embedder failed: the memory is stored unindexed."""
-    cue_vectors: Vector | None = None
-    """The request's cues embedded with its content (one row each); None without cues."""
-    born: datetime | None = None
-    """A new memory's creation time when the request gives one (`created_at`, an import): else `now`."""
-
-
-@dataclass(frozen=True, slots=True)
-class Embedded:
-    """A write's content as its caller embedded it, with many others in one embedder call.
-
-    `vector` is None when that call failed: the memory is stored unindexed, not embedded again.
-    """
-
-    vector: Vector | None
-
-
-@dataclass(slots=True)
-class Changes:
-    """The records one write commits atomically, and the index documents that follow them."""
-
-    writes: list[StoreWrite] = field(default_factory=list)
-    index_docs: list[IndexDocument] = field(default_factory=list)
-    superseded_ids: list[str] = field(default_factory=list)
-
-    def put(self, write: StoreWrite, vector: Vector | None, cue_vectors: Vector | None = None) -> None:
-        self.writes.append(write)
-        self.index_docs.append(IndexDocument(write.memory, vector, cue_vectors=cue_vectors))
-
-    def retire(
-        self, retired: Memory, successor_id: str, now: datetime, actor: str, reason: str | None
-    ) -> None:
-        after = retired.model_copy(
-            update={
-                "status": MemoryStatus.SUPERSEDED,
-                "superseded_by": successor_id,
-                "updated_at": now,
-                "version": retired.version + 1,
-            }
-        )
-        note = f"superseded by {successor_id}" + (f" ({reason})" if reason else "")
-        event = change_event(after, HistoryAction.SUPERSEDED, retired, now, actor, note=note)
-        self.put(StoreWrite(after, event, retired.version), None)
-        self.superseded_ids.append(retired.id)
 
 
 class Writer:
@@ -427,7 +327,7 @@ class Writer:
         Writes nothing: `_create` commits and indexes the changes, `WriteBatch` gathers several.
         """
         req, now = draft.req, draft.now
-        memory = self.new_memory(tenant_id, draft)
+        memory = new_memory(tenant_id, draft, self.config, self.embedder.model_id)
         changes = Changes()
         linked = decision if isinstance(decision, Create) and decision.differs_from else Create()
         related_id = linked.differs_from.id if linked.differs_from else None
@@ -463,7 +363,9 @@ class Writer:
 
     def _merge(self, tenant_id: str, draft: Draft, decision: Merge) -> WriteResult:
         req, now, existing = draft.req, draft.now, decision.into
-        merged = self._merged(tenant_id, existing, req, now).model_copy(update={"scope_key": draft.scope_key})
+        merged = merged_memory(tenant_id, existing, req, now, self.config).model_copy(
+            update={"scope_key": draft.scope_key}
+        )
         note = f"merged duplicate (similarity {decision.similarity:.3f}): {req.content}"
         event = change_event(merged, HistoryAction.MERGED, existing, now, req.agent_id, note)
         changes = Changes()
@@ -493,70 +395,6 @@ class Writer:
             log.warning("embedding merged cues failed; the indexed cues stay until reindex: %s", exc)
             return None
 
-    def _merged(self, tenant_id: str, existing: Memory, req: WriteRequest, now: datetime) -> Memory:
-        """`existing` reinforced by its writer's duplicate: labels and metadata united, higher scores kept.
-
-        Only ever the writer's own memory (`decide`): another agent's duplicate is corroborated.
-        """
-        cues = united_cues(existing.cues, [Cue(text=t, by=req.agent_id) for t in req.cues])
-        importance = max(existing.importance, req.importance)
-        retention = self.config.policy(tenant_id).retention
-        return existing.model_copy(
-            update={
-                "strength": self.config.reinforcement.reinforced(
-                    existing.strength, self.config.reinforcement.merge_boost
-                ),
-                "importance": importance,
-                "confidence": max(existing.confidence, req.confidence),
-                "cues": cues,
-                "tags": list(dict.fromkeys([*existing.tags, *req.tags])),
-                "entities": list(dict.fromkeys([*existing.entities, *req.entities])),
-                "metadata": {**existing.metadata, **req.metadata},
-                "updated_at": now,
-                "last_accessed_at": now,
-                "expires_at": _later(
-                    existing.expires_at, retention.expires_at(existing.type, importance, req.ttl_days, now)
-                ),
-                "version": existing.version + 1,
-            }
-        )
-
-    def new_memory(self, tenant_id: str, draft: Draft) -> Memory:
-        req, now = draft.req, draft.now
-        born = draft.born or now  # an import's own time: age, retention and decay count from it
-        return Memory(
-            id=new_id(now),
-            tenant_id=tenant_id,
-            type=req.type,
-            content=req.content,
-            agent_id=req.agent_id,
-            session_id=req.session_id,
-            visibility=req.visibility,
-            tags=req.tags,
-            entities=req.entities,
-            metadata=req.metadata,
-            importance=req.importance,
-            confidence=req.confidence,
-            strength=self.config.reinforcement.initial_strength,
-            created_at=born,
-            updated_at=born,
-            last_accessed_at=born,
-            event_time=req.event_time or born,
-            expires_at=self.config.policy(tenant_id).retention.expires_at(
-                req.type, req.importance, req.ttl_days, born
-            ),
-            content_hash=draft.digest,
-            scope_key=draft.scope_key,
-            idempotency_key=req.idempotency_key,
-            derived_from=req.derived_from,
-            embedding_model=self.embedder.model_id,
-            source=req.source,
-            speaker=req.speaker,
-            source_agents=req.source_agents,
-            source_speakers=req.source_speakers,
-            cues=[Cue(text=t, by=req.agent_id) for t in req.cues],
-        )
-
     def replay(self, tenant_id: str, idempotency_key: str | None) -> WriteResult | None:
         """The result of the first write made with this idempotency key, if there was one."""
         if not idempotency_key:
@@ -578,10 +416,3 @@ def stored_idempotency_key(req: WriteRequest) -> str | None:
 def with_stored_key(req: WriteRequest) -> WriteRequest:
     """`req` (valid by construction) with its idempotency key made the stored, agent-scoped one."""
     return req.model_copy(update={"idempotency_key": stored_idempotency_key(req)})
-
-
-def _later(a: datetime | None, b: datetime | None) -> datetime | None:
-    """The later expiry; None (never expires) wins."""
-    if a is None or b is None:
-        return None
-    return max(a, b)
