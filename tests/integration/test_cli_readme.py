@@ -36,7 +36,11 @@ REQUIRED = {
 
 
 def _commands(values: dict[str, str], positional: str) -> list[list[str]]:
-    """The documents' commands as argv lists (without the leading `rearview`), in document order."""
+    """The documents' commands as argv lists (without the leading `rearview`), in document order.
+
+    A FILE is `positional`, but for `ingest`, which reads a conversation (`conversation.jsonl`
+    beside it): a file of memories is refused there, naming `import`.
+    """
     found: list[list[str]] = []
     shown = "\n".join(document.read_text(encoding="utf-8") for document in DOCUMENTS)
     for snippet in SNIPPET.findall(shown):
@@ -48,7 +52,11 @@ def _commands(values: dict[str, str], positional: str) -> list[list[str]]:
             else token
             for i, token in enumerate(tokens)
         ]
-        found += [[name, *filled[1:]] for name in filled[0].split("|")]
+        for name in filled[0].split("|"):
+            conversation = str(Path(positional).with_name("conversation.jsonl"))
+            found.append(
+                [name, *(conversation if t == positional and name == "ingest" else t for t in filled[1:])]
+            )
     return found
 
 

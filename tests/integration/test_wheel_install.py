@@ -33,7 +33,12 @@ DEV_ONLY = ("pytest", "moto", "mypy", "playwright", "cfn_lint", "boto3", "hypoth
 """Import names of the test toolchain and the AWS SDK: none belongs in a `[local]` install."""
 
 
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+"""The installed environment must import its own copy, not this checkout's (a PYTHONPATH would win)."""
+
+
 def _run(*argv: str | Path, timeout: float = 600, **kwargs: object) -> str:
+    kwargs.setdefault("env", CLEAN_ENV)
     result = subprocess.run(
         [str(a) for a in argv],
         capture_output=True,
@@ -62,7 +67,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert wheel.name in line, f"the README names another wheel than `make dist` builds: {wheel.name}"
     venv.create(root / "tool", with_pip=True)
     _run(root / "tool" / "bin" / "python", "-m", "pip", "install", "--quiet", PIPX)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REARVIEW_", "PIPX_"))}
+    env = {k: v for k, v in CLEAN_ENV.items() if not k.startswith(("REARVIEW_", "PIPX_"))}
     env |= {
         "PIPX_HOME": str(root / "pipx"),
         "PIPX_BIN_DIR": str(root / "bin"),
@@ -92,7 +97,7 @@ def test_the_extra_survived_and_the_hints_name_a_command_for_this_wheel(installe
 @pytest.fixture
 def served(installed: Path, tmp_path: Path) -> Iterator[str]:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REARVIEW_")}
+    env = {k: v for k, v in CLEAN_ENV.items() if not k.startswith("REARVIEW_")}
     env["REARVIEW_LIFECYCLE_INTERVAL_S"] = "0"
     process = subprocess.Popen(
         [installed / "rearview", "serve", "--port", str(port), "--data-dir", tmp_path / "data"],
