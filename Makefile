@@ -45,7 +45,8 @@ strands: $(STRANDS_STAMP)  ## Strands Agents beside mcp 2.3 (--no-deps), for the
 $(STRANDS_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps 'strands-agents==$(STRANDS_VERSION)'
 	$(BIN)/python -c '$(STRANDS_REQUIRES)' > $(VENV)/strands-requirements.txt
-	$(BIN)/python -m pip install --quiet -r $(VENV)/strands-requirements.txt
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -r $(VENV)/strands-requirements.txt
+	@echo "strands-agents $(STRANDS_VERSION) installed beside mcp 2.3 on purpose (it pins mcp<2.2; docs/integrations.md): pip check names that one conflict"
 	rm -f $(VENV)/.strands-* && touch $@
 
 opensearch-engine:
