@@ -1,5 +1,6 @@
-"""`python -m rearview.cli`: the `rearview` command."""
+"""`python -m rearview.cli`: the `rearview` command (imported by a package walk, it runs nothing)."""
 
 from rearview.cli.parser import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())
