@@ -33,9 +33,8 @@ from benchmarks.common.local_embedders import bench_data_dir
 from benchmarks.common.machine import loadavg
 from rearview import bootstrap
 from rearview.embedders.batching import BatchingEmbedder
+from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES
 from rearview.models import (
-    MAX_INGEST_CHARS,
-    MAX_INGEST_MESSAGES,
     IngestMessage,
     IngestRequest,
     MemoryType,
