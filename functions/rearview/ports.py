@@ -14,8 +14,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from rearview.clock import Clock
 from rearview.models import HistoryEvent, Memory, MemoryFilter, Page, StoreStats
+from rearview.shared.clock import Clock
 
 Vector = npt.NDArray[np.float32]
 """An L2-normalized float32 embedding (1-D), or a (n, dim) matrix of them; never the zero vector."""

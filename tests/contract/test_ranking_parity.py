@@ -30,13 +30,13 @@ import pytest
 
 from rearview.backends.memory import InMemoryMemoryStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import MemoryIndex
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.ranking_policy import DEFAULT_RANKING
+from rearview.shared.clock import ManualClock
 from tests.contract.conftest import DIMENSION, INDEXES
 from tests.factories import T0
 

@@ -25,7 +25,6 @@ from uuid import uuid4
 
 import pytest
 
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import NotPermittedError
 from rearview.models import (
@@ -45,6 +44,7 @@ from rearview.models import (
 from rearview.ports import StoreWrite
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.rendering import render_profile
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 TENANT = "t-shared"

@@ -32,7 +32,7 @@ from rearview.api.fair_share import FairLane
 from rearview.models import SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.settings import Settings
-from rearview.yield_points import run_with_hook, yield_point
+from rearview.shared.yield_points import run_with_hook, yield_point
 from tests.unit.test_protocol_letter import MODERN, rpc, serving
 
 WAIT_S = 10.0

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2] / "functions"
 # The layers, lowest first. A module may import its own layer and the ones below, never above.
 # Matching is by the longest prefix listed.
 LAYERS: dict[str, int] = {
-    "rearview": 0,  # models, ports, errors, text, clock, ids, bm25, fts_terms, retry, lazy, ...
+    "rearview": 0,  # the domain contract: models, ports, errors, limits
+    "rearview.shared": 0,  # small helpers: clock, ids, lazy, retry, principal, scopes, ...
+    "rearview.text": 0,  # tokens, FTS5 terms, BM25
     "rearview.backends": 1,
     "rearview.embedders": 1,
     "rearview.service": 2,
@@ -37,7 +39,6 @@ LAYERS: dict[str, int] = {
     "rearview.integrations": 7,  # framework adapters (LangGraph, Strands) on the Python API
     "handlers": 8,
 }
-"""`rearview.principal` and `rearview.bedrock_calls` are plain helpers (layer 0) used by several layers."""
 
 # Inside the service: which capability may import which (the `__init__` docstrings say why).
 FORBIDDEN_INSIDE_SERVICE: dict[str, tuple[str, ...]] = {

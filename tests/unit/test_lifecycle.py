@@ -12,7 +12,6 @@ import pytest
 
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import ConfigurationError, InvalidInputError, NotFoundError
 from rearview.models import (
@@ -38,6 +37,7 @@ from rearview.service.lifecycle import (
 from rearview.service.lifecycle.archival import PREVIEW_CHARS, preview
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
+from rearview.shared.clock import ManualClock
 from rearview.testing import (
     Fault,
     FlakyArchive,

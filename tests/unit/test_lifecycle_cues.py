@@ -21,7 +21,6 @@ from botocore.stub import ANY, Stubber
 from rearview.backends.bedrock_llm import BedrockConverseModel
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import LanguageModelError
 from rearview.limits import MAX_CUE_CHARS, MAX_CUES
@@ -53,6 +52,7 @@ from rearview.service.lifecycle.cues import (
 )
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.write.consolidation import Consolidator
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "bedrock"

@@ -22,8 +22,8 @@ from rearview.bootstrap import build_config, build_embedder
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.embedders.openai_compatible import OpenAIEmbedder, OpenAIEndpoint
 from rearview.errors import ConfigurationError, EmbedderError
-from rearview.retry import RetryPolicy
 from rearview.settings import Settings
+from rearview.shared.retry import RetryPolicy
 from rearview.testing import RecordingSleep
 
 DIMENSION = 16

@@ -36,8 +36,8 @@ from jwt import PyJWK, PyJWKClient
 from jwt.exceptions import PyJWKClientConnectionError, PyJWKClientError, PyJWKSetError
 
 from rearview.errors import BackendError, ConfigurationError
-from rearview.principal import Principal, principal_from_token
 from rearview.settings import Settings
+from rearview.shared.principal import Principal, principal_from_token
 
 __all__ = ["ALGORITHMS", "JwtVerifier"]
 

@@ -38,8 +38,8 @@ from pydantic_settings import SettingsConfigDict
 
 from rearview.api.auth import ApiKeyResolver
 from rearview.errors import ConfigurationError
-from rearview.principal import Principal, principal_from_entry, principal_from_token
 from rearview.settings import ClaimSettings
+from rearview.shared.principal import Principal, principal_from_entry, principal_from_token
 
 __all__ = [
     "AuthMode",
@@ -229,7 +229,7 @@ def principal_from_claims(
     """The principal in `requestContext.authorizer.jwt.claims` of an HTTP API event, if usable.
 
     The claims are read as `rearview serve` reads a token it verified itself
-    (`rearview.principal.principal_from_token`).
+    (`rearview.shared.principal.principal_from_token`).
     """
     context = event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
-from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
 from rearview.ports import (
@@ -28,6 +27,7 @@ from rearview.ports import (
     Touch,
     Vector,
 )
+from rearview.shared.clock import Clock, SystemClock
 from rearview.text.bm25 import bm25_search_fields
 from rearview.text.fts_terms import text_terms
 

@@ -26,9 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from rearview.client.transport import SummarizeSpec, Transport
-from rearview.clock import parse_time
 from rearview.errors import InvalidInputError
-from rearview.lazy import Lazy
 from rearview.models import (
     DEFAULT_AGENT,
     ForgetRequest,
@@ -47,6 +45,8 @@ from rearview.models import (
     Visibility,
     WriteRequest,
 )
+from rearview.shared.clock import parse_time
+from rearview.shared.lazy import Lazy
 
 if TYPE_CHECKING:
     from rearview.client.results import Recall, SummaryReceipt, WriteReceipt

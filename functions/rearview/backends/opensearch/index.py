@@ -59,8 +59,8 @@ from rearview.backends.opensearch.queries import (
 from rearview.backends.opensearch.vector_queries import vector_body, vector_ranked
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, InvalidInputError
-from rearview.lazy import Lazy
 from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
+from rearview.shared.lazy import Lazy
 from rearview.text.bm25 import query_phrases
 
 __all__ = ["OpenSearchMemoryIndex"]
