@@ -35,7 +35,7 @@ from mcp.client.streamable_http import streamable_http_client
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.bootstrap import build_service
-from rearview.settings import Settings, hash_key
+from rearview.config.settings import Settings, hash_key
 from rearview.shared.principal import Principal
 
 EVENTS = Path(__file__).resolve().parent

@@ -6,6 +6,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from rearview.config.settings import Settings, TenantLifecycle
 from rearview.embedders.wrapping import QueryBatchEmbedder
 from rearview.errors import ConfigurationError, EmbedderError
 from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
@@ -15,7 +16,6 @@ from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.write.consolidation import Consolidator
-from rearview.settings import Settings, TenantLifecycle
 from rearview.shared.clock import Clock, SystemClock
 from rearview.shared.distribution import install_command
 

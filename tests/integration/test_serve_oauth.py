@@ -32,8 +32,8 @@ from rearview.api.auth import ApiKeyResolver
 from rearview.api.jwt_auth import JwtVerifier
 from rearview.bootstrap import build_service
 from rearview.cli import main
+from rearview.config.settings import Settings
 from rearview.errors import BackendError, ConfigurationError
-from rearview.settings import Settings
 from rearview.shared.principal import Principal
 from tests.e2e.server import free_port
 from tests.mcp_client import MODES, call, connect

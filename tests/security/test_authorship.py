@@ -54,7 +54,7 @@ PHONE = "The on-call phone number is +1 555 0100"
 
 def _sqlite_service(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[MemoryService]:
     from rearview.bootstrap import build_service
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     yield build_service(Settings.load(data_dir=tmp_path / "data", embedder="hashing"))
 

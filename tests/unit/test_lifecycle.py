@@ -490,7 +490,7 @@ def test_ttl_expiry_of_a_deleted_memory_is_not_archived(service: MemoryService, 
 
 def test_settings_tenant_overrides_reach_the_service(tmp_path: Path) -> None:
     from rearview.bootstrap import build_lifecycle, build_service
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     config = tmp_path / "config.toml"
     config.write_text(

@@ -411,7 +411,7 @@ def test_the_serve_timer_and_the_jobs_handler_run_it_with_a_model(clock: ManualC
 
 def test_settings_reach_the_job(tmp_path: Path) -> None:
     from rearview.bootstrap import build_lifecycle, build_lifecycle_config, build_service
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     settings = Settings.load(
         data_dir=tmp_path, embedder="hashing", lifecycle_interval_s=0, lifecycle_cues_per_run=7

@@ -19,8 +19,8 @@ import pytest
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
+from rearview.config.settings import hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
 from rearview.shared.principal import Principal
 from tests.asgi_lifespan import lifespan
 

@@ -6,8 +6,8 @@ import httpx
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
+from rearview.config.settings import hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
 from rearview.shared.principal import Principal
 
 HEADERS = {"accept": "application/json, text/event-stream", "authorization": "Bearer sk-a"}

@@ -165,8 +165,8 @@ def _all() -> MemoryFilter:
 def test_a_langgraph_value_holding_a_secret_is_refused(tmp_path: Path) -> None:
     pytest.importorskip("langgraph.store.base")
     from rearview import Memory
+    from rearview.config.settings import Settings
     from rearview.integrations.langgraph import RearviewStore
-    from rearview.settings import Settings
 
     with Memory(settings=Settings.load(data_dir=tmp_path, embedder="hashing")) as memory:
         store = RearviewStore(memory)

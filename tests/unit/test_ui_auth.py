@@ -15,10 +15,10 @@ from starlette.types import ASGIApp
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
+from rearview.config.settings import hash_key
 from rearview.errors import ConfigurationError
 from rearview.models import WriteRequest
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
 from rearview.shared.principal import Principal
 from rearview.ui.csrf import same_origin
 from rearview.ui.inputs import safe_next

@@ -44,8 +44,8 @@ from rearview.api.errors import error_body, error_kind
 from rearview.api.origin import quoted_string, request_origin
 from rearview.api.refusals import RefusedKeyLimiter, client_address
 from rearview.api.tenant_rate import TenantRateLimiter
+from rearview.config.settings import hash_key
 from rearview.errors import BackendError
-from rearview.settings import hash_key
 from rearview.shared.principal import Principal
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"

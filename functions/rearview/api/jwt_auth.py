@@ -35,8 +35,8 @@ import jwt
 from jwt import PyJWK, PyJWKClient
 from jwt.exceptions import PyJWKClientConnectionError, PyJWKClientError, PyJWKSetError
 
+from rearview.config.settings import Settings
 from rearview.errors import BackendError, ConfigurationError
-from rearview.settings import Settings
 from rearview.shared.principal import Principal, principal_from_token
 
 __all__ = ["ALGORITHMS", "JwtVerifier"]

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rearview.cli.common import EXIT_FAILED, EXIT_OK, LOCAL_TENANT_HELP, tenant_of
+from rearview.config.settings import Settings
 from rearview.console import counts, plural, printable, progress
 from rearview.errors import InvalidInputError
 from rearview.models import DEFAULT_AGENT
-from rearview.settings import Settings
 
 if TYPE_CHECKING:
     from rearview.import_file import ImportRun

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rearview.config_file import ANY, ANY_HIDDEN, Shape, read_config
+from rearview.config.file import ANY, ANY_HIDDEN, Shape, read_config
 from rearview.errors import ConfigurationError
 from rearview.shared.principal import Principal, principal_from_entry
 
