@@ -25,9 +25,7 @@ LAYERS: dict[str, int] = {
     "rearview.backends": 1,
     "rearview.embedders": 1,
     "rearview.service": 2,
-    "rearview.import_file": 3,
     "rearview.importers": 3,  # `rearview import --from`: other systems' exports through the write path
-    "rearview.ingest_file": 3,
     "rearview.config": 3,  # Settings: read by the composition root and everything above it
     "rearview.api": 4,
     "rearview.ui": 4,

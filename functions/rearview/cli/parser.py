@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rearview.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from rearview.cli.console import printable
 from rearview.cli.files import add_export, add_import, add_ingest
 from rearview.cli.jobs import JOB_HELP, add_job
 from rearview.cli.queries import add_reindex, add_search, add_stats
 from rearview.cli.serve import add_serve
 from rearview.config.env_check import misspelt, setting_names
 from rearview.config.settings import Settings
-from rearview.console import printable
 from rearview.errors import ConfigurationError, InvalidInputError, RearviewError
 from rearview.shared.distribution import install_command
 

@@ -9,8 +9,8 @@ import argparse
 import sys
 
 from rearview.cli.common import EXIT_OK, LOCAL_TENANT_HELP, tenant_of
+from rearview.cli.console import plural, printable, progress
 from rearview.config.settings import Settings
-from rearview.console import plural, printable, progress
 from rearview.models import DEFAULT_AGENT
 
 

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rearview.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from rearview.cli.console import plural
 from rearview.config.settings import Settings
-from rearview.console import plural
 from rearview.errors import ConfigurationError
 from rearview.shared.port_check import ensure_port_free
 
