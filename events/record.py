@@ -35,8 +35,8 @@ from mcp.client.streamable_http import streamable_http_client
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.bootstrap import build_service
-from rearview.principal import Principal
-from rearview.settings import Settings, hash_key
+from rearview.config.settings import Settings, hash_key
+from rearview.shared.principal import Principal
 
 EVENTS = Path(__file__).resolve().parent
 TENANT_A_KEY = "rv-example-tenant-a-key"
@@ -346,8 +346,8 @@ def stream_event() -> dict[str, Any]:
     from datetime import UTC, datetime
 
     from rearview.backends.dynamodb.codec import memory_to_item
-    from rearview.clock import ManualClock
     from rearview.models import WriteRequest
+    from rearview.shared.clock import ManualClock
 
     clock = ManualClock(datetime(2026, 1, 5, 9, 30, tzinfo=UTC))
     service = build_service(Settings.load(store="memory", index="memory", embedder="hashing"), clock=clock)

@@ -29,7 +29,7 @@ def taken_port(serve_args: Sequence[str], moto_port: int | None) -> str | None:
 
     `moto_port` None: no moto server is started (an `--aws-endpoint` was given).
     """
-    from rearview.port_check import ensure_port_free
+    from rearview.shared.port_check import ensure_port_free
 
     host, port = serve_address(serve_args)
     checks = [(host, port, f"-- --port {port + 1}, or make serve-aws-local ARGS='--port {port + 1}'")]

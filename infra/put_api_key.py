@@ -7,7 +7,7 @@
 The map is the JSON object `{"sha256:<hex>": "<tenant>"}` (or `{"tenant": ..., "agent": ...}` for a
 key bound to an agent) that `rearview.api.lambda_auth` reads from an SSM SecureString parameter
 (`REARVIEW_API_KEYS_PARAMETER`, the template's `ApiKeysParameterName`) or a Secrets Manager secret
-(`REARVIEW_API_KEYS_SECRET`). Only the digest is stored (`rearview.settings.hash_key`); a generated
+(`REARVIEW_API_KEYS_SECRET`). Only the digest is stored (`rearview.config.settings.hash_key`); a generated
 key is printed once and never stored.
 
 Contract: the existing map is read, validated with the Lambda's own parser (a malformed map is
@@ -29,7 +29,7 @@ from typing import Any
 import boto3
 
 from rearview.api.lambda_auth import parse_key_map
-from rearview.settings import hash_key
+from rearview.config.settings import hash_key
 
 KeyEntry = str | dict[str, str]
 """A stored map value: the tenant, or `{"tenant": ..., "agent": ...}` for a key bound to an agent."""

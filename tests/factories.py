@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from rearview.ids import new_id
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryStatus, MemoryType, Visibility
 from rearview.ports import StoreWrite, Vector
+from rearview.shared.ids import new_id
 from rearview.text import content_hash
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -35,9 +35,7 @@ from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.backends.sqlite_checkpoints import SQLiteCheckpointStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.ids import new_id
 from rearview.models import (
     HistoryAction,
     HistoryEvent,
@@ -51,6 +49,8 @@ from rearview.ports import Archive, CheckpointStore, IndexDocument, MemoryIndex,
 from rearview.service.lifecycle import JobReport, LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService, scope_key
 from rearview.service.policy import DEFAULT_RETENTION
+from rearview.shared.clock import ManualClock
+from rearview.shared.ids import new_id
 from rearview.text import content_hash
 
 TENANT = "load"

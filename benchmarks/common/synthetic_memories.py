@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from rearview.ids import new_id
 from rearview.models import (
     HistoryAction,
     HistoryEvent,
@@ -26,9 +25,10 @@ from rearview.models import (
     Visibility,
 )
 from rearview.ports import Embedder, IndexDocument, MemoryIndex, MemoryStore, StoreWrite, Vector
-from rearview.scopes import scope_key
 from rearview.service.history import snapshot
 from rearview.service.policy import DEFAULT_RETENTION
+from rearview.shared.ids import new_id
+from rearview.shared.scopes import scope_key
 from rearview.text import content_hash
 
 TENANT = "bench-tenant"

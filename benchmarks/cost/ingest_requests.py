@@ -25,9 +25,9 @@ from benchmarks.common.locomo import DEFAULT_DATASET, load_locomo
 from benchmarks.speed.ingest_throughput import ingest_sessions
 from rearview.backends.dynamodb import DynamoDBMemoryStore
 from rearview.backends.memory import InMemoryMemoryIndex
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.fixtures.aws import REGION, create_table_kwargs, resource_properties
 from tests.lifecycle_load_scenario import (
     DIMENSION,

@@ -32,6 +32,7 @@ import numpy as np
 from benchmarks.common.local_embedders import bench_data_dir
 from benchmarks.common.machine import loadavg
 from rearview import bootstrap
+from rearview.config.settings import Settings
 from rearview.embedders.batching import BatchingEmbedder
 from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES
 from rearview.models import (
@@ -42,7 +43,6 @@ from rearview.models import (
     WriteRequest,
 )
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
 
 WORDS = [
     "staging",

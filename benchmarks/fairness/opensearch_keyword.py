@@ -58,11 +58,11 @@ from rearview.backends.opensearch.keyword_queries import (
 from rearview.backends.opensearch.mapping import CONTEXT_FIELD, INDEX_ANALYZER, Json
 from rearview.backends.opensearch.queries import filter_clauses
 from rearview.backends.opensearch.vector_queries import vector_body
-from rearview.bm25 import FieldDoc, Phrase, bm25_score, query_phrases
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.fts_terms import text_terms
 from rearview.models import MemoryFilter
 from rearview.ports import CONTEXT_WEIGHT, IndexDocument, IndexQuery
+from rearview.text.bm25 import FieldDoc, Phrase, bm25_score, query_phrases
+from rearview.text.fts_terms import text_terms
 from tests.engines.opensearch_node import OpenSearchNode, external_url
 
 TENANT_A = "tenant-a"

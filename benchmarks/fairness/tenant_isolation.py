@@ -43,10 +43,10 @@ from benchmarks.common.timing import Latency
 from benchmarks.speed.search_latency import DIMENSION
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.clock import SystemClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import SearchRequest
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import SystemClock
 
 TENANT_A = "tenant-a"
 TENANT_B = "tenant-b"

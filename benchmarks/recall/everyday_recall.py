@@ -59,12 +59,12 @@ from benchmarks.common.paths import SHARED_DATA
 from benchmarks.recall.small_tenant_recall import service_config
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.clock import ManualClock
 from rearview.limits import MAX_ALTERNATIVES, MAX_CUES
 from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.candidates import Candidates
 from rearview.service.search.searcher import Searcher
+from rearview.shared.clock import ManualClock
 from rearview.text import is_cjk_text
 
 DEFAULT_DATASET = SHARED_DATA / "everyday" / "everyday_dev.json"

@@ -40,7 +40,7 @@ from benchmarks.common.locomo import (
 from benchmarks.recall.locomo_recall import KS, MODES, CachingEmbedder, Scores, ingest
 from benchmarks.speed.ingest_throughput import EMBEDDERS
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
-from rearview.ingest_file import calls
+from rearview.cli.ingest_file import calls
 from rearview.models import IngestRequest, MemoryFilter, MemoryStatus, SearchRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.config import DEFAULT_RANKING, ServiceConfig

@@ -55,7 +55,7 @@ from benchmarks.common.server import serving
 from benchmarks.common.synthetic_memories import TENANT, Corpus, bulk_load, fresh_query
 from benchmarks.common.timing import Latency
 from rearview.bootstrap import build_service
-from rearview.settings import Settings
+from rearview.config.settings import Settings
 
 MODES: dict[str, dict[str, str]] = {
     "today": {

@@ -40,8 +40,8 @@ from typing import Any
 
 from benchmarks.common.locomo import DEFAULT_DATASET, Turn, ingest_messages, load_locomo, sqlite_service
 from rearview.bootstrap import NEAR_DUPLICATE_THRESHOLDS
+from rearview.cli.ingest_file import calls
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.ingest_file import calls
 from rearview.models import IngestRequest, MemoryType, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.config import ServiceConfig

@@ -29,8 +29,8 @@ from benchmarks.common.local_embedders import bench_data_dir
 from benchmarks.common.machine import loadavg
 from benchmarks.common.synthetic_memories import TENANT, Corpus, bulk_load
 from rearview.bootstrap import build_service
+from rearview.config.settings import Settings
 from rearview.service.reindex import reindex_all
-from rearview.settings import Settings
 
 
 def load_store(data_dir: Path, n: int) -> None:

@@ -69,7 +69,6 @@ from benchmarks.common.timing import Latency
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.clock import SystemClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import (
     Channel,
@@ -81,6 +80,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.search import searcher as searching
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
+from rearview.shared.clock import SystemClock
 
 DIMENSION = 256
 TOP_K = 10

@@ -33,9 +33,9 @@ from pathlib import Path
 
 from benchmarks.common.synthetic_memories import Corpus, bulk_load
 from benchmarks.speed.search_latency import BACKENDS, DIMENSION, time_writes
-from rearview.clock import SystemClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import SystemClock
 
 
 def main() -> None:

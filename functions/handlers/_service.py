@@ -14,10 +14,10 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rearview.config.settings import Settings
     from rearview.ports import CheckpointStore
     from rearview.service.lifecycle import LifecycleConfig
     from rearview.service.memory_service import MemoryService
-    from rearview.settings import Settings
 
 __all__ = [
     "build_lambda_service",
@@ -31,7 +31,7 @@ __all__ = [
 def build_lambda_service(settings: Settings | None = None) -> MemoryService:
     """A MemoryService for the configured backends; constructors do no I/O (clients are lazy)."""
     from rearview.bootstrap import build_service
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     return build_service(settings or Settings.load(), ensure_schema=False)
 
@@ -46,7 +46,7 @@ def lambda_service() -> MemoryService:
 def lambda_checkpoints() -> CheckpointStore:
     """Where the scheduled jobs keep their progress across invocations (the table, on AWS)."""
     from rearview.bootstrap import build_checkpoints
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     return build_checkpoints(Settings.load())
 
@@ -55,7 +55,7 @@ def lambda_checkpoints() -> CheckpointStore:
 def lambda_lifecycle_config() -> LifecycleConfig:
     """The scheduled jobs' tunables from the environment (`REARVIEW_LIFECYCLE_*`)."""
     from rearview.bootstrap import build_lifecycle_config
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     return build_lifecycle_config(Settings.load())
 

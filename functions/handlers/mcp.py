@@ -102,7 +102,7 @@ class McpRuntime:
         from rearview.api.app import create_app
         from rearview.api.lambda_auth import LambdaAuthSettings, build_resolver
         from rearview.bootstrap import build_checkpoints
-        from rearview.settings import Settings
+        from rearview.config.settings import Settings
 
         settings = Settings.load()
         handler_settings = McpHandlerSettings()

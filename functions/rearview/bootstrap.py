@@ -6,8 +6,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rearview.clock import Clock, SystemClock
-from rearview.distribution import install_command
+from rearview.config.settings import Settings, TenantLifecycle
 from rearview.embedders.wrapping import QueryBatchEmbedder
 from rearview.errors import ConfigurationError, EmbedderError
 from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
@@ -17,7 +16,8 @@ from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.write.consolidation import Consolidator
-from rearview.settings import Settings, TenantLifecycle
+from rearview.shared.clock import Clock, SystemClock
+from rearview.shared.distribution import install_command
 
 if TYPE_CHECKING:
     from rearview.service.lifecycle.service import LifecycleService
@@ -82,7 +82,7 @@ def _openai_embedder(settings: Settings, *, checked: bool) -> Embedder:
     """
     from rearview.embedders.batching import BatchingEmbedder
     from rearview.embedders.openai_compatible import OpenAIEmbedder, OpenAIEndpoint, check_served_dimension
-    from rearview.retry import RetryPolicy
+    from rearview.shared.retry import RetryPolicy
 
     url, model, dimension = settings.openai_url, settings.openai_model, settings.openai_dimension
     for name, value in (("URL", url), ("MODEL", model), ("DIMENSION", dimension)):

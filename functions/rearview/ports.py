@@ -14,8 +14,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from rearview.clock import Clock
 from rearview.models import HistoryEvent, Memory, MemoryFilter, Page, StoreStats
+from rearview.shared.clock import Clock
 
 Vector = npt.NDArray[np.float32]
 """An L2-normalized float32 embedding (1-D), or a (n, dim) matrix of them; never the zero vector."""
@@ -244,7 +244,7 @@ class ChannelHits:
     keyword_ceiling: float = 0.0
     """The query's BM25 scale: the sum of its phrases' IDF under the statistics the keyword scores
     were computed with, i.e. what an average-length document holding every query phrase once scores
-    (`rearview.bm25.CorpusStats.ceiling`). Ranking divides by it, so a keyword score means the same
+    (`rearview.text.bm25.CorpusStats.ceiling`). Ranking divides by it, so a keyword score means the same
     on 5 candidates as on 500; 0 when unknown (ranking then falls back to the best candidate)."""
     vector_cues: dict[str, int] = field(default_factory=dict)
     """memory_id -> the index in `Memory.cues` of the cue that carried its vector score; absent

@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
-from rearview.clock import Clock
 from rearview.errors import EmbedderError, IndexUnavailableError
 from rearview.models import HistoryEvent, Memory
 from rearview.ports import ChannelHits, Completion, IndexDocument, IndexQuery, StoreWrite, Vector
+from rearview.shared.clock import Clock
 
 __all__ = [
     "BrokenEmbedder",

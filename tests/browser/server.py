@@ -16,7 +16,7 @@ import uvicorn
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.bootstrap import build_service
-from rearview.settings import Settings
+from rearview.config.settings import Settings
 from tests.e2e.server import free_port
 
 

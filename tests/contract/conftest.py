@@ -17,8 +17,8 @@ from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.backends.sqlite_checkpoints import SQLiteCheckpointStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.clock import ManualClock
 from rearview.ports import CheckpointStore, MemoryIndex, MemoryStore
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 DIMENSION = 32

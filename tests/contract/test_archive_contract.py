@@ -16,11 +16,11 @@ import pytest
 
 from rearview.backends.local_archive import DirectoryArchive
 from rearview.backends.memory import InMemoryArchive
-from rearview.clock import ManualClock
 from rearview.errors import NotFoundError
-from rearview.ids import new_id
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryStatus
 from rearview.ports import Archive
+from rearview.shared.clock import ManualClock
+from rearview.shared.ids import new_id
 from tests.factories import T0, make_memory, minutes
 
 pytest_plugins = ["tests.fixtures.aws"]  # moto fixtures for the S3 archive

@@ -14,7 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from rearview.backends.memory import InMemoryMemoryIndex
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.importers import ImportReport, ImportRunner, read_source
 from rearview.importers.command import import_from
@@ -23,6 +22,7 @@ from rearview.models import MemoryFilter, MemoryStatus
 from rearview.ports import MemoryStore
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 
 
 def _import(service: MemoryService, path: Path, records: list[dict[str, object]]) -> ImportReport:

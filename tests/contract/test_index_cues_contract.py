@@ -1,7 +1,7 @@
 """The MemoryIndex contract for recall cues (`Memory.cues`): every index adapter must pass these unchanged.
 
 A memory's cues are indexed beside its content: their words in the keyword channel at `CUE_WEIGHT`
-(BM25 as `rearview.bm25` scores it), their vectors in the vector channel, where a memory scores the
+(BM25 as `rearview.text.bm25` scores it), their vectors in the vector channel, where a memory scores the
 best cosine of its content and (with `IndexQuery.match_cues`) its cues, and `ChannelHits.vector_cues`
 names the cue that carried it. Writes follow `IndexDocument.cue_vectors`.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rearview.bm25 import bm25_rank_fields
-from rearview.fts_terms import text_terms
 from rearview.models import Cue, Memory, MemoryFilter, MemoryStatus
 from rearview.ports import CONTEXT_WEIGHT, CUE_WEIGHT, IndexDocument, IndexQuery, MemoryIndex, Vector
+from rearview.text.bm25 import bm25_rank_fields
+from rearview.text.fts_terms import text_terms
 from tests.contract.conftest import DIMENSION
 from tests.factories import make_memory, unit_vector
 

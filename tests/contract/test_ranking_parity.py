@@ -7,13 +7,13 @@ embedder every cosine stays under the fusion's floor, so the ranking is the keyw
 strictest case for parity. Another tenant's memories share the fixture's words (`NOISE`): every
 index keeps BM25's statistics per tenant, so they must change nothing.
 
-- In-memory index: the same top 10 in the same order. `rearview.bm25` scores as FTS5's `bm25()`
+- In-memory index: the same top 10 in the same order. `rearview.text.bm25` scores as FTS5's `bm25()`
   does: the same Porter-stemmed terms (asked of SQLite's own tokenizer), each query token a phrase,
   one document of two columns (context counted at `CONTEXT_WEIGHT`, lengths and document
   frequencies over both), FTS5's IDF floored at 1e-6.
 - OpenSearch: the same top 10 in the same order. The engine only shortlists candidates (three per
   hit, ordered by the tenant's IDF, phrase repetitions and length normalization: never by Lucene's
-  corpus-wide statistics); the adapter ranks them by `rearview.bm25` with the statistics FTS5 uses,
+  corpus-wide statistics); the adapter ranks them by `rearview.text.bm25` with the statistics FTS5 uses,
   read from an aggregation over the tenant's documents (document count, total length, each
   phrase's document count), so Lucene's per-field IDF and lossy length norms never reach the
   ranking. Both id strategies (own ids, engine-assigned ids) are checked.
@@ -30,13 +30,13 @@ import pytest
 
 from rearview.backends.memory import InMemoryMemoryStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import MemoryIndex
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.ranking_policy import DEFAULT_RANKING
+from rearview.shared.clock import ManualClock
 from tests.contract.conftest import DIMENSION, INDEXES
 from tests.factories import T0
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from rearview.clock import ManualClock
 from rearview.errors import ConflictError
 from rearview.models import (
     SERVICE_CUE_AUTHOR,
@@ -16,6 +15,7 @@ from rearview.models import (
     MemoryType,
 )
 from rearview.ports import MAX_WRITES_PER_COMMIT, MemoryStore, StoreWrite, Touch
+from rearview.shared.clock import ManualClock
 from tests.factories import T0, created, make_memory, minutes, varied_memories
 
 

@@ -17,7 +17,7 @@ from rearview.api.auth import ApiKeyResolver
 from rearview.api.fair_share import Fairness
 from rearview.api.jwt_auth import JwtVerifier
 from rearview.bootstrap import build_service
-from rearview.settings import Settings
+from rearview.config.settings import Settings
 
 UNLIMITED = Fairness(requests_per_second=0)
 """The tiers drive one tenant far faster than an agent does: no request rate (tests/unit/test_tenant_rate.py

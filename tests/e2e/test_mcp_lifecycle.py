@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rearview.bootstrap import build_lifecycle, build_service
-from rearview.settings import Settings
+from rearview.config.settings import Settings
 from tests.e2e.server import running_server
 from tests.mcp_client import call, call_error, connect
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from rearview.bootstrap import build_lifecycle, build_service
+from rearview.config.settings import Settings
 from rearview.service.lifecycle.timer import LifecycleTimer
 from rearview.service.search.rendering import WEAK_RULE
-from rearview.settings import Settings
 from rearview.text import estimate_tokens
 from tests.e2e.server import running_server
 from tests.mcp_client import BlockingClient, blocking_client

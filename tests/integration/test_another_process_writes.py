@@ -60,7 +60,7 @@ def test_a_running_server_finds_and_merges_into_another_processs_write(tmp_path:
         code = textwrap.dedent(
             f"""
             from rearview import Memory
-            from rearview.settings import Settings
+            from rearview.config.settings import Settings
             with Memory(settings=Settings.load(data_dir={str(data)!r}, embedder="hashing")) as m:
                 print(m.write("Ana's cat is called Mochi and sleeps on the piano").id)
             """

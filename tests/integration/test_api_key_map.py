@@ -13,9 +13,9 @@ import pytest
 
 from infra import put_api_key
 from rearview.api.lambda_auth import LambdaAuthSettings, RefreshingKeyResolver, build_resolver
+from rearview.config.settings import hash_key
 from rearview.errors import ConfigurationError
-from rearview.principal import Principal
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 
 DIGEST_A = hash_key("key-a")
 REGION = "us-east-1"

@@ -416,8 +416,8 @@ def test_search_escapes_control_characters_it_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from rearview.bootstrap import build_service
+    from rearview.config.settings import Settings
     from rearview.models import WriteRequest
-    from rearview.settings import Settings
 
     service = build_service(Settings.load(data_dir=tmp_path))
     service.write("local", WriteRequest(content="deploy notes\u202egnp.exe\u202c\nline two\ttabbed"))
@@ -431,7 +431,7 @@ def test_search_escapes_control_characters_it_prints(
 
 def test_the_banner_names_where_the_data_is(tmp_path: Path) -> None:
     from rearview.cli.serve import describe_data
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     assert describe_data(Settings.load(data_dir=tmp_path)) == f"data in {tmp_path}"
     aws_local = Settings.load(

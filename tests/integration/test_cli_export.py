@@ -16,14 +16,14 @@ from rearview.backends.dynamodb import DynamoDBMemoryStore
 from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.bootstrap import build_service
 from rearview.cli import main
-from rearview.clock import SystemClock
+from rearview.config.settings import Settings
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import ForgetRequest, MemoryStatus, UpdateRequest, WriteRequest
 from rearview.ports import StoreWrite
 from rearview.service.lifecycle.archival import archived_event, archived_stub
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import Restorer, export_tenant
-from rearview.settings import Settings
+from rearview.shared.clock import SystemClock
 
 pytest_plugins = ["tests.fixtures.aws"]  # moto fixtures (dynamodb_client, dynamodb_table)
 

@@ -9,9 +9,9 @@ import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.cli import main
+from rearview.cli.ingest_file import IngestRun, calls, read_conversation
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import LanguageModelError
-from rearview.ingest_file import IngestRun, calls, read_conversation
 from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES
 from rearview.models import IngestMessage, Visibility
 from rearview.service.ingest.llm_extraction import LanguageModelExtractor

@@ -24,7 +24,6 @@ from rearview.backends.dynamodb import (
     memory_to_item,
     table_definition,
 )
-from rearview.clock import ManualClock
 from rearview.errors import ConflictError, InvalidInputError, StoreError
 from rearview.models import (
     SERVICE_CUE_AUTHOR,
@@ -38,6 +37,7 @@ from rearview.models import (
     Visibility,
 )
 from rearview.ports import StoreWrite, Touch
+from rearview.shared.clock import ManualClock
 from rearview.testing import RecordingSleep
 from rearview.text import content_hash
 from tests.factories import T0, created, make_memory, minutes

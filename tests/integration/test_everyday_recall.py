@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from rearview.bootstrap import build_service
+from rearview.config.settings import Settings
 from rearview.models import SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
 
 pytestmark = pytest.mark.slow
 

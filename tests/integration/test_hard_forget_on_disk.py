@@ -12,8 +12,8 @@ import random
 from pathlib import Path
 
 from rearview.bootstrap import build_lifecycle, build_service
+from rearview.config.settings import Settings
 from rearview.models import ForgetRequest, UpdateRequest, WriteRequest
-from rearview.settings import Settings
 
 TENANT = "default"
 

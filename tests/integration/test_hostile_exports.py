@@ -18,13 +18,13 @@ import pytest
 
 from rearview.bootstrap import build_service
 from rearview.cli import main
+from rearview.config.settings import Settings
 from rearview.errors import InvalidInputError
 from rearview.importers import ImportRunner, graphiti, mem0, read_source
 from rearview.importers.records import Candidate, Skipped
 from rearview.limits import MAX_TTL_DAYS
 from rearview.models import MemoryFilter
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 SOURCES = ("mem0", "openmemory", "graphiti", "letta", "mempalace")

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from rearview.bootstrap import build_service
+from rearview.config.settings import Settings
 from rearview.importers import ImportReport, ImportRunner, read_source
 from rearview.models import MemoryFilter, MemoryStatus
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
 
 TENANT = "local"
 EVERY = MemoryFilter(statuses=tuple(MemoryStatus))

@@ -18,10 +18,10 @@ import pytest
 
 from rearview.bootstrap import build_service
 from rearview.cli import main
+from rearview.config.settings import Settings
 from rearview.importers.command import import_from
 from rearview.importers.users import PerUser
 from rearview.models import MemoryFilter, SearchRequest, Visibility
-from rearview.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 EXPORT = FIXTURES / "mem0_export.json"

@@ -31,12 +31,12 @@ from typing import Literal
 import pytest
 
 from rearview.bootstrap import build_service
+from rearview.config.settings import Settings
 from rearview.errors import InvalidInputError
 from rearview.importers import ImportReport, ImportRunner, read_source
 from rearview.importers.records import Candidate
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType, SearchRequest
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 TENANT = "local"

@@ -17,7 +17,6 @@ from uuid import uuid4
 import pytest
 
 from rearview.backends.dynamodb import DynamoDBMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import (
     ExtractionMode,
@@ -30,6 +29,7 @@ from rearview.models import (
 )
 from rearview.ports import MAX_WRITES_PER_COMMIT
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 pytestmark = pytest.mark.opensearch

@@ -28,10 +28,10 @@ from handlers._service import lambda_checkpoints, lambda_service
 from handlers.mcp import McpRuntime
 from rearview.backends.dynamodb import DynamoDBCheckpointStore
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex
+from rearview.config.settings import hash_key
 from rearview.errors import ArchiveError
 from rearview.ports import IndexDocument
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
 from rearview.testing import Fault, FlakyArchive
 from tests.events import (
     EVENTS_DIR,

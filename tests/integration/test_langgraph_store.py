@@ -19,10 +19,10 @@ pytest.importorskip("langgraph.store.base")
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from rearview import Memory
+from rearview.config.settings import Settings
 from rearview.errors import InvalidInputError
 from rearview.integrations.langgraph import RearviewStore
 from rearview.integrations.langgraph_items import item_tag
-from rearview.settings import Settings
 from tests.e2e.server import running_server
 
 

@@ -18,11 +18,11 @@ from rearview.backends.dynamodb import DynamoDBMemoryStore
 from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.backends.s3_archive import S3Archive
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import HistoryAction, MemoryStatus, SearchRequest, WriteRequest
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.events import load_event
 from tests.factories import T0
 

@@ -27,7 +27,7 @@ import pytest
 
 from rearview import Memory
 from rearview.client.retry_after import ATTEMPTS, RetryAfterTransport, retry_after_s
-from rearview.settings import Settings
+from rearview.config.settings import Settings
 from tests.e2e.server import free_port
 from tests.integration.test_cli_first_use import ROOT
 

@@ -2,7 +2,7 @@
 
 What every index promises of cues is in `tests/contract/test_index_cues_contract.py` (run here on both
 id strategies too); these check how the adapter keeps it: BM25 with the cues' field at `CUE_WEIGHT`
-exactly as `rearview.bm25` scores it, the cue vectors' nested k-NN query filtered inside the search
+exactly as `rearview.text.bm25` scores it, the cue vectors' nested k-NN query filtered inside the search
 (never post-filtered), the schema of an index created before cues, and zero cue vectors.
 """
 
@@ -24,10 +24,10 @@ from rearview.backends.opensearch.mapping import (
     added_fields,
     document_source,
 )
-from rearview.bm25 import bm25_rank_fields
-from rearview.fts_terms import text_terms
 from rearview.models import Cue, Memory, MemoryFilter
 from rearview.ports import CONTEXT_WEIGHT, CUE_WEIGHT, IndexDocument, IndexQuery, Vector
+from rearview.text.bm25 import bm25_rank_fields
+from rearview.text.fts_terms import text_terms
 from tests.factories import make_memory
 
 DIM = 32

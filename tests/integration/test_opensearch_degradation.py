@@ -8,10 +8,10 @@ import pytest
 
 from rearview.backends.memory import InMemoryMemoryStore
 from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.engines.opensearch_node import OpenSearchNode
 from tests.factories import T0
 

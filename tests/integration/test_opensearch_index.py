@@ -36,12 +36,12 @@ from rearview.backends.opensearch import (
     signing_auth,
 )
 from rearview.backends.opensearch.mapping import TERM_FIELDS, added_fields, document_source
-from rearview.bm25 import bm25_rank_fields
 from rearview.errors import IndexUnavailableError, InvalidInputError
-from rearview.fts_terms import fts_terms, text_terms
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType, Visibility
 from rearview.ports import CONTEXT_WEIGHT, IndexDocument, IndexQuery
 from rearview.text import tokens
+from rearview.text.bm25 import bm25_rank_fields
+from rearview.text.fts_terms import fts_terms, text_terms
 from tests.engines.opensearch_node import OpenSearchNode
 from tests.factories import T0, make_memory
 

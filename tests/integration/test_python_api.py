@@ -14,9 +14,9 @@ import pytest
 
 from rearview import Memory
 from rearview.client.remote import RemoteTransport, rebuilt_error
+from rearview.config.settings import Settings
 from rearview.errors import BackendError, ConflictError, InvalidInputError, NotFoundError, RearviewError
 from rearview.models import MemoryStatus, SearchRequest, UpdateRequest, WriteRequest
-from rearview.settings import Settings
 from tests.e2e.server import running_server
 
 

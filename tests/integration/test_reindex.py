@@ -9,11 +9,11 @@ import pytest
 
 from rearview.backends.memory import InMemoryMemoryStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.reindex import reindex_all
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 TOPICS = ["tea", "deploys", "Lisbon", "cats", "postgres", "vim", "rust", "budgets", "hiking", "jazz"]

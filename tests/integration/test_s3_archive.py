@@ -13,11 +13,11 @@ import pytest
 
 from rearview.backends.dynamodb import DynamoDBMemoryStore
 from rearview.backends.s3_archive import S3Archive
-from rearview.clock import ManualClock
 from rearview.errors import ArchiveError, InvalidInputError, NotFoundError
-from rearview.ids import new_id
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryStatus
 from rearview.ports import StoreWrite
+from rearview.shared.clock import ManualClock
+from rearview.shared.ids import new_id
 from tests.factories import T0, created, make_memory, minutes
 
 pytest.register_assert_rewrite("tests.fixtures.aws")  # it is also a plugin (below): rewrite it first

@@ -32,9 +32,9 @@ from rearview.api.auth import ApiKeyResolver
 from rearview.api.jwt_auth import JwtVerifier
 from rearview.bootstrap import build_service
 from rearview.cli import main
+from rearview.config.settings import Settings
 from rearview.errors import BackendError, ConfigurationError
-from rearview.principal import Principal
-from rearview.settings import Settings
+from rearview.shared.principal import Principal
 from tests.e2e.server import free_port
 from tests.mcp_client import MODES, call, connect
 from tests.oauth_issuer import KID, LocalIssuer, local_issuer, new_key

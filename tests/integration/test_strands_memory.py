@@ -18,9 +18,9 @@ from strands import Agent
 from strands.models import Model
 
 from rearview import Memory
+from rearview.config.settings import Settings
 from rearview.integrations.strands import MEMORY_HEADER, RearviewMemoryHooks, memory_tools
 from rearview.service.search.rendering import WEAK_RULE
-from rearview.settings import Settings
 
 
 class StubModel(Model):

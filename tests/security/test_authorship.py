@@ -25,7 +25,6 @@ from uuid import uuid4
 
 import pytest
 
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import NotPermittedError
 from rearview.models import (
@@ -45,6 +44,7 @@ from rearview.models import (
 from rearview.ports import StoreWrite
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.rendering import render_profile
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 TENANT = "t-shared"
@@ -54,7 +54,7 @@ PHONE = "The on-call phone number is +1 555 0100"
 
 def _sqlite_service(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[MemoryService]:
     from rearview.bootstrap import build_service
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     yield build_service(Settings.load(data_dir=tmp_path / "data", embedder="hashing"))
 

@@ -25,9 +25,9 @@ import uvicorn
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.api.http_limits import ConnectionLedger, Limits, address_key, network_key, server_options
-from rearview.principal import Principal
+from rearview.config.settings import Settings, hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings, hash_key
+from rearview.shared.principal import Principal
 from tests.e2e.server import free_port
 
 LIMITS = Limits(

@@ -3,7 +3,7 @@
 The dedup scope key was `type/visibility/agent/session` with nothing escaped: agent `x` in session
 `y/z` and agent `x/y` in session `z` shared a key, so the first one's working note merged into the
 second one's *private* memory, got back its id and content, and added its tag to it. Now keys are
-escaped (`rearview.scopes`), every dedup candidate is re-checked against the writer's own scope and
+escaped (`rearview.shared.scopes`), every dedup candidate is re-checked against the writer's own scope and
 visibility, and stores written before are migrated (SQLite) or re-keyed on read (the others).
 Checked on every store (in-memory, SQLite, DynamoDB on moto).
 """
@@ -18,7 +18,6 @@ import pytest
 from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.backends.sqlite_common import SQLiteDatabase
 from rearview.backends.sqlite_store import _MIGRATIONS, SQLiteMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import (
     HistoryAction,
@@ -30,8 +29,9 @@ from rearview.models import (
     WriteRequest,
 )
 from rearview.ports import MemoryStore, StoreWrite
-from rearview.scopes import legacy_scope_key, scope_key
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
+from rearview.shared.scopes import legacy_scope_key, scope_key
 from tests.contract.conftest import STORES
 from tests.factories import T0, make_memory
 

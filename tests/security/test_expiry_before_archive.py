@@ -20,13 +20,13 @@ from rearview.backends.local_archive import DirectoryArchive
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import NotFoundError
 from rearview.models import ForgetRequest, MemoryStatus, SearchRequest, WriteRequest
 from rearview.service.lifecycle import LifecycleService
 from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 SECRET = "zanzibar-7741 is the door code of the east server room"

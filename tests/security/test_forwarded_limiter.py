@@ -15,9 +15,9 @@ from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver, authenticate
 from rearview.api.lambda_auth import ClaimsTenantResolver, authenticated_principal
 from rearview.api.refusals import RefusedKeyLimiter
-from rearview.principal import Principal
+from rearview.config.settings import hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 MCP_HEADERS = {"accept": "application/json, text/event-stream"}

@@ -19,12 +19,12 @@ import pytest
 from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.bootstrap import build_service
 from rearview.cli import main
-from rearview.clock import ManualClock
+from rearview.config.settings import Settings
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import UpdateRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import Restorer, export_tenant
-from rearview.settings import Settings
+from rearview.shared.clock import ManualClock
 from rearview.testing import Fault, FlakyMemoryStore, InjectedError
 from tests.factories import T0
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from rearview.config.settings import Settings
 from rearview.errors import ConfigurationError
-from rearview.settings import Settings
 from rearview.text import content_hash
 from tests.mcp_client import BlockingClient, blocking_client
 

@@ -15,11 +15,11 @@ from uuid import uuid4
 import pytest
 
 from rearview.backends.dynamodb import DynamoDBMemoryStore
-from rearview.clock import ManualClock
+from rearview.config.settings import Settings
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import SearchRequest, WriteAction, WriteRequest
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 pytestmark = pytest.mark.opensearch

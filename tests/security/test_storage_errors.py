@@ -26,7 +26,7 @@ from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.bootstrap import build_service
-from rearview.settings import Settings
+from rearview.config.settings import Settings
 from tests.e2e.server import serving
 from tests.mcp_client import blocking_client
 

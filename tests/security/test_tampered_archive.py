@@ -21,13 +21,13 @@ import pytest
 from rearview.backends.local_archive import DirectoryArchive
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import ArchiveError
 from rearview.models import MemoryStatus, Visibility, WriteRequest
 from rearview.service.lifecycle import LifecycleService
 from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 TEXT = "Deploy runbook: drain the canary, check the dashboards, then promote"

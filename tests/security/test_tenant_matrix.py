@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from rearview.bootstrap import build_lifecycle, build_service
+from rearview.config.settings import Settings
 from rearview.ports import MemoryStore
 from rearview.service.search.rendering import markdown_text
-from rearview.settings import Settings
 from tests.mcp_client import BlockingClient, blocking_client
 
 MODE = "2026-07-28"

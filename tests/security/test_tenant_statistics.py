@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from rearview.bm25 import bm25_rank_fields
-from rearview.fts_terms import text_terms
 from rearview.models import MemoryFilter
 from rearview.ports import CONTEXT_WEIGHT, IndexDocument, IndexQuery, MemoryIndex
+from rearview.text.bm25 import bm25_rank_fields
+from rearview.text.fts_terms import text_terms
 from tests.contract.conftest import DIMENSION, INDEXES
 from tests.factories import make_memory, unit_vector
 

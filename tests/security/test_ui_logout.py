@@ -17,9 +17,9 @@ from starlette.types import ASGIApp
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.backends.sqlite_checkpoints import SQLiteCheckpointStore
-from rearview.principal import Principal
+from rearview.config.settings import hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 from rearview.ui.session import COOKIE_NAME
 
 SECRET = "a-test-secret-of-enough-length-0123"

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 

@@ -19,11 +19,11 @@ from starlette.types import Receive, Scope, Send
 
 from rearview.api.app import build_mcp
 from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY, ApiKeyResolver, TenantAuth
+from rearview.config.settings import Settings, hash_key
 from rearview.errors import ConfigurationError
 from rearview.models import MemoryFilter, MemoryStatus, MemoryType, Visibility, WriteRequest
-from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings, hash_key
+from rearview.shared.principal import Principal
 from tests.tool_context import tool_context
 
 BOUND, OTHER = "claude-code", "cursor"

@@ -12,9 +12,9 @@ import pytest
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.api.origin import quoted_string
-from rearview.principal import Principal
+from rearview.config.settings import hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 
 METADATA = "/.well-known/oauth-protected-resource"
 SUFFIXED = f"{METADATA}/mcp"

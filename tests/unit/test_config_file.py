@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from rearview.cli import main
+from rearview.config.settings import Settings
 from rearview.errors import ConfigurationError
-from rearview.settings import Settings
 
 
 def settings_with(tmp_path: Path, text: str) -> Settings:

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from rearview import console
+from rearview.cli import console
 
 
 def test_plural_and_counts_read_as_words() -> None:

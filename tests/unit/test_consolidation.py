@@ -18,12 +18,12 @@ from botocore.stub import ANY, Stubber
 
 from rearview.backends.bedrock_llm import BedrockConverseModel
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import BackendError, LanguageModelError
 from rearview.models import HistoryAction, MemoryStatus, MemoryType, WriteAction, WriteRequest
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.write.consolidation import CONTRADICTION_SYSTEM, SUMMARY_SYSTEM, Consolidator
+from rearview.shared.clock import ManualClock
 from rearview.testing import RecordingSleep, ScriptedModel
 from tests.factories import T0
 from tests.fixtures.aws import WireAnswers, wire_error

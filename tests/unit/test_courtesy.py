@@ -29,10 +29,10 @@ from rearview.api.courtesy import (
     share_the_interpreter,
 )
 from rearview.api.fair_share import FairLane
+from rearview.config.settings import Settings
 from rearview.models import SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
-from rearview.yield_points import run_with_hook, yield_point
+from rearview.shared.yield_points import run_with_hook, yield_point
 from tests.unit.test_protocol_letter import MODERN, rpc, serving
 
 WAIT_S = 10.0

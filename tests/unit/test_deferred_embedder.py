@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from rearview.bootstrap import build_service
+from rearview.config.settings import Settings
 from rearview.embedders.deferred import DeferredEmbedder
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import EmbedderError
 from rearview.ports import Embedder
-from rearview.settings import Settings
 
 
 class Starts:

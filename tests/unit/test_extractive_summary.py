@@ -12,7 +12,6 @@ from datetime import timedelta
 import numpy as np
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import IngestMessage, IngestRequest
 from rearview.service.memory_service import MemoryService
@@ -22,6 +21,7 @@ from rearview.service.write.summarize import (
     extractive_summary,
     summary_budget,
 )
+from rearview.shared.clock import ManualClock
 from tests.factories import T0, make_memory
 
 TURNS = [

@@ -19,15 +19,14 @@ ROOT = Path(__file__).resolve().parents[2] / "functions"
 # The layers, lowest first. A module may import its own layer and the ones below, never above.
 # Matching is by the longest prefix listed.
 LAYERS: dict[str, int] = {
-    "rearview": 0,  # models, ports, errors, text, clock, ids, bm25, fts_terms, retry, lazy, ...
+    "rearview": 0,  # the domain contract: models, ports, errors, limits
+    "rearview.shared": 0,  # small helpers: clock, ids, lazy, retry, principal, scopes, ...
+    "rearview.text": 0,  # tokens, FTS5 terms, BM25
     "rearview.backends": 1,
     "rearview.embedders": 1,
     "rearview.service": 2,
-    "rearview.import_file": 3,
     "rearview.importers": 3,  # `rearview import --from`: other systems' exports through the write path
-    "rearview.ingest_file": 3,
-    "rearview.settings": 3,
-    "rearview.config_file": 3,
+    "rearview.config": 3,  # Settings: read by the composition root and everything above it
     "rearview.api": 4,
     "rearview.ui": 4,
     "rearview.testing": 4,
@@ -37,7 +36,6 @@ LAYERS: dict[str, int] = {
     "rearview.integrations": 7,  # framework adapters (LangGraph, Strands) on the Python API
     "handlers": 8,
 }
-"""`rearview.principal` and `rearview.bedrock_calls` are plain helpers (layer 0) used by several layers."""
 
 # Inside the service: which capability may import which (the `__init__` docstrings say why).
 FORBIDDEN_INSIDE_SERVICE: dict[str, tuple[str, ...]] = {

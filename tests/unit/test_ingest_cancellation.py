@@ -17,10 +17,10 @@ import pytest
 from rearview.api.fair_share import FairLane
 from rearview.api.tools.lanes import cancellable
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import IngestMessage, IngestRequest, MemoryFilter, MemoryType
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from tests.asgi_lifespan import lifespan
 from tests.factories import T0
 

@@ -21,7 +21,6 @@ from botocore.stub import ANY, Stubber
 from rearview.backends.bedrock_llm import BedrockConverseModel
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.bootstrap import build_extractor
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import LanguageModelError
 from rearview.models import (
@@ -43,6 +42,7 @@ from rearview.service.ingest.llm_extraction import (
 )
 from rearview.service.memory_service import MemoryService
 from rearview.service.write.consolidation import CONTRADICTION_SYSTEM, Consolidator
+from rearview.shared.clock import ManualClock
 from rearview.testing import RecordingSleep, ScriptedModel
 from tests.fixtures.aws import WireAnswers, wire_error
 

@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from rearview.clock import ManualClock
 from rearview.models import ForgetRequest, Memory, MemoryFilter, MemoryType, UpdateRequest, WriteRequest
 from rearview.ports import IndexQuery
 from rearview.service.keyword_context import NEIGHBOUR_GAP, date_words, session_contexts
 from rearview.service.memory_service import MemoryService
 from rearview.service.reindex import reindex_tenant
+from rearview.shared.clock import ManualClock
 from tests.factories import T0, make_memory
 
 

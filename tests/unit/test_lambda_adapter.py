@@ -25,9 +25,9 @@ from rearview.api.lambda_auth import (
     parse_key_map,
     principal_from_claims,
 )
+from rearview.config.settings import hash_key
 from rearview.errors import ConfigurationError
-from rearview.principal import Principal
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 from tests.events import load_event, rpc_body
 
 # ----------------------------------------------------------------------------- event -> request

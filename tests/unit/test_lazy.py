@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rearview.lazy import Lazy
+from rearview.shared.lazy import Lazy
 
 
 class Counter:

@@ -12,7 +12,6 @@ import pytest
 
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import ConfigurationError, InvalidInputError, NotFoundError
 from rearview.models import (
@@ -38,6 +37,7 @@ from rearview.service.lifecycle import (
 from rearview.service.lifecycle.archival import PREVIEW_CHARS, preview
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
+from rearview.shared.clock import ManualClock
 from rearview.testing import (
     Fault,
     FlakyArchive,
@@ -490,7 +490,7 @@ def test_ttl_expiry_of_a_deleted_memory_is_not_archived(service: MemoryService, 
 
 def test_settings_tenant_overrides_reach_the_service(tmp_path: Path) -> None:
     from rearview.bootstrap import build_lifecycle, build_service
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     config = tmp_path / "config.toml"
     config.write_text(

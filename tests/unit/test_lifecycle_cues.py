@@ -21,7 +21,6 @@ from botocore.stub import ANY, Stubber
 from rearview.backends.bedrock_llm import BedrockConverseModel
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import LanguageModelError
 from rearview.limits import MAX_CUE_CHARS, MAX_CUES
@@ -53,6 +52,7 @@ from rearview.service.lifecycle.cues import (
 )
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.write.consolidation import Consolidator
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "bedrock"
@@ -411,7 +411,7 @@ def test_the_serve_timer_and_the_jobs_handler_run_it_with_a_model(clock: ManualC
 
 def test_settings_reach_the_job(tmp_path: Path) -> None:
     from rearview.bootstrap import build_lifecycle, build_lifecycle_config, build_service
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     settings = Settings.load(
         data_dir=tmp_path, embedder="hashing", lifecycle_interval_s=0, lifecycle_cues_per_run=7

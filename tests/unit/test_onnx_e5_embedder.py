@@ -24,6 +24,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 from rearview.bootstrap import build_embedder, build_service
+from rearview.config.settings import Settings
 from rearview.embedders import e5_weights, onnx_e5
 from rearview.embedders.background import BACKGROUND_NICE
 from rearview.embedders.batching import BatchingEmbedder
@@ -38,7 +39,6 @@ from rearview.embedders.onnx_e5 import (
     open_onnx_e5,
 )
 from rearview.errors import EmbedderError, InvalidInputError
-from rearview.settings import Settings
 
 pytestmark = pytest.mark.slow
 

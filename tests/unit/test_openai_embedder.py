@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from rearview.bootstrap import build_config, build_embedder
+from rearview.config.settings import Settings
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.embedders.openai_compatible import OpenAIEmbedder, OpenAIEndpoint
 from rearview.errors import ConfigurationError, EmbedderError
-from rearview.retry import RetryPolicy
-from rearview.settings import Settings
+from rearview.shared.retry import RetryPolicy
 from rearview.testing import RecordingSleep
 
 DIMENSION = 16

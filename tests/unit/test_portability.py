@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.errors import InvalidInputError
 from rearview.models import UpdateRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import ExportRecord, Restorer, export_tenant
+from rearview.shared.clock import ManualClock
 from rearview.testing import BrokenEmbedder
 
 

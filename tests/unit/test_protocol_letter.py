@@ -19,9 +19,9 @@ import pytest
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
-from rearview.principal import Principal
+from rearview.config.settings import hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 from tests.asgi_lifespan import lifespan
 
 MODERN = "2026-07-28"

@@ -10,12 +10,12 @@ import pytest
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import ForgetRequest, Memory, MemoryStatus, SearchRequest, UpdateRequest, WriteRequest
 from rearview.ports import IndexDocument, MemoryIndex, StoreWrite
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService, ReconcileReport
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 NO_MERGE = ServiceConfig(near_duplicate_threshold=1.01)

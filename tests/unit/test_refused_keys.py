@@ -15,9 +15,9 @@ from starlette.testclient import TestClient
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.api.refusals import RefusedKeyLimiter, client_address
-from rearview.principal import Principal
+from rearview.config.settings import Settings, hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings, hash_key
+from rearview.shared.principal import Principal
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 MCP_HEADERS = {"accept": "application/json, text/event-stream"}

@@ -137,8 +137,8 @@ def test_a_damaged_model_file_stops_the_service_at_build_not_at_its_first_search
 ) -> None:
     """Issue 31 leftover: a corrupt relevance_model.json failed the first search with a JSON traceback."""
     from rearview.bootstrap import build_config
+    from rearview.config.settings import Settings
     from rearview.service.search import relevance
-    from rearview.settings import Settings
 
     broken = tmp_path / "relevance_model.json"
     broken.write_text(damage)

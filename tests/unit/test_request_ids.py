@@ -6,9 +6,9 @@ import httpx
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
-from rearview.principal import Principal
+from rearview.config.settings import hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 
 HEADERS = {"accept": "application/json, text/event-stream", "authorization": "Bearer sk-a"}
 

@@ -19,10 +19,10 @@ from pydantic import ValidationError
 
 from rearview.api.app import build_mcp
 from rearview.api.tools import search_lane
+from rearview.config.settings import Settings
 from rearview.errors import ConfigurationError
 from rearview.models import SearchRequest
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
 from tests.tool_context import tool_context
 
 WAIT_S = 10.0

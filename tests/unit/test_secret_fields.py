@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import InvalidInputError
 from rearview.importers import ImportRunner, read_source
@@ -31,6 +30,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import Restorer, export_tenant
 from rearview.service.write.secrets import SecretsPolicy
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -165,8 +165,8 @@ def _all() -> MemoryFilter:
 def test_a_langgraph_value_holding_a_secret_is_refused(tmp_path: Path) -> None:
     pytest.importorskip("langgraph.store.base")
     from rearview import Memory
+    from rearview.config.settings import Settings
     from rearview.integrations.langgraph import RearviewStore
-    from rearview.settings import Settings
 
     with Memory(settings=Settings.load(data_dir=tmp_path, embedder="hashing")) as memory:
         store = RearviewStore(memory)

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
+from rearview.config.settings import Settings
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import InvalidInputError
 from rearview.models import IngestMessage, IngestRequest, UpdateRequest, WriteRequest
@@ -18,7 +18,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.portability import Restorer, export_tenant
 from rearview.service.write.secrets import SecretsPolicy, find_secret
-from rearview.settings import Settings
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 AWS_ID = "AKIA" + "Q3EXAMPLE7KEYID9"

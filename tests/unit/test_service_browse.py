@@ -6,7 +6,6 @@ from datetime import timedelta
 
 import pytest
 
-from rearview.clock import ManualClock
 from rearview.errors import InvalidInputError, NotFoundError
 from rearview.models import (
     DEFAULT_AGENT,
@@ -20,6 +19,7 @@ from rearview.models import (
 )
 from rearview.service.browsing import MAX_BROWSE_PAGE, due_scan
 from rearview.service.memory_service import DUE_LOOKAHEAD, MemoryService
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 ALL = MemoryFilter(statuses=tuple(MemoryStatus))

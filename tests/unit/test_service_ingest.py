@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import InvalidInputError
 from rearview.limits import MAX_CONTENT_CHARS, MAX_INGEST_CHARS, MAX_INGEST_MESSAGES
@@ -24,6 +23,7 @@ from rearview.models import (
 )
 from rearview.ports import IndexQuery, Vector
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from rearview.testing import BrokenEmbedder
 from tests.factories import T0
 

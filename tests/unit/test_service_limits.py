@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock, parse_time
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import ConflictError, InvalidInputError
 from rearview.limits import (
@@ -36,6 +35,7 @@ from rearview.models import (
 )
 from rearview.service.changes import UPDATE_ATTEMPTS
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock, parse_time
 from rearview.text import disallowed_control_chars
 
 

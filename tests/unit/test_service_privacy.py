@@ -15,10 +15,8 @@ import pytest
 
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import InvalidInputError, RearviewError
-from rearview.ids import new_id
 from rearview.models import (
     ForgetRequest,
     MemoryFilter,
@@ -32,6 +30,8 @@ from rearview.models import (
 )
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.shared.clock import ManualClock
+from rearview.shared.ids import new_id
 from tests.factories import T0
 
 OWNER, OTHER = "agent-owner", "agent-other"

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import InvalidInputError
 from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
@@ -16,6 +15,7 @@ from rearview.ports import MemoryIndex, Vector
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.ranking_policy import DEFAULT_RANKING
 from rearview.service.search.rendering import CONFLICT_RULE
+from rearview.shared.clock import ManualClock
 from rearview.testing import BrokenEmbedder, UnavailableIndex
 
 

@@ -10,9 +10,9 @@ import pytest
 from rearview.backends.sqlite_index import INDEX_CACHE_MIB, SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.backends.sqlite_terms import fts_rows
-from rearview.bm25 import CorpusStats
 from rearview.models import MemoryFilter
 from rearview.ports import IndexDocument, IndexQuery
+from rearview.text.bm25 import CorpusStats
 from tests.factories import make_memory, unit_vector
 
 

@@ -115,7 +115,7 @@ def test_the_archive_look_ahead_covers_the_daily_schedule() -> None:
     """No timer runs on Lambda: the look-ahead must span the daily ArchiveSchedule, not an hourly timer's."""
     from datetime import timedelta
 
-    from rearview.settings import Settings
+    from rearview.config.settings import Settings
 
     env = template()["Globals"]["Function"]["Environment"]["Variables"]
     settings = Settings(lifecycle_interval_s=float(env["REARVIEW_LIFECYCLE_INTERVAL_S"]))

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.service.config import ServiceConfig
@@ -26,6 +25,7 @@ from rearview.service.search.temporal import (
     stated_periods,
     states_time,
 )
+from rearview.shared.clock import ManualClock
 from tests.factories import make_memory
 
 MONDAY_8_MAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import SystemClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import BusyError
 from rearview.models import IngestMessage, IngestRequest
 from rearview.ports import Vector
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
-from rearview.tenant_slots import TenantSlots
+from rearview.service.tenant_slots import TenantSlots
+from rearview.shared.clock import SystemClock
 
 
 class GatedEmbedder(HashingEmbedder):

@@ -17,9 +17,9 @@ from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.api.fair_share import Fairness
 from rearview.api.tenant_rate import BURST, RATE_REFUSAL_HOLD_S, REQUESTS_PER_SECOND, TenantRateLimiter
-from rearview.principal import Principal
+from rearview.config.settings import Settings, hash_key
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings, hash_key
+from rearview.shared.principal import Principal
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

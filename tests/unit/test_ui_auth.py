@@ -15,11 +15,11 @@ from starlette.types import ASGIApp
 
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
+from rearview.config.settings import hash_key
 from rearview.errors import ConfigurationError
 from rearview.models import WriteRequest
-from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 from rearview.ui.csrf import same_origin
 from rearview.ui.inputs import safe_next
 from rearview.ui.security_headers import CSP, is_loopback_host

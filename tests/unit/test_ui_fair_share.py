@@ -20,10 +20,10 @@ from rearview.api import tools
 from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.api.fair_share import FairLane, Fairness
+from rearview.config.settings import hash_key
 from rearview.models import WriteRequest
-from rearview.principal import Principal
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 from rearview.ui.app import build_ui
 from rearview.ui.browser import UiConfig
 from rearview.ui.session import SessionCodec

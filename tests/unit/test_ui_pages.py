@@ -19,7 +19,7 @@ from rearview.api.app import create_app
 from rearview.api.auth import ApiKeyResolver
 from rearview.backends.memory import InMemoryArchive, InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
-from rearview.clock import ManualClock
+from rearview.config.settings import hash_key
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import NotFoundError
 from rearview.models import (
@@ -33,10 +33,10 @@ from rearview.models import (
     Visibility,
     WriteRequest,
 )
-from rearview.principal import Principal
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
+from rearview.shared.clock import ManualClock
+from rearview.shared.principal import Principal
 from rearview.text import format_chars, strip_format_chars
 from rearview.ui.views import linked_ids, timeline
 from tests.factories import T0, created, make_memory

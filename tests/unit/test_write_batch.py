@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.errors import ConflictError
 from rearview.models import (
@@ -26,6 +25,7 @@ from rearview.service.memory_service import MemoryService
 from rearview.service.write.batch import WriteBatch
 from rearview.service.write.decision import Embedded
 from rearview.service.write.writer import Writer
+from rearview.shared.clock import ManualClock
 from rearview.testing import BrokenEmbedder, Fault, FlakyMemoryStore, InjectedError
 from tests.factories import T0
 

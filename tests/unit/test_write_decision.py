@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryFilter, WriteAction, WriteRequest
 from rearview.ports import IndexQuery, Vector
@@ -16,6 +15,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.decision import Create, Merge, Supersede
 from rearview.service.write.writer import Writer
+from rearview.shared.clock import ManualClock
 from tests.factories import T0
 
 

@@ -9,11 +9,11 @@ import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.backends.sqlite_terms import fts_text
-from rearview.clock import ManualClock
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, WriteRequest
 from rearview.ports import IndexDocument
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import ManualClock
 from rearview.text import disallowed_control_chars, tokens
 from tests.factories import T0
 

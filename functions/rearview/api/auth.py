@@ -3,7 +3,7 @@
 `TenantAuth` is pure ASGI middleware. It resolves the caller's `Principal` from `Authorization:
 Bearer <key>` (or `X-API-Key`) and stores its tenant in `scope["state"]["tenant_id"]` and, for a
 key bound to an agent, that agent in `scope["state"]["agent_id"]`, where the tools read them
-(`rearview.principal`). With no keys configured, every request is the default tenant (the local
+(`rearview.shared.principal`). With no keys configured, every request is the default tenant (the local
 server then binds to loopback only).
 
 A client whose credentials keep being refused gets 429 with `Retry-After` for a while, whatever it
@@ -44,9 +44,9 @@ from rearview.api.errors import error_body, error_kind
 from rearview.api.origin import quoted_string, request_origin
 from rearview.api.refusals import RefusedKeyLimiter, client_address
 from rearview.api.tenant_rate import TenantRateLimiter
+from rearview.config.settings import hash_key
 from rearview.errors import BackendError
-from rearview.principal import Principal
-from rearview.settings import hash_key
+from rearview.shared.principal import Principal
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 WELL_KNOWN = "/.well-known/"

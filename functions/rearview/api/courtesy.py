@@ -11,7 +11,7 @@ So one `Courtesy` per app counts, for each tenant, its *visits*: a request to `/
 moment its body is in hand (`CourtesyScope`) until its response starts, a signed-in request of the
 memory browser while it is served (`rearview.ui.tenant_share`), or a lane call made outside a
 request (tests, the Python API). A tenant's demand is its visits; a visit is *active* unless it is
-waiting for a lane's turn. At a yield point (`rearview.yield_points`) a call sleeps, holding no GIL,
+waiting for a lane's turn. At a yield point (`rearview.shared.yield_points`) a call sleeps, holding no GIL,
 while another tenant with a smaller demand has an active visit, at most `max_pause_s` per point: the
 tenant asking less gets the interpreter first, on the loop and in its thread, as the lanes give it
 a thread first. On the loop, where nothing can sleep, the heavier request waits its turn
@@ -44,7 +44,7 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rearview.api.auth import TENANT_STATE_KEY
-from rearview.yield_points import run_with_hook
+from rearview.shared.yield_points import run_with_hook
 
 __all__ = [
     "COURTESY_MAX_PAUSE_S",

@@ -40,8 +40,8 @@ import anyio.to_thread
 
 from rearview.api.courtesy import Courtesy
 from rearview.api.tenant_rate import BURST, RATE_REFUSAL_HOLD_S, REQUESTS_PER_SECOND, TenantRateLimiter
+from rearview.config.settings import Settings
 from rearview.errors import BusyError, ConfigurationError
-from rearview.settings import Settings
 
 __all__ = ["DEFAULT_FAIRNESS", "FairLane", "Fairness"]
 

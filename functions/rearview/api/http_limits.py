@@ -45,7 +45,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from rearview.api.auth import TENANT_STATE_KEY
 from rearview.api.errors import error_body
-from rearview.settings import Settings
+from rearview.config.settings import Settings
 
 __all__ = [
     "ConnectionLedger",

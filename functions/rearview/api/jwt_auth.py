@@ -35,9 +35,9 @@ import jwt
 from jwt import PyJWK, PyJWKClient
 from jwt.exceptions import PyJWKClientConnectionError, PyJWKClientError, PyJWKSetError
 
+from rearview.config.settings import Settings
 from rearview.errors import BackendError, ConfigurationError
-from rearview.principal import Principal, principal_from_token
-from rearview.settings import Settings
+from rearview.shared.principal import Principal, principal_from_token
 
 __all__ = ["ALGORITHMS", "JwtVerifier"]
 

@@ -3,7 +3,7 @@
 Two modes, chosen by `REARVIEW_AUTH_MODE` (read once into `LambdaAuthSettings`):
 
 - `apikey` (default): the caller presents an API key (`Authorization: Bearer <key>` or
-  `X-API-Key`). Keys are stored *hashed* (`sha256:<hex>`, see `rearview.settings.hash_key`) as a
+  `X-API-Key`). Keys are stored *hashed* (`sha256:<hex>`, see `rearview.config.settings.hash_key`) as a
   JSON object `{"sha256:...": "<tenant>"}` (or, for a key bound to an agent,
   `{"sha256:...": {"tenant": "<tenant>", "agent": "<agent>"}}`) in an SSM SecureString parameter
   (`REARVIEW_API_KEYS_PARAMETER`), a Secrets Manager secret (`REARVIEW_API_KEYS_SECRET`) or, for
@@ -37,9 +37,9 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from rearview.api.auth import ApiKeyResolver
+from rearview.config.settings import ClaimSettings
 from rearview.errors import ConfigurationError
-from rearview.principal import Principal, principal_from_entry, principal_from_token
-from rearview.settings import ClaimSettings
+from rearview.shared.principal import Principal, principal_from_entry, principal_from_token
 
 __all__ = [
     "AuthMode",
@@ -229,7 +229,7 @@ def principal_from_claims(
     """The principal in `requestContext.authorizer.jwt.claims` of an HTTP API event, if usable.
 
     The claims are read as `rearview serve` reads a token it verified itself
-    (`rearview.principal.principal_from_token`).
+    (`rearview.shared.principal.principal_from_token`).
     """
     context = event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None

@@ -15,8 +15,8 @@ from typing import Final
 from urllib.parse import quote
 
 from rearview.errors import ArchiveError, InvalidInputError
-from rearview.ids import new_id
 from rearview.models import HistoryEvent, Memory
+from rearview.shared.ids import new_id
 
 FORMAT_VERSION: Final = 1
 SUFFIX: Final = ".jsonl.gz"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rearview.bedrock_calls import call_bedrock, create_bedrock_client
+from rearview.backends.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import LanguageModelError
-from rearview.lazy import Lazy
 from rearview.ports import Completion
+from rearview.shared.lazy import Lazy
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -24,7 +24,7 @@ class BedrockConverseModel:
     """A `LanguageModel` on Bedrock Converse. The constructor does no I/O (the client is lazy).
 
     Throttling, model-not-ready and 5xx answers are retried by botocore (standard mode, see
-    `rearview.bedrock_calls`), at most `max_attempts` attempts in all; then `LanguageModelError`.
+    `rearview.backends.bedrock_calls`), at most `max_attempts` attempts in all; then `LanguageModelError`.
     Anything else (access denied, validation, an answer without text) is a `LanguageModelError` at
     once. An injected `client` brings its own retry configuration.
     """

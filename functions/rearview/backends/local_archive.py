@@ -29,9 +29,9 @@ from rearview.backends.archive_format import (
     object_name,
     tenant_prefix,
 )
-from rearview.clock import Clock, SystemClock
 from rearview.errors import ArchiveError, InvalidInputError, NotFoundError
 from rearview.models import HistoryEvent, Memory
+from rearview.shared.clock import Clock, SystemClock
 
 __all__ = ["FORMAT_VERSION", "DirectoryArchive"]
 

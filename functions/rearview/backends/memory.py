@@ -14,10 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
-from rearview.bm25 import bm25_search_fields
-from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
-from rearview.fts_terms import text_terms
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
 from rearview.ports import (
     CONTEXT_WEIGHT,
@@ -30,6 +27,9 @@ from rearview.ports import (
     Touch,
     Vector,
 )
+from rearview.shared.clock import Clock, SystemClock
+from rearview.text.bm25 import bm25_search_fields
+from rearview.text.fts_terms import text_terms
 
 
 def encode_offset(offset: int) -> str:

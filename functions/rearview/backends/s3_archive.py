@@ -26,10 +26,10 @@ from rearview.backends.archive_format import (
     object_name,
     tenant_prefix,
 )
-from rearview.clock import Clock, SystemClock
 from rearview.errors import ArchiveError, InvalidInputError, NotFoundError
-from rearview.lazy import Lazy
 from rearview.models import HistoryEvent, Memory
+from rearview.shared.clock import Clock, SystemClock
+from rearview.shared.lazy import Lazy
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client

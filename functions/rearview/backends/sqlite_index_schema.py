@@ -12,7 +12,7 @@ import sqlite3
 from rearview.backends.sqlite_common import Migration
 from rearview.models import MemoryType, Visibility
 from rearview.ports import CONTEXT_WEIGHT, CUE_WEIGHT
-from rearview.scopes import scope_key
+from rearview.shared.scopes import scope_key
 
 FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
 """FTS5 can remove a deleted row's terms from its segments in place (else: `optimize` after deletes)."""
@@ -78,7 +78,7 @@ def _split_by_tenant(conn: sqlite3.Connection) -> None:
 
 
 def _rekey_scopes(conn: sqlite3.Connection) -> None:
-    """Re-key every document whose dedup scope key was ambiguous (`rearview.scopes`, issue 24)."""
+    """Re-key every document whose dedup scope key was ambiguous (`rearview.shared.scopes`, issue 24)."""
     rows = conn.execute("SELECT rowid, type, visibility, agent_id, session_id, scope_key FROM docs")
     for rowid, type_, visibility, agent_id, session_id, old in rows.fetchall():
         new = scope_key(MemoryType(type_), Visibility(visibility), agent_id, session_id)

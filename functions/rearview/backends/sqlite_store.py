@@ -14,15 +14,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rearview.backends.sqlite_common import Migration, SQLiteDatabase, epoch, filter_sql
-from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError, InvalidInputError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryType, Page, StoreStats, Visibility
 from rearview.ports import StoreWrite, Touch
-from rearview.scopes import scope_key
+from rearview.shared.clock import Clock, SystemClock
+from rearview.shared.scopes import scope_key
 
 
 def _rekey_scopes(conn: sqlite3.Connection) -> None:
-    """Re-key every memory whose dedup scope key was ambiguous (`rearview.scopes`, issue 24)."""
+    """Re-key every memory whose dedup scope key was ambiguous (`rearview.shared.scopes`, issue 24)."""
     rows = conn.execute(
         "SELECT tenant_id, id, type, visibility, agent_id, session_id, scope_key FROM memories"
     )

@@ -13,8 +13,8 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 
-from rearview.bm25 import CorpusStats, query_phrases
 from rearview.text import tokens
+from rearview.text.bm25 import CorpusStats, query_phrases
 
 
 def keyword_ceiling(

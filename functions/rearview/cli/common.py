@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from rearview.settings import Settings
+from rearview.config.settings import Settings
 
 LOCAL_TENANT_HELP = "tenant to act on (default: the configured default tenant)"
 

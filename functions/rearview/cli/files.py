@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rearview.cli.common import EXIT_FAILED, EXIT_OK, LOCAL_TENANT_HELP, tenant_of
-from rearview.console import counts, plural, printable, progress
+from rearview.cli.console import counts, plural, printable, progress
+from rearview.config.settings import Settings
 from rearview.errors import InvalidInputError
 from rearview.models import DEFAULT_AGENT
-from rearview.settings import Settings
 
 if TYPE_CHECKING:
-    from rearview.import_file import ImportRun
+    from rearview.cli.import_file import ImportRun
 
 NO_MERGE_THRESHOLD = 1.01
 """A near-duplicate threshold above any cosine: `import --no-merge` merges exact duplicates only."""
@@ -95,7 +95,7 @@ def add_export(exp: argparse.ArgumentParser) -> None:
 
 def _import(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
-    from rearview.import_file import ImportRun, lines
+    from rearview.cli.import_file import ImportRun, lines
 
     if args.source is not None:
         return _import_from(settings, args)
@@ -164,7 +164,7 @@ def _import_summary(run: ImportRun, bad: list[tuple[int, str]], stopped: bool) -
 
 def _ingest(settings: Settings, args: argparse.Namespace) -> int:
     from rearview.bootstrap import build_service
-    from rearview.ingest_file import IngestRun, calls, read_conversation
+    from rearview.cli.ingest_file import IngestRun, calls, read_conversation
     from rearview.models import Visibility
 
     conversation = read_conversation(args.file)  # a bad message is a usage error: nothing written

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rearview.cli.common import EXIT_OK, EXIT_STOPPED
-from rearview.console import plural, printable
-from rearview.settings import Settings
+from rearview.cli.console import plural, printable
+from rearview.config.settings import Settings
 
 if TYPE_CHECKING:
     from rearview.service.lifecycle import JobReport

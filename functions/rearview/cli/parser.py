@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rearview.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from rearview.cli.console import printable
 from rearview.cli.files import add_export, add_import, add_ingest
 from rearview.cli.jobs import JOB_HELP, add_job
 from rearview.cli.queries import add_reindex, add_search, add_stats
 from rearview.cli.serve import add_serve
-from rearview.console import printable
-from rearview.distribution import install_command
-from rearview.env_check import misspelt, setting_names
+from rearview.config.env_check import misspelt, setting_names
+from rearview.config.settings import Settings
 from rearview.errors import ConfigurationError, InvalidInputError, RearviewError
-from rearview.settings import Settings
+from rearview.shared.distribution import install_command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -220,6 +220,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from rearview.distribution import version
+    from rearview.shared.distribution import version
 
     return version()

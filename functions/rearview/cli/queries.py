@@ -9,9 +9,9 @@ import argparse
 import sys
 
 from rearview.cli.common import EXIT_OK, LOCAL_TENANT_HELP, tenant_of
-from rearview.console import plural, printable, progress
+from rearview.cli.console import plural, printable, progress
+from rearview.config.settings import Settings
 from rearview.models import DEFAULT_AGENT
-from rearview.settings import Settings
 
 
 def add_search(cmd: argparse.ArgumentParser) -> None:

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rearview.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from rearview.console import plural
+from rearview.cli.console import plural
+from rearview.config.settings import Settings
 from rearview.errors import ConfigurationError
-from rearview.port_check import ensure_port_free
-from rearview.settings import Settings
+from rearview.shared.port_check import ensure_port_free
 
 if TYPE_CHECKING:
     from rearview.service.lifecycle import LifecycleTimer

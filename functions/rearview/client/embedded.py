@@ -14,6 +14,7 @@ from rearview.api.outputs import search_result, summary_receipt, write_receipt
 from rearview.bootstrap import build_service
 from rearview.client.results import Recall, SummaryReceipt, WriteReceipt, recall_of
 from rearview.client.transport import SummarizeSpec
+from rearview.config.settings import Settings
 from rearview.models import (
     ForgetRequest,
     ForgetResult,
@@ -30,7 +31,6 @@ from rearview.models import (
 from rearview.service.browsing import BrowsePage
 from rearview.service.lifecycle.archival import RestoreResult
 from rearview.service.memory_service import MemoryService
-from rearview.settings import Settings
 
 
 class EmbeddedTransport:

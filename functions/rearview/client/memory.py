@@ -26,9 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from rearview.client.transport import SummarizeSpec, Transport
-from rearview.clock import parse_time
 from rearview.errors import InvalidInputError
-from rearview.lazy import Lazy
 from rearview.models import (
     DEFAULT_AGENT,
     ForgetRequest,
@@ -47,12 +45,14 @@ from rearview.models import (
     Visibility,
     WriteRequest,
 )
+from rearview.shared.clock import parse_time
+from rearview.shared.lazy import Lazy
 
 if TYPE_CHECKING:
     from rearview.client.results import Recall, SummaryReceipt, WriteReceipt
+    from rearview.config.settings import Settings
     from rearview.service.browsing import BrowsePage
     from rearview.service.lifecycle.archival import RestoreResult
-    from rearview.settings import Settings
 
 __all__ = ["Memory"]
 
@@ -66,10 +66,10 @@ class Memory:
     """Long-term memory for an agent, from Python.
 
     `Memory()` opens the local default data directory (`$XDG_DATA_HOME/rearview`, as `rearview serve`);
-    `Memory(data_dir=...)` another one; `settings` (a `Settings`) picks other backends, as the
-    `REARVIEW_*` environment does. `Memory(url=..., api_key=...)` talks to a running server instead
-    (`api_key` may be left out for a loopback server without keys). `tenant` chooses the tenant of an
-    embedded store (default: the configured default tenant; a server takes it from the key).
+    `Memory(data_dir=...)` another one; `settings` (a `rearview.config.settings.Settings`) picks other
+    backends, as the `REARVIEW_*` environment does. `Memory(url=..., api_key=...)` talks to a running
+    server instead (`api_key` may be left out for a loopback server without keys). `tenant` chooses the
+    tenant of an embedded store (default: the configured default tenant; a server takes it from the key).
     `agent_id` is the agent every call acts as (default: `default`, or a server's bound agent).
 
     Example (the README's)::

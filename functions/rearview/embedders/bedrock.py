@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from rearview.bedrock_calls import call_bedrock, create_bedrock_client
+from rearview.backends.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import EmbedderError, InvalidInputError
-from rearview.lazy import Lazy
 from rearview.ports import Vector
+from rearview.shared.lazy import Lazy
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime.client import BedrockRuntimeClient
@@ -39,7 +39,7 @@ class BedrockTitanEmbedder:
 
     - `dimension` must be 256, 512 or 1024 (`InvalidInputError` otherwise, at construction).
     - Throttling, model-not-ready and 5xx answers are retried by botocore (standard mode, see
-      `rearview.bedrock_calls`), at most `max_attempts` attempts in all; then `EmbedderError`.
+      `rearview.backends.bedrock_calls`), at most `max_attempts` attempts in all; then `EmbedderError`.
       Anything else (access denied, validation, a vector of the wrong length) is an
       `EmbedderError` at once. An injected `client` brings its own retry configuration.
     - `embed_documents` runs up to `max_workers` requests at a time; a failure of any text

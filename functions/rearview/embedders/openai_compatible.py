@@ -31,7 +31,7 @@ import numpy as np
 
 from rearview.errors import ConfigurationError, EmbedderError, InvalidInputError
 from rearview.ports import Vector
-from rearview.retry import RetryPolicy
+from rearview.shared.retry import RetryPolicy
 
 __all__ = ["PROBE_TEXT", "OpenAIEmbedder", "OpenAIEndpoint", "check_served_dimension"]
 

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rearview.clock import parse_time
 from rearview.errors import InvalidInputError
 from rearview.limits import MAX_LABEL_CHARS, MAX_METADATA_KEYS, MAX_METADATA_VALUE_CHARS, MAX_TAGS
+from rearview.shared.clock import parse_time
 
 MetadataValue = str | int | float | bool
 METADATA_BUDGET = MAX_METADATA_KEYS - 4

@@ -37,10 +37,10 @@ from rearview.errors import BackendError, RearviewError
 from rearview.importers.records import Candidate, Record, Refused, Skipped, is_numbered
 from rearview.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from rearview.models import Memory, MemorySource, MemoryStatus, WriteAction, WriteRequest
-from rearview.scopes import scope_key
 from rearview.service.memory_service import MemoryService
 from rearview.service.visibility import agent_idempotency_key
 from rearview.service.write.created import created_at
+from rearview.shared.scopes import scope_key
 from rearview.text import content_hash
 
 ALREADY = "already imported"

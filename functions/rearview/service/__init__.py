@@ -8,8 +8,8 @@
 
 Cross-cutting, at this level: `config` (the tunables), `policy` (retention, reinforcement, decay),
 `visibility` (who may see a memory), `history` (how a change is recorded), `indexing` and
-`keyword_context` (upkeep of the derived index), `browsing`, `portability` (export/import) and
-`reindex`.
+`keyword_context` (upkeep of the derived index), `browsing`, `portability` (export/import),
+`reindex` and `tenant_slots` (at most N ingests per tenant at a time).
 
 Layers: the capabilities import the cross-cutting modules, `rearview.models`, `rearview.ports`
 and each other only as their `__init__` says; nothing here imports `rearview.api`, `rearview.ui`,

@@ -14,13 +14,13 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
-from rearview.clock import to_iso
 from rearview.errors import InvalidInputError
 from rearview.models import Memory, MemoryFilter, MemoryView
 from rearview.ports import MemoryStore
 from rearview.service.lifecycle.archival import ARCHIVABLE_STATUSES
 from rearview.service.policy import TenantPolicy
 from rearview.service.visibility import scoped
+from rearview.shared.clock import to_iso
 
 MAX_BROWSE_PAGE = 100
 """The most memories one `browse` call returns."""

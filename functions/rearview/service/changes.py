@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rearview.clock import Clock
 from rearview.errors import (
     ArchiveError,
     ConflictError,
@@ -57,6 +56,7 @@ from rearview.service.lifecycle.archival import (
 from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.write.stored_text import model_texts
 from rearview.service.write.writer import Writer
+from rearview.shared.clock import Clock
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,6 @@ from datetime import datetime
 
 import numpy as np
 
-from rearview.clock import Clock
 from rearview.errors import ConflictError, EmbedderError
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryFilter, MemorySource, MemoryStatus
 from rearview.ports import (
@@ -47,6 +46,7 @@ from rearview.service.lineage import (
     still_carries,
 )
 from rearview.service.write.consolidation import Consolidator
+from rearview.shared.clock import Clock
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)

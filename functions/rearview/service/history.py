@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from rearview.ids import new_id
 from rearview.models import HistoryAction, HistoryEvent, Memory
+from rearview.shared.ids import new_id
 
 AUDIT_FIELDS = (
     "content", "type", "status", "tags", "entities", "metadata", "importance", "confidence",

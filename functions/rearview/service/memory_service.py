@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from rearview.clock import Clock, SystemClock
 from rearview.errors import (
     IndexUnavailableError,
 )
@@ -55,7 +54,6 @@ from rearview.ports import (
     MemoryIndex,
     MemoryStore,
 )
-from rearview.scopes import scope_key
 from rearview.service.browsing import BrowsePage, DueList, DueMemory, browse_page, due_scan
 from rearview.service.changes import Changes
 from rearview.service.config import ServiceConfig
@@ -67,12 +65,14 @@ from rearview.service.lifecycle.archival import (
 from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.lifecycle.strength import StrengthPoint, strength_points
 from rearview.service.search.searcher import Searcher
+from rearview.service.tenant_slots import TenantSlots
 from rearview.service.visibility import load_visible, scoped
 from rearview.service.write.batch import WriteBatch
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.summarizing import Summarizer
 from rearview.service.write.writer import Writer
-from rearview.tenant_slots import TenantSlots
+from rearview.shared.clock import Clock, SystemClock
+from rearview.shared.scopes import scope_key
 
 __all__ = ["MemoryService", "ServiceConfig", "scope_key"]
 

@@ -14,7 +14,7 @@ Idempotency keys are per agent too (`agent_idempotency_key`): two agents sending
 make two writes, and a replay answers only the agent that made the first one.
 
 The caller's agent is whatever the API layer established: bound by the credential when the key
-or token names one (`rearview.principal`), else the `agent_id` the caller gave.
+or token names one (`rearview.shared.principal`), else the `agent_id` the caller gave.
 """
 
 from __future__ import annotations

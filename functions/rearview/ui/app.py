@@ -33,6 +33,7 @@ from starlette.types import ASGIApp
 
 from rearview.api.auth import authenticate, key_fingerprint
 from rearview.api.refusals import client_address
+from rearview.config.settings import hash_key
 from rearview.errors import (
     BusyError,
     ConflictError,
@@ -43,7 +44,6 @@ from rearview.errors import (
 )
 from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType
 from rearview.service.memory_service import MemoryService
-from rearview.settings import hash_key
 from rearview.ui import csrf
 from rearview.ui.browser import BrowserBase, UiConfig, signed_in
 from rearview.ui.charts import strength_chart

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rearview.clock import to_iso
 from rearview.service.lifecycle.strength import StrengthPoint
 from rearview.service.policy import DecayPolicy
+from rearview.shared.clock import to_iso
 
 WIDTH, HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 44, 12, 12, 28

@@ -29,7 +29,7 @@ from rearview.api.auth import ApiKeyResolver
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.errors import ConfigurationError
 from rearview.ports import CheckpointStore
-from rearview.principal import Principal
+from rearview.shared.principal import Principal
 
 UI_PATH = "/ui"
 """Where the memory browser is served."""

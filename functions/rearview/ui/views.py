@@ -14,7 +14,6 @@ from datetime import datetime
 
 from markupsafe import Markup, escape
 
-from rearview.clock import parse_time
 from rearview.errors import InvalidInputError
 from rearview.limits import MAX_IMPORTANCE, MAX_TOP_K, MIN_IMPORTANCE, AgentIdText, checked
 from rearview.models import (
@@ -28,6 +27,7 @@ from rearview.models import (
     UpdateRequest,
 )
 from rearview.service.browsing import MAX_BROWSE_PAGE
+from rearview.shared.clock import parse_time
 from rearview.ui.session import Session
 
 Params = Mapping[str, Sequence[str]]

@@ -17,7 +17,6 @@ from pydantic import Field
 
 from rearview.api.auth import AGENT_STATE_KEY, TENANT_STATE_KEY
 from rearview.api.tools.lanes import Lanes
-from rearview.clock import parse_time
 from rearview.errors import AuthenticationError, InvalidInputError
 from rearview.limits import (
     AgentIdText,
@@ -29,6 +28,7 @@ from rearview.limits import (
 )
 from rearview.models import DEFAULT_AGENT, MemoryFilter, MemoryStatus, MemoryType, MemoryTypes
 from rearview.service.memory_service import MemoryService
+from rearview.shared.clock import parse_time
 
 T = TypeVar("T")
 

@@ -23,7 +23,7 @@ from rearview.backends.dynamodb.codec import (
 from rearview.backends.dynamodb.schema import GSI_SESSION, GSI_TENANT, GSI_TYPE_STATUS, table_definition
 from rearview.backends.dynamodb.store import DynamoDBMemoryStore
 from rearview.backends.dynamodb.writes import MAX_TRANSACTION_ITEMS
-from rearview.retry import RetryPolicy
+from rearview.shared.retry import RetryPolicy
 
 __all__ = [
     "GSI_SESSION",

@@ -13,8 +13,8 @@ from rearview.backends.dynamodb.codec import check_item_size, python_value, stri
 from rearview.backends.dynamodb.keys import CHECKPOINT_SK, checkpoint_pk, sortable_time
 from rearview.backends.dynamodb.schema import ensure_table
 from rearview.backends.dynamodb.table_client import TableClient
-from rearview.clock import Clock, SystemClock
-from rearview.retry import RetryPolicy
+from rearview.shared.clock import Clock, SystemClock
+from rearview.shared.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

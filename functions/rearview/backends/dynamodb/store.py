@@ -57,11 +57,11 @@ from rearview.backends.dynamodb.writes import (
     check_writes,
     touch_action,
 )
-from rearview.clock import Clock, SystemClock
 from rearview.errors import ConflictError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
 from rearview.ports import StoreWrite, Touch
-from rearview.retry import RetryPolicy
+from rearview.shared.clock import Clock, SystemClock
+from rearview.shared.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from rearview.errors import InvalidInputError, StoreError
-from rearview.lazy import Lazy
-from rearview.retry import RetryPolicy
+from rearview.shared.lazy import Lazy
+from rearview.shared.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError

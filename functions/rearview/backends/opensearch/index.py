@@ -58,10 +58,10 @@ from rearview.backends.opensearch.queries import (
 )
 from rearview.backends.opensearch.vector_queries import vector_body, vector_ranked
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
-from rearview.bm25 import query_phrases
 from rearview.errors import IndexUnavailableError, InvalidInputError
-from rearview.lazy import Lazy
 from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
+from rearview.shared.lazy import Lazy
+from rearview.text.bm25 import query_phrases
 
 __all__ = ["OpenSearchMemoryIndex"]
 
@@ -74,7 +74,7 @@ class OpenSearchMemoryIndex:
 
     The client is injected or built lazily from `config` on first use; the constructor does no
     I/O. The id strategy (`OwnIds` or `AssignedIds`) follows `config.uses_assigned_ids`.
-    Scores: keyword = FTS5's BM25 (`rearview.bm25`) over the tenant's statistics; vector = cosine
+    Scores: keyword = FTS5's BM25 (`rearview.text.bm25`) over the tenant's statistics; vector = cosine
     similarity in [-1, 1], converted from the engine's `(1 + cos) / 2` for `cosinesimil`.
     """
 

@@ -28,10 +28,10 @@ from rearview.backends.opensearch.queries import (
     hit_list,
     raise_on_error,
 )
-from rearview.bm25 import BM25_B, BM25_K1, CorpusStats, CuedDoc, Phrase, bm25_score
-from rearview.fts_terms import text_terms
 from rearview.ports import CONTEXT_WEIGHT, CUE_WEIGHT
 from rearview.text import query_tokens
+from rearview.text.bm25 import BM25_B, BM25_K1, CorpusStats, CuedDoc, Phrase, bm25_score
+from rearview.text.fts_terms import text_terms
 
 if TYPE_CHECKING:
     from rearview.ports import IndexQuery

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from rearview.fts_terms import text_terms
 from rearview.text import STOPWORDS
+from rearview.text.fts_terms import text_terms
 
 if TYPE_CHECKING:
     from rearview.backends.opensearch.config import OpenSearchConfig
@@ -78,7 +78,7 @@ similarity cannot change on an existing index: one created with BM25 term fields
 shortlist the engine's statistics order) until `rearview reindex`."""
 
 TERM_FIELDS: Final = {"body": "kw_body", "context": "kw_context", "cues": "kw_cues", "length": "kw_length"}
-"""The document as the embedded index holds it, for BM25 as FTS5 scores it (`rearview.bm25`): the FTS5
+"""The document as the embedded index holds it, for BM25 as FTS5 scores it (`rearview.text.bm25`): the FTS5
 terms of the content, of the context and of the recall cues (`keyword_terms`), and their total count.
 The keyword channel matches on them, reads them back from candidates and sums the lengths over the
 tenant's documents."""

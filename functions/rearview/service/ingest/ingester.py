@@ -52,7 +52,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from rearview.clock import parse_time
 from rearview.errors import ConflictError, EmbedderError, InvalidInputError
 from rearview.limits import MAX_CONTENT_CHARS, MAX_METADATA_VALUE_CHARS
 from rearview.models import (
@@ -74,6 +73,7 @@ from rearview.service.ingest.llm_extraction import EXTRACTED_CONFIDENCE, EXTRACT
 from rearview.service.visibility import agent_idempotency_key
 from rearview.service.write.decision import Embedded
 from rearview.service.write.writer import Writer
+from rearview.shared.clock import parse_time
 from rearview.text import content_hash
 
 __all__ = ["FACT_CONFIDENCE", "Batch", "BatchFn", "Ingester", "idempotency_key"]

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from rearview.clock import Clock
 from rearview.ports import Archive, Embedder, LanguageModel, MemoryIndex, MemoryStore
 from rearview.service.config import ServiceConfig
+from rearview.shared.clock import Clock
 
 
 class ServiceParts(Protocol):

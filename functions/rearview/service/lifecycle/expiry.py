@@ -13,7 +13,6 @@ and only re-drops the index document. Soft-deleted memories are not archived.
 
 from __future__ import annotations
 
-from rearview.clock import to_iso
 from rearview.errors import InvalidInputError
 from rearview.models import Memory, MemoryStatus
 from rearview.service import indexing
@@ -21,6 +20,7 @@ from rearview.service.lifecycle.archival import ARCHIVABLE_STATUSES
 from rearview.service.lifecycle.archiving import commit_stub
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import ExpiryReport
+from rearview.shared.clock import to_iso
 
 
 def archive_expired(ctx: JobContext, old_image: Memory) -> ExpiryReport:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rearview.clock import to_iso
 from rearview.errors import ConflictError
 from rearview.models import HistoryAction, Memory
 from rearview.ports import StoreWrite
@@ -22,6 +21,7 @@ from rearview.service.history import change_event
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import DecayReport, RetentionReport
 from rearview.service.policy import DecayPolicy, RetentionPolicy
+from rearview.shared.clock import to_iso
 
 
 class DecayRule:

@@ -20,11 +20,11 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from rearview.clock import Clock
 from rearview.ports import CheckpointStore
 from rearview.service.lifecycle.budget import Budget
 from rearview.service.lifecycle.job_names import JobName
 from rearview.service.lifecycle.reports import JobReport
+from rearview.shared.clock import Clock
 
 
 class Pending(BaseModel):

@@ -12,5 +12,5 @@
 - `store_search`: the degraded keyword scoring over the store when the index is down.
 
 May import: the cross-cutting service modules, `rearview.models`, `rearview.ports`, `rearview.text`,
-`rearview.bm25`; not `write`, `ingest` or `lifecycle`.
+`rearview.text.bm25`; not `write`, `ingest` or `lifecycle`.
 """

@@ -106,7 +106,7 @@ from rearview.service.search.factors import (
 )
 from rearview.service.search.fusion import calibrated_fuse, fusion, second_hop
 from rearview.service.search.ranking_policy import ARCHIVED_RELEVANCE, DEFAULT_RANKING, RankingPolicy
-from rearview.yield_points import YIELD_EVERY, yield_point
+from rearview.shared.yield_points import YIELD_EVERY, yield_point
 
 
 def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:

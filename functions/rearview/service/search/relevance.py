@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from rearview.errors import ConfigurationError
-from rearview.fts_terms import fts_terms
 from rearview.text import is_cjk_text, query_tokens, tokens
+from rearview.text.fts_terms import fts_terms
 
 _TURN = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?: ")
 """A conversation turn as written ("Caroline: ..."), a message rather than a distilled memory (as

@@ -14,8 +14,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from rearview.clock import to_iso
 from rearview.models import MemorySource, MemoryView, SearchHit
+from rearview.shared.clock import to_iso
 from rearview.text import invisible, quoted
 
 CONFLICT_RULE = "If a memory conflicts with the current situation, the current situation wins."

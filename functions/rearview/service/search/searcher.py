@@ -15,7 +15,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rearview.clock import Clock
 from rearview.errors import EmbedderError, IndexUnavailableError, StoreError
 from rearview.limits import query_terms_problem
 from rearview.models import (
@@ -39,8 +38,9 @@ from rearview.service.search.ranking import returned
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
 from rearview.service.visibility import scoped
+from rearview.shared.clock import Clock
+from rearview.shared.yield_points import YIELD_EVERY, yield_point
 from rearview.text import estimate_tokens
-from rearview.yield_points import YIELD_EVERY, yield_point
 
 log = logging.getLogger(__name__)
 

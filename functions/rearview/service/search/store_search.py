@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rearview.bm25 import bm25_search
 from rearview.models import MemoryFilter
 from rearview.ports import MemoryStore
 from rearview.text import tokens
+from rearview.text.bm25 import bm25_search
 
 
 def store_keyword_search(

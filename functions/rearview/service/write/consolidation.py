@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rearview.clock import to_iso
 from rearview.errors import BackendError
 from rearview.limits import MAX_CONTENT_CHARS
 from rearview.models import Memory
 from rearview.ports import LanguageModel, Vector
 from rearview.service.write.summarize import SUMMARY_BUDGET_CHARS, extractive_summary
+from rearview.shared.clock import to_iso
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Protocol, TypeGuard
 from rearview.errors import IndexUnavailableError
 from rearview.models import Memory, MemoryFilter, MemoryStatus, Visibility, WriteRequest
 from rearview.ports import IndexQuery, MemoryIndex, MemoryStore, Vector
-from rearview.scopes import legacy_scope_key, scope_key
+from rearview.shared.scopes import legacy_scope_key, scope_key
 
 __all__ = ["Corroboration", "Match", "find_duplicate"]
 

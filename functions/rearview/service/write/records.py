@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rearview.ids import new_id
 from rearview.models import Cue, Memory, WriteRequest, united_cues
 from rearview.service.config import ServiceConfig
 from rearview.service.write.decision import Draft
+from rearview.shared.ids import new_id
 
 
 def new_memory(tenant_id: str, draft: Draft, config: ServiceConfig, embedding_model: str) -> Memory:

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rearview.clock import to_iso
 from rearview.limits import MAX_CONTENT_CHARS
 from rearview.models import Memory
 from rearview.ports import Vector
+from rearview.shared.clock import to_iso
 
 SUMMARY_BUDGET_CHARS = MAX_CONTENT_CHARS // 2
 """The most a summary's statements may take, however much its sources say."""

@@ -22,7 +22,6 @@ from typing import Final
 
 import numpy as np
 
-from rearview.clock import Clock
 from rearview.errors import ConflictError, EmbedderError, InvalidInputError
 from rearview.limits import MAX_TAGS, AgentIdText, ContentText, checked
 from rearview.models import (
@@ -40,6 +39,7 @@ from rearview.ports import Embedder, MemoryStore, StoreWrite
 from rearview.service.history import change_event
 from rearview.service.visibility import scoped
 from rearview.service.write.consolidation import Consolidator, Summary
+from rearview.shared.clock import Clock
 
 log = logging.getLogger(__name__)
 

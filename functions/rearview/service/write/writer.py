@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from rearview.clock import Clock
 from rearview.errors import (
     ConflictError,
     EmbedderError,
@@ -35,7 +34,6 @@ from rearview.models import (
     WriteResult,
 )
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, StoreWrite, Vector
-from rearview.scopes import scope_key
 from rearview.service import indexing, keyword_context
 from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
@@ -48,6 +46,8 @@ from rearview.service.write.merge_safety import information_difference
 from rearview.service.write.records import merged_memory, new_memory
 from rearview.service.write.secrets import screen, screen_all
 from rearview.service.write.stored_text import model_texts
+from rearview.shared.clock import Clock
+from rearview.shared.scopes import scope_key
 from rearview.text import content_hash
 
 log = logging.getLogger(__name__)

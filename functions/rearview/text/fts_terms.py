@@ -1,7 +1,7 @@
 """The terms SQLite FTS5 indexes for `text.tokens`, computed by SQLite itself.
 
 The embedded index (`SQLiteMemoryIndex`) stems with FTS5's `porter unicode61 remove_diacritics 2`
-tokenizer; the in-memory BM25 (`rearview.bm25`) must index the same terms to rank as it does, so it
+tokenizer; the in-memory BM25 (`rearview.text.bm25`) must index the same terms to rank as it does, so it
 asks the same tokenizer rather than a second Porter implementation that could disagree on a word.
 Each distinct token is tokenized once (an in-memory FTS5 table read through `fts5vocab`) and cached.
 """

@@ -1,4 +1,15 @@
-"""Text handling shared by every backend: normalization for dedup, tokens for BM25, token estimates."""
+"""Text handling shared by every layer: normalization for dedup, tokens for BM25, token estimates.
+
+The package keeps the keyword side of ranking beside the tokens it counts:
+
+- here: `normalize` and `content_hash` (exact dedup), `tokens` and `query_tokens` (what the keyword
+  channels count), `estimate_tokens`, the control and format characters stored text refuses,
+  `content_runs` (a long list cut into calls);
+- `fts_terms`: the terms SQLite FTS5 indexes for those tokens, stemmed by SQLite itself;
+- `bm25`: Okapi BM25 as FTS5 scores it, for the backends and the search paths that have no FTS5.
+
+Plain functions of strings, standard library only: any layer may import them.
+"""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rearview.fts_terms import fts_terms
 from rearview.text import query_tokens
+from rearview.text.fts_terms import fts_terms
 
 BM25_K1 = 1.2
 BM25_B = 0.75

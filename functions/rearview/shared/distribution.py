@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 DISTRIBUTION = "rearview-memory"
-SOURCE_ROOT = Path(__file__).resolve().parents[2]
+SOURCE_ROOT = Path(__file__).resolve().parents[3]
 """The clone's root when running from one (it holds pyproject.toml)."""
 
 

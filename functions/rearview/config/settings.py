@@ -15,9 +15,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rearview.config_file import ANY, ANY_HIDDEN, Shape, read_config
+from rearview.config.file import ANY, ANY_HIDDEN, Shape, read_config
 from rearview.errors import ConfigurationError
-from rearview.principal import Principal, principal_from_entry
+from rearview.shared.principal import Principal, principal_from_entry
 
 StoreKind = Literal["sqlite", "dynamodb", "memory"]
 IndexKind = Literal["sqlite", "opensearch", "memory"]
@@ -320,7 +320,7 @@ class Settings(ClaimSettings):
         """Hashed key -> principal, from `config_file` (default `<data_dir>/config.toml` if present).
 
         A key maps to a tenant id (`"key" = "alice"`) or, bound to an agent, to a table
-        (`"key" = { tenant = "alice", agent = "claude-code" }`): see `rearview.principal`.
+        (`"key" = { tenant = "alice", agent = "claude-code" }`): see `rearview.shared.principal`.
         """
         path = self.config_file or self.data_dir / "config.toml"
         data = self._config_data()

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rearview.console import counts, plural, printable
+from rearview.cli.console import counts, plural, printable
 from rearview.errors import InvalidInputError
 from rearview.importers.detect import refuse_export
 from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, invalid_input
