@@ -26,7 +26,7 @@ import httpx2
 import pytest
 
 from rearview import Memory
-from rearview.client.retry_after import ATTEMPTS, RetryAfterTransport, retry_after_s
+from rearview.client.retry_after import ATTEMPTS, RetryAfterTransport, retry_after_of
 from rearview.config.settings import Settings
 from tests.e2e.server import free_port
 from tests.integration.test_cli_first_use import ROOT
@@ -173,7 +173,13 @@ def test_the_transport_retries_only_refusals_it_can_wait_out(
 
 
 def test_retry_after_reads_seconds_and_dates() -> None:
-    assert retry_after_s(httpx2.Response(429, headers={"Retry-After": "2"})) == 2.0
+    assert retry_after_of(httpx2.Response(429, headers={"Retry-After": "2"})) == 2.0
     dated = httpx2.Response(429, headers={"Retry-After": "Sun, 06 Dec 2026 14:00:10 GMT"})
-    assert retry_after_s(dated, now=1796565600.0) == 10.0  # 2026-12-06 14:00:00 UTC
-    assert retry_after_s(httpx2.Response(429)) is None
+    assert retry_after_of(dated, now=1796565600.0) == 10.0  # 2026-12-06 14:00:00 UTC
+    assert retry_after_of(httpx2.Response(429)) is None
+    assert (
+        retry_after_of(
+            httpx2.Response(429, headers={"Retry-After": "Sun, 06 Dec 2026 14:00:05 -0000"}), now=1796565600.0
+        )
+        == 5.0
+    )

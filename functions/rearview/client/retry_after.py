@@ -10,32 +10,21 @@ not processed (the rate refuses before the body is read).
 
 from __future__ import annotations
 
-import time
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import anyio
 import httpx2
+
+from rearview.shared.retry import retry_after_s
 
 ATTEMPTS = 5
 MAX_WAIT_S = 30.0
 RETRIED = frozenset({429, 503})
 
 
-def retry_after_s(response: httpx2.Response, now: float | None = None) -> float | None:
+def retry_after_of(response: httpx2.Response, now: float | None = None) -> float | None:
     """The response's `Retry-After` in seconds (a number or an HTTP date), or None when absent or bad."""
-    value = response.headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return retry_after_s(response.headers.get("retry-after"), now)
 
 
 class RetryAfterTransport(httpx2.AsyncBaseTransport):
@@ -47,7 +36,7 @@ class RetryAfterTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         for _ in range(ATTEMPTS - 1):
             response = await self._inner.handle_async_request(request)
-            wait = retry_after_s(response) if response.status_code in RETRIED else None
+            wait = retry_after_of(response) if response.status_code in RETRIED else None
             if wait is None or wait > MAX_WAIT_S:
                 return response
             await response.aclose()

@@ -23,15 +23,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any, Final
 
 import numpy as np
 
 from rearview.errors import ConfigurationError, EmbedderError, InvalidInputError
 from rearview.ports import Vector
-from rearview.shared.retry import RetryPolicy
+from rearview.shared.retry import RetryPolicy, retry_after_s
 
 __all__ = ["PROBE_TEXT", "OpenAIEmbedder", "OpenAIEndpoint", "check_served_dimension"]
 
@@ -216,7 +214,7 @@ def _http_error(exc: urllib.error.HTTPError) -> Exception:
         detail = ""
     problem = f"answered HTTP {status}{detail}"
     if status in _RETRIED_STATUSES or status >= 500:
-        return _RetryableError(problem, _retry_after(exc.headers.get("Retry-After")))
+        return _RetryableError(problem, retry_after_s(exc.headers.get("Retry-After")))
     if status in (401, 403):
         return EmbedderError(f"{exc.url} {problem}: check REARVIEW_OPENAI_API_KEY")
     return EmbedderError(f"{exc.url} {problem}")
@@ -234,23 +232,6 @@ def _error_detail(raw: bytes) -> str:
         message = error.get("message") if isinstance(error, dict) else error
         text = str(message) if message else text
     return f": {' '.join(text.split())[:200]}" if text else ""
-
-
-def _retry_after(value: str | None) -> float | None:
-    """`Retry-After` in seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _parse(raw: bytes, count: int, target: str) -> np.ndarray[Any, np.dtype[np.float32]]:

@@ -130,10 +130,7 @@ class Summarizer:
         """The episodic memories a summary of the session or range consolidates (InvalidInputError: none)."""
         if session_id is None and time_from is None and time_to is None:
             raise InvalidInputError("session_id", "give a session_id or a time range (time_from/time_to)")
-        flt = MemoryFilter(
-            session_id=session_id, time_from=time_from, time_to=time_to, types=(MemoryType.EPISODIC,)
-        )
-        found = self.store.list_memories(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
+        found = self._listed(tenant_id, session_id, time_from, time_to, agent_id, (MemoryType.EPISODIC,))
         sources = [m for m in found if m.source is not MemorySource.SUMMARY]
         if not sources:
             raise InvalidInputError(
@@ -141,6 +138,19 @@ class Summarizer:
                 "no episodic memories match (working memory is not summarized): nothing to summarize",
             )
         return sources
+
+    def _listed(
+        self,
+        tenant_id: str,
+        session_id: str | None,
+        time_from: datetime | None,
+        time_to: datetime | None,
+        agent_id: str,
+        types: tuple[MemoryType, ...] | None,
+    ) -> list[Memory]:
+        """The memories of the session or range `agent_id` sees (of `types`; None: any), at most 200."""
+        flt = MemoryFilter(session_id=session_id, time_from=time_from, time_to=time_to, types=types)
+        return self.store.list_memories(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
 
     def _made(self, sources: Sequence[Memory], label: str) -> Summary:
         """The deployment's consolidation: abstractive with a model, else the offline extract."""
@@ -164,8 +174,7 @@ class Summarizer:
         The agent's own consolidation replaces it, e.g. the offline extract it was asked to improve on.
         """
         ids = {m.id for m in sources}
-        flt = MemoryFilter(session_id=session_id, time_from=time_from, time_to=time_to)
-        found = self.store.list_memories(tenant_id, scoped(flt, agent_id), limit=SUMMARY_MAX_SOURCES).items
+        found = self._listed(tenant_id, session_id, time_from, time_to, agent_id, None)
         earlier = [
             m
             for m in found
