@@ -208,6 +208,7 @@ def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
                 dimension=dimension,
                 timeout_s=settings.opensearch_timeout_s,
                 refresh=settings.opensearch_refresh,
+                embedding_model=embedder.model_id,
             )
         )
     from rearview.backends.index_spaces import index_path, reindex_notice

@@ -9,6 +9,7 @@ a loopback HTTP server that records what the client sends.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import socket
 import threading
@@ -789,3 +790,30 @@ def test_a_document_indexed_before_the_term_fields_is_found_and_scored_from_its_
     hits = index.search(IndexQuery("t1", MemoryFilter(), 10, text="lighthouse keeper")).keyword
     assert ids(hits) == ["old", "new"]
     assert all(score > 0 for _, score in hits)
+
+
+@needs_engine
+def test_the_index_records_its_embedding_model_and_another_model_is_named(
+    make_index: IndexFactory, opensearch_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 46.10: vectors of two models must not share an index unnoticed (SQLite keeps a file per model)."""
+    index = make_index(embedding_model="openai:bge-m3:8")
+    alias = index.config.alias
+    meta = index.client.indices.get_mapping(index=alias)[f"{alias}-v1"]["mappings"]["_meta"]
+    assert meta == {"embedding_model": "openai:bge-m3:8"}
+    index.ensure_schema()
+    assert index.space_notice is None  # the same model: nothing to say
+
+    switched = OpenSearchMemoryIndex(make_config(opensearch_url, alias=alias, embedding_model="onnx:e5:8"))
+    with caplog.at_level(logging.WARNING):
+        switched.ensure_schema()
+    assert switched.space_notice is not None and "openai:bge-m3:8" in switched.space_notice
+    assert "rearview reindex" in caplog.text
+
+    # An index from before the model was recorded is taken to be the current model's, and says so.
+    index.client.indices.put_mapping(index=alias, body={"_meta": {}})
+    switched.space_notice = None
+    switched.ensure_schema()
+    assert switched.space_notice is None
+    meta = index.client.indices.get_mapping(index=alias)[f"{alias}-v1"]["mappings"]["_meta"]
+    assert meta == {"embedding_model": "onnx:e5:8"}

@@ -57,6 +57,9 @@ class OpenSearchConfig:
     shards: int | None = None
     replicas: int | None = None
     bulk_chunk_docs: int = 250
+    embedding_model: str | None = None
+    """The embedder's `model_id`, recorded in the index's `_meta` at creation: vectors of two models
+    must not share an index, so `ensure_schema` says when the alias holds another model's."""
 
     def __post_init__(self) -> None:
         if self.dimension < 1:

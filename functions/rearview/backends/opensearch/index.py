@@ -28,6 +28,7 @@ Errors: every engine, transport, connection or timeout failure is raised as
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -47,7 +48,7 @@ from rearview.backends.opensearch.keyword_queries import (
     keyword_ranked,
     tenant_corpus,
 )
-from rearview.backends.opensearch.mapping import Json, added_fields, index_body
+from rearview.backends.opensearch.mapping import Json, added_fields, index_body, missing_fields
 from rearview.backends.opensearch.queries import (
     KEPT_FIELDS,
     LOOKUP_FIELDS,
@@ -62,6 +63,8 @@ from rearview.errors import IndexUnavailableError, InvalidInputError
 from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
 from rearview.shared.lazy import Lazy
 from rearview.text.bm25 import query_phrases
+
+log = logging.getLogger(__name__)
 
 __all__ = ["OpenSearchMemoryIndex"]
 
@@ -80,6 +83,8 @@ class OpenSearchMemoryIndex:
 
     def __init__(self, config: OpenSearchConfig, client: OpenSearch | None = None) -> None:
         self._config = config
+        self.space_notice: str | None = None
+        """Set by `ensure_schema` when the index holds another embedding model's vectors."""
         self._client = Lazy(lambda: build_client(config), client)
         self._ids: DocumentIds = (
             AssignedIds(self._lookup_search) if config.uses_assigned_ids else OwnIds(self._fetch)
@@ -109,35 +114,52 @@ class OpenSearchMemoryIndex:
         """
         with _engine_errors("ensure_schema"):
             if self._alias_targets():
-                missing = self._missing_fields()
+                mappings = self._mappings()
+                missing = missing_fields(mappings, added_fields(self._config))
                 if missing:
                     self.client.indices.put_mapping(
                         index=self._config.alias,
                         body={"properties": missing},
                         request_timeout=self._config.bulk_timeout_s,
                     )
+                self._check_space(mappings)
                 return
             name = self.create_version(self._config.index_version)
             self.client.indices.put_alias(
                 index=name, name=self._config.alias, request_timeout=self._config.bulk_timeout_s
             )
 
-    def _missing_fields(self) -> Json:
-        """`added_fields` that some index behind the alias lacks.
-
-        A field it has stays as it was mapped: its similarity, for one, cannot change on an existing index.
-        """
+    def _mappings(self) -> list[Mapping[str, Any]]:
+        """The `mappings` of each index behind the alias."""
         response = as_mapping(
             self.client.indices.get_mapping(
                 index=self._config.alias, request_timeout=self._config.bulk_timeout_s
             )
         )
-        missing: Json = {}
-        added = added_fields(self._config)
-        for entry in response.values():
-            props = as_mapping(as_mapping(as_mapping(entry).get("mappings")).get("properties"))
-            missing.update({name: field for name, field in added.items() if name not in props})
-        return missing
+        return [as_mapping(as_mapping(entry).get("mappings")) for entry in response.values()]
+
+    def _check_space(self, mappings: list[Mapping[str, Any]]) -> None:
+        """Say when the alias holds another embedding model's vectors (`space_notice`).
+
+        An index created before the model was recorded gets ours (its vectors are taken to be this model's).
+        """
+        model = self._config.embedding_model
+        if model is None:
+            return
+        recorded = {as_mapping(m.get("_meta")).get("embedding_model") for m in mappings}
+        others = sorted(str(r) for r in recorded if r is not None and r != model)
+        if others:
+            self.space_notice = (
+                f"the OpenSearch index {self._config.alias} holds vectors of {', '.join(others)}, and the"
+                f" embedder is now {model}: semantic search compares the two until you run `rearview reindex`"
+            )
+            log.warning("%s", self.space_notice)
+        elif None in recorded:
+            self.client.indices.put_mapping(
+                index=self._config.alias,
+                body={"_meta": {"embedding_model": model}},
+                request_timeout=self._config.bulk_timeout_s,
+            )
 
     def create_version(self, version: int) -> str:
         """Create the index for `version` (if missing) with the current mapping; returns its name."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -141,6 +142,7 @@ def index_body(config: OpenSearchConfig) -> Json:
             },
         },
         "mappings": {
+            **({"_meta": {"embedding_model": config.embedding_model}} if config.embedding_model else {}),
             "dynamic": "strict",
             "properties": {
                 **{name: keyword for name in KEYWORD_FIELDS},
@@ -255,3 +257,16 @@ def epoch_us(when: datetime) -> int:
 
 def _utc(when: datetime) -> datetime:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def missing_fields(mappings: list[Mapping[str, Any]], added: Json) -> Json:
+    """`added` fields that some index's `mappings` lack.
+
+    A field it has stays as it was mapped: its similarity, for one, cannot change on an existing index.
+    """
+    missing: Json = {}
+    for mapping in mappings:
+        props = mapping.get("properties")
+        props = props if isinstance(props, Mapping) else {}
+        missing.update({name: field for name, field in added.items() if name not in props})
+    return missing
