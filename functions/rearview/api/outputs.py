@@ -28,7 +28,6 @@ from rearview.models import (
     MemorySource,
     MemoryStatus,
     MemoryType,
-    MemoryView,
     SearchHit,
     SearchResult,
     WriteAction,
@@ -141,13 +140,13 @@ def write_receipt(result: WriteResult) -> WriteReceipt:
     )  # fmt: skip
 
 
-def summary_receipt(result: WriteResult, sources: list[MemoryView] | None = None) -> SummaryReceipt:
+def summary_receipt(result: WriteResult) -> SummaryReceipt:
     """The receipt of a summary: a write's, with the stored text and its lineage.
 
-    With `sources` (the offline extract's), they are listed compactly with the request for the
-    agent's own consolidation (`AGENT_SUMMARY_REQUEST`).
+    With the offline extract's `sources`, they are listed compactly with the request for the agent's
+    own consolidation (`AGENT_SUMMARY_REQUEST`).
     """
-    memory = result.memory
+    memory, sources = result.memory, result.sources
     method = memory.metadata.get("summary_method")
     return SummaryReceipt(
         **write_receipt(result).model_dump(),

@@ -77,10 +77,7 @@ class EmbeddedTransport:
             self.tenant, session_id=spec.session_id, time_from=spec.time_from, time_to=spec.time_to,
             summary_type=spec.type, agent_id=spec.agent_id, summary=spec.summary,
         )  # fmt: skip
-        sources = None
-        if result.memory.metadata.get("summary_method") == "extractive":
-            sources = self.service.summary_sources(self.tenant, result.memory, spec.agent_id)
-        return summary_receipt(result, sources)
+        return summary_receipt(result)
 
     def stats(self) -> Stats:
         return self.service.stats(self.tenant)

@@ -90,3 +90,6 @@ class WriteResult(BaseModel):
     warnings: list[str] | None = None
     """What the write stored despite a doubt, e.g. content that looks like a credential
     (`REARVIEW_SECRETS=warn`); None when there is nothing to say."""
+    sources: list[MemoryView] | None = None
+    """For `memory_summarize`'s offline extract: the memories it consolidated, oldest first, for the
+    agent to write its own consolidation from; None otherwise."""

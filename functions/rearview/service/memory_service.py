@@ -120,7 +120,9 @@ class MemoryService:
             lambda tenant_id: WriteBatch(self._writer, tenant_id),
         )
         self._ingest_slots = TenantSlots("memory_ingest", self.config.tenant_ingest_concurrency)
-        self._summarizer = Summarizer(store, embedder, self.consolidator, self.clock, self.write)
+        self._summarizer = Summarizer(
+            store, embedder, self.consolidator, self.clock, self.write, self._present
+        )
         self._changes = Changes(
             store, index, embedder, self.clock, self.config, archive, self._writer, self._present
         )
@@ -257,17 +259,12 @@ class MemoryService:
         """Consolidate a session's (or time range's) episodic memories into one memory found first.
 
         `summary`: the agent's own consolidation, stored as its memory; without it the deployment's
-        language model writes one, else the offline extract. See `write.summarizing`.
+        language model writes one, else the offline extract, whose result lists its `sources`. See
+        `write.summarizing`.
         """
         return self._summarizer.summarize(
             tenant_id, session_id, time_from, time_to, summary_type, agent_id, agent_bound, summary
         )
-
-    def summary_sources(self, tenant_id: str, summary: MemoryView, agent_id: str) -> list[MemoryView]:
-        """The sources of `summary` that `agent_id` sees, oldest first (what an agent consolidates)."""
-        found = self.store.get_many(tenant_id, list(summary.derived_from))
-        found = [m for m in found if m.visible_to(agent_id)]
-        return [self._present(m) for m in sorted(found, key=lambda m: (m.event_time, m.id))]
 
     def profile(self, tenant_id: str, agent_id: str = DEFAULT_AGENT) -> list[MemoryView]:
         """What `agent_id` knows about its user: its visible active semantic memories, newest first.

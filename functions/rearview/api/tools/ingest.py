@@ -135,9 +135,4 @@ class IngestTools(ToolsBase):
             time_from=time_arg(time_from, "time_from"), time_to=time_arg(time_to, "time_to"),
             summary_type=type, agent_id=agent, agent_bound=is_agent_bound(ctx), summary=summary,
         )  # fmt: skip
-        result = await self._call(ctx, call)
-        sources = None
-        if result.memory.metadata.get("summary_method") == "extractive":
-            listed = partial(self.service.summary_sources, tenant_of(ctx), result.memory, agent)
-            sources = await self._call(ctx, listed)
-        return structured(summary_receipt(result, sources))
+        return structured(summary_receipt(await self._call(ctx, call)))

@@ -30,6 +30,7 @@ from rearview.models import (
     MemoryFilter,
     MemorySource,
     MemoryType,
+    MemoryView,
     MetadataValue,
     Visibility,
     WriteRequest,
@@ -58,12 +59,14 @@ class Summarizer:
         consolidator: Consolidator,
         clock: Clock,
         write: Callable[[str, WriteRequest], WriteResult],
+        present: Callable[[Memory], MemoryView],
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.consolidator = consolidator
         self.clock = clock
         self._write = write
+        self._present = present
 
     def summarize(
         self,
@@ -117,7 +120,9 @@ class Summarizer:
         result = self._write(tenant_id, req)
         owned = [m for m in sources if not agent_bound or m.agent_id == agent_id]
         self._link_sources(tenant_id, owned, result.memory.id)
-        return result
+        if made.method != "extractive":
+            return result
+        return result.model_copy(update={"sources": [self._present(m) for m in in_order]})
 
     def sources(
         self,
@@ -192,14 +197,13 @@ class Summarizer:
         """
         now = self.clock.now()
         for memory in sources:
-            current = self.store.get(tenant_id, memory.id) or memory  # a replaced summary relinked it
-            if summary_id in (current.consolidated_into, current.id):
+            if summary_id in (memory.consolidated_into, memory.id):
                 continue
-            version = current.version + 1
-            linked = current.model_copy(update={"consolidated_into": summary_id, "version": version})
+            version = memory.version + 1
+            linked = memory.model_copy(update={"consolidated_into": summary_id, "version": version})
             note = f"consolidated into summary {summary_id}"
-            event = change_event(linked, HistoryAction.UPDATED, current, now, actor="summarize", note=note)
+            event = change_event(linked, HistoryAction.UPDATED, memory, now, actor="summarize", note=note)
             try:
-                self.store.commit([StoreWrite(linked, event, current.version)])
+                self.store.commit([StoreWrite(linked, event, memory.version)])
             except ConflictError:
                 log.info("summary source %s changed meanwhile: left unlinked", memory.id)
