@@ -89,6 +89,25 @@ def test_a_plain_import_of_deep_nesting_is_a_line_not_a_traceback(
     assert code != 0 and "Traceback" not in err and "nested too deep" in err
 
 
+@pytest.mark.parametrize(
+    ("name", "body", "said"),
+    [
+        ("latin1.json", b"\xff\xfe not UTF-8", "is not UTF-8"),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
+        ("deep.jsonl", b'{"role": "user", "content": ' + b"[" * 100_000 + b"}\n{}\n", "nested too deep"),
+    ],
+)
+def test_ingest_of_a_broken_file_is_a_line_naming_it_not_a_traceback(
+    name: str, body: bytes, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rearview ingest` reads its file as the importers do (the review found both tracebacks)."""
+    conversation = tmp_path / name
+    conversation.write_bytes(body)
+    code = main(["--data-dir", str(tmp_path / "data"), "ingest", str(conversation)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and str(conversation) in err and said in err
+
+
 def test_mempalace_does_not_follow_a_link_out_of_the_folder(service: MemoryService, tmp_path: Path) -> None:
     outside = tmp_path / "outside" / "secret.md"
     outside.parent.mkdir()

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from rearview.cli.console import counts, plural, printable
 from rearview.errors import InvalidInputError
 from rearview.importers.detect import refuse_export
+from rearview.importers.records import TOO_DEEP, read_text
 from rearview.limits import MAX_INGEST_CHARS, MAX_INGEST_MESSAGES, invalid_input
 from rearview.models import IngestMessage, IngestRequest, Visibility, WriteRequest
 from rearview.service.memory_service import MemoryService
@@ -47,11 +48,13 @@ class Conversation:
 
 def read_conversation(path: Path) -> Conversation:
     """The messages of a transcript or JSON Lines file; InvalidInputError naming the line or message."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)  # UTF-8 or refused naming the file, as the importers read
     try:
         whole: Any = json.loads(text)
     except json.JSONDecodeError:
         whole = None  # not one JSON document: JSON Lines
+    except RecursionError:
+        raise InvalidInputError(str(path), TOO_DEEP) from None
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         return _nonempty(path, _convert([(f"messages[{i}]", m) for i, m in enumerate(whole["messages"])]))
     refuse_export(str(path), whole, path)
@@ -85,6 +88,8 @@ def _json_lines(text: str) -> Iterator[tuple[str, Any]]:
             yield f"line {number}", json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"line {number}", f"not JSON ({exc.msg})") from exc
+        except RecursionError:
+            raise InvalidInputError(f"line {number}", TOO_DEEP) from None
 
 
 MEMORY_KEYS = frozenset(WriteRequest.model_fields) | {"format", "memory", "history"}
