@@ -327,6 +327,15 @@ def render(results: list[tuple[dict[str, float], dict[str, dict[str, float]]]]) 
     return "\n".join(lines)
 
 
+def mode_of(path: Path) -> str:
+    """A cache's mode: `X.without` / `X.with` (`everyday_recall.py --help-mode both`), else its stem.
+
+    (`Path.stem` of `everyday.pkl.without` is `everyday.pkl` for both modes: one replaced the other.)
+    """
+    suffix = path.suffix.removeprefix(".")
+    return suffix if suffix in ("without", "with") else path.stem
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -340,7 +349,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--write", action="store_true", help=f"refit on everything and write {MODEL_FILE.name}"
     )
     args = parser.parse_args(argv)
-    modes: dict[str, list[Labelled]] = {p.stem: pickle.loads(p.read_bytes()) for p in args.everyday}
+    modes: dict[str, list[Labelled]] = {mode_of(p): pickle.loads(p.read_bytes()) for p in args.everyday}
+    if len(modes) < len(args.everyday):
+        parser.error(f"two caches of one mode: {', '.join(map(str, args.everyday))}")
     everyday = [a for asked in modes.values() for a in asked]
     locomo, asked = None, []
     if args.locomo:
