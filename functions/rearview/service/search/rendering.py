@@ -57,7 +57,8 @@ def render_record(hit: SearchHit) -> str:
     """One memory as one line of the block (see the module docstring)."""
     date = to_iso(hit.event_time)[:10]
     match = "" if hit.relevant else " | weak match"
-    head = f"id {hit.id} | {hit.type.value} | confidence {hit.confidence:.2f} | {date}{match}"
+    verified = f" | verified {to_iso(hit.verified_at)[:10]}" if hit.verified_at else ""
+    head = f"id {hit.id} | {hit.type.value} | confidence {hit.confidence:.2f} | {date}{verified}{match}"
     return f"- {head} | {provenance(hit)}: {quoted(hit.content)}"
 
 
