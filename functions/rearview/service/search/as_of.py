@@ -56,12 +56,12 @@ def state_at(memory: Memory, events: Sequence[HistoryEvent], as_of: datetime) ->
 
     The audited fields (`history.AUDIT_FIELDS`) come from the `after` of its last event at or before
     `as_of`; a memory with no history at all (stored before history was kept) is its current record
-    if it was written by then and is active now.
+    if it was written by then and is active now. One whose `expires_at` then had passed was gone.
     """
     if memory.created_at > as_of:
         return None
     if not events:
-        return memory if memory.status is MemoryStatus.ACTIVE else None
+        return memory if memory.status is MemoryStatus.ACTIVE and not memory.is_expired(as_of) else None
     last = None
     for event in events:
         if event.at <= as_of and event.after is not None:
@@ -72,4 +72,5 @@ def state_at(memory: Memory, events: Sequence[HistoryEvent], as_of: datetime) ->
     then.setdefault("verified_at", None)  # recorded before verification was kept: none then
     then.setdefault("verified_by", None)
     then.update(updated_at=last.at, superseded_by=None)
-    return Memory.model_validate({**memory.model_dump(), **then})
+    was = Memory.model_validate({**memory.model_dump(), **then})
+    return None if was.is_expired(as_of) else was
