@@ -88,6 +88,9 @@ def test_as_of_answers_with_the_memory_active_then(timeline: Timeline) -> None:
     t = timeline
     query = "who is Priya's manager"
     assert [i for i, _ in _search(t, query, _day(1))] == [t.old_manager]
+    then = t.service.search(TENANT, SearchRequest(query=query, as_of=_day(1))).context
+    assert "As of 2026-01-02T12:00:00Z: each memory below is as it was believed then" in then
+    assert "As of" not in t.service.search(TENANT, SearchRequest(query=query)).context
     assert [i for i, _ in _search(t, query, _day(2.5))] == [t.new_manager]
     assert [i for i, _ in _search(t, query)] == [t.new_manager]  # a normal search: the retired one stays out
 

@@ -103,7 +103,7 @@ class Searcher:
         ]  # hits built for these only
         if req.reinforce and results and req.as_of is None:  # looking back is no use of a memory
             results = self._reinforce(tenant_id, results, candidates.memories)
-        context = render_context(results)
+        context = render_context(results, req.as_of)
         return SearchResult(
             query=candidates.query,
             results=results,
