@@ -167,6 +167,26 @@ def test_soft_forget_then_restore(visitor: Visit, ui: UiServer) -> None:
     assert memory_id in [hit["id"] for hit in found["results"]]  # searchable again
 
 
+def test_verify_records_the_check_shown_on_the_page(visitor: Visit, ui: UiServer) -> None:
+    """Issue 47: the Verify button stamps who checked it and when; the content stays, history says so."""
+    memory_id = ui.write("alice", "The release train leaves every second Wednesday")
+    person = visitor()
+    person.login("alice")
+    person.goto(f"/ui/memories/{memory_id}")
+    assert person.page.locator("#verified").inner_text() == "never"
+
+    person.page.click("#verify button[type=submit]")
+    person.page.wait_for_url(re.compile(rf".*/ui/memories/{memory_id}(\?.*)?$"))
+    assert person.flash()
+    assert person.page.locator("#verified").inner_text().endswith("by default")
+    got = ui.mcp("alice").call("memory_get", {"memory_id": memory_id})
+    assert got["verified_at"] and got["content"] == "The release train leaves every second Wednesday"
+    actions = [
+        e["action"] for e in ui.mcp("alice").call("memory_history", {"memory_id": memory_id})["events"]
+    ]
+    assert actions == ["created", "verified"]
+
+
 def test_hard_forget_needs_the_id_typed_to_confirm(visitor: Visit, ui: UiServer) -> None:
     memory_id = ui.write("alice", "Temporary password for the demo box is hunter2")
     person = visitor()

@@ -93,6 +93,31 @@ def test_filters_match_the_reference_semantics_in_both_channels(index: MemoryInd
         assert {i for i, _ in hits.vector} == expected, flt
 
 
+def test_as_of_keeps_what_may_have_been_active_then_in_both_channels(index: MemoryIndex) -> None:
+    """`MemoryFilter.as_of` inside the query: written by then, and active now or changed after it."""
+    retired = (MemoryStatus.SUPERSEDED, MemoryStatus.DELETED)
+    rows = [
+        make_memory(
+            f"shared words {i}", memory_id=f"m{i}", status=status, at=T0 + minutes(10 * i)
+        ).model_copy(update={"updated_at": T0 + minutes(10 * i + changed)})
+        for i, (status, changed) in enumerate(
+            (s, c) for s in (MemoryStatus.ACTIVE, *retired) for c in (0, 25, 55)
+        )
+    ]
+    index.upsert([IndexDocument(m, unit_vector(i)) for i, m in enumerate(rows)])
+    statuses = (MemoryStatus.ACTIVE, *retired)
+    for at in (T0 + minutes(15), T0 + minutes(45), T0 + minutes(200)):
+        flt = MemoryFilter(statuses=statuses, as_of=at)
+        expected = {m.id for m in rows if flt.matches(m)}
+        assert expected, at  # each time keeps some and drops some
+        assert expected != {m.id for m in rows}, at
+        hits = index.search(_q(filter=flt, text="shared words", vector=unit_vector(99), limit=50))
+        assert {i for i, _ in hits.keyword} == expected, at
+        assert {i for i, _ in hits.vector} == expected, at
+    live = index.search(_q(text="shared words", vector=unit_vector(99), limit=50))  # a normal search
+    assert {i for i, _ in live.keyword} == {i for i, _ in live.vector} == {"m0", "m1", "m2"}
+
+
 def test_partial_update_changes_fields_and_keeps_vector(index: MemoryIndex) -> None:
     m = make_memory("alpha beta", memory_id="m1", tags=["old"])
     v = unit_vector(5)

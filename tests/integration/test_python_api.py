@@ -7,6 +7,7 @@ import io
 import subprocess
 import sys
 import textwrap
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,25 @@ def test_recall_cues_and_alternatives_both_ways(tmp_path: Path) -> None:
                 with pytest.raises(InvalidInputError) as one_string:
                     memory.write("Ana rides a bike", cues="how does Ana get around?")  # type: ignore[arg-type]
                 assert one_string.value.field == "cues"
+
+
+def test_as_of_and_verified_both_ways(tmp_path: Path) -> None:
+    """Issue 47: `search(as_of=...)` and `update(verified=True)`, embedded and against a server."""
+    settings = Settings.load(data_dir=tmp_path / "embedded", embedder="hashing")
+    with running_server(tmp_path / "served") as url:
+        for memory in (Memory(settings=settings, agent_id="auditor"), Memory(url=url, agent_id="auditor")):
+            with memory:
+                old = memory.write("The stand-up is at 09:30 every morning.")
+                new = memory.write("The stand-up is at 10:00 every morning.", supersedes=old.id)
+                between = memory.get(new.id).created_at - timedelta(microseconds=1)
+                assert [r.id for r in memory.search("stand-up time", as_of=between).results] == [old.id]
+                assert [r.id for r in memory.search("stand-up time").results] == [new.id]
+                checked = memory.update(new.id, verified=True)
+                assert checked.verified_by == "auditor" and checked.verified_at is not None
+                assert memory.get(new.id).verified_at == checked.verified_at
+                with pytest.raises(InvalidInputError) as future:
+                    memory.search("stand-up time", as_of="2999-01-01T00:00:00Z")
+                assert future.value.field == "as_of"
 
 
 class _Recording(RemoteTransport):

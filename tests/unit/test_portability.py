@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.backends.sqlite_index import SQLiteMemoryIndex
+from rearview.backends.sqlite_store import SQLiteMemoryStore
+from rearview.cli.import_file import lines
 from rearview.errors import InvalidInputError
 from rearview.models import UpdateRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
@@ -58,3 +63,34 @@ def test_a_restore_moves_to_another_tenant_and_survives_a_broken_embedder(
     assert {e.tenant_id for r in moved for e in r.history} == {"t2"}
     assert restorer.unindexed == 2 and target.index.count("t2") == 0
     assert list(export_tenant(target.store, "t1")) == []
+
+
+def test_verified_at_round_trips_through_get_export_and_import(
+    service: MemoryService, clock: ManualClock, tmp_path: Path
+) -> None:
+    """Issue 47: a verification (who, when, its history event) survives export -> file -> import."""
+    written = service.write("t1", WriteRequest(content="The on-call rota changes on Mondays"))
+    clock.advance(days=3)
+    verified = service.update("t1", UpdateRequest(memory_id=written.memory.id, verified=True, agent_id="ops"))
+    assert (verified.verified_at, verified.verified_by) == (clock.now(), "ops")
+    path = tmp_path / "export.jsonl"
+    path.write_text("".join(r.model_dump_json() + "\n" for r in export_tenant(service.store, "t1")))
+
+    target = MemoryService(
+        SQLiteMemoryStore(tmp_path / "store.sqlite3", clock),
+        SQLiteMemoryIndex(tmp_path / "index.sqlite3", service.embedder.dimension),
+        service.embedder,
+        clock,
+    )
+    target.store.ensure_schema()
+    target.index.ensure_schema()
+    restorer = Restorer(target)
+    for _, line in lines(path):
+        assert isinstance(line, ExportRecord)
+        restorer.restore(line)
+    restorer.flush()
+
+    got = target.get("t1", written.memory.id)
+    assert (got.verified_at, got.verified_by) == (clock.now(), "ops")
+    assert [e.action for e in target.history("t1", written.memory.id).events] == ["created", "verified"]
+    assert list(export_tenant(target.store, "t1")) == list(export_tenant(service.store, "t1"))

@@ -85,18 +85,18 @@ def test_a_stale_index_document_is_rewritten_from_the_newer_stored_version(servi
 
 def test_only_documents_present_in_the_index_count_as_orphans(service: MemoryService) -> None:
     kept = write(service, "Kept and searchable")
-    forgotten = write(service, "Forgotten while its document stayed")
-    already_gone = write(service, "Forgotten and dropped from the index")
-    service.forget("t1", ForgetRequest(ids=[forgotten.id, already_gone.id]))
-    # the forget of `forgotten` failed to reach the index: put its document back
-    service.index.upsert([IndexDocument(forgotten, service.embedder.embed_documents([forgotten.content])[0])])
+    forgotten = write(service, "Soft-forgotten: its document stays, marked deleted, for as-of recall")
     purged = write(service, "Purged from the store, its document left behind")
-    service.store.purge("t1", purged.id)
+    dropped = write(service, "Purged and dropped from the index")
+    service.forget("t1", ForgetRequest(ids=[forgotten.id]))
+    for memory in (purged, dropped):
+        service.store.purge("t1", memory.id)
+    service.index.delete("t1", [dropped.id])
 
     report = jobs(service).reconcile("t1")
 
-    assert (report.stale_fixed, report.orphans_removed, report.missing_indexed) == (0, 2, 0)
-    assert indexed_versions(service) == {kept.id: kept.version}
+    assert (report.stale_fixed, report.orphans_removed, report.missing_indexed) == (0, 1, 0)
+    assert indexed_versions(service) == {kept.id: kept.version, forgotten.id: forgotten.version + 1}
     assert jobs(service).reconcile("t1").orphans_removed == 0  # consistent now: nothing to do
 
 

@@ -1,7 +1,8 @@
-"""An index file written before a schema change (the keyword context column, the cue column) keeps its documents."""
+"""An index file written before a schema change (the keyword context column, the cue column, the as-of times) keeps its documents."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -9,9 +10,9 @@ import numpy as np
 from rearview.backends.sqlite_common import SQLiteDatabase
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_index_schema import MIGRATIONS
-from rearview.models import Cue, MemoryFilter
+from rearview.models import Cue, MemoryFilter, MemoryStatus
 from rearview.ports import IndexDocument, IndexQuery
-from tests.factories import make_memory, unit_vector
+from tests.factories import T0, make_memory, unit_vector
 
 
 def test_documents_indexed_before_the_context_column_are_still_found(tmp_path: Path) -> None:
@@ -44,7 +45,7 @@ def test_documents_indexed_before_cues_keep_their_text_and_vectors_and_take_cues
     path = tmp_path / "index.sqlite3"
     kept = make_memory("green tea with honey", memory_id="old")
     old = SQLiteDatabase(path)
-    old.migrate("index", MIGRATIONS[:-1])  # the schema before cues: two FTS5 columns per tenant
+    old.migrate("index", MIGRATIONS[:-2])  # the schema before cues: two FTS5 columns per tenant
     with old.transaction() as conn:
         conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
         conn.execute("CREATE VIRTUAL TABLE docs_fts_1 USING fts5(body, ctx, tokenize = 'porter unicode61')")
@@ -71,4 +72,43 @@ def test_documents_indexed_before_cues_keep_their_text_and_vectors_and_take_cues
         IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=5, text="drink", vector=unit_vector(3, 8))
     )
     assert [i for i, _ in hits.keyword] == ["old"] and hits.vector_cues == {"old": 0}
+    index.close()
+
+
+def test_documents_indexed_before_as_of_times_pass_every_as_of_filter(tmp_path: Path) -> None:
+    """Issue 47: a document indexed before `created_at`/`updated_at` were kept is never left out of an
+    as-of search (its history decides), and a normal search still matches it by status."""
+    path = tmp_path / "index.sqlite3"
+    kept = make_memory("green tea with honey", memory_id="old", status=MemoryStatus.SUPERSEDED)
+    old = SQLiteDatabase(path)
+    old.migrate("index", MIGRATIONS[:-1])  # the schema before the as-of times
+    with old.transaction() as conn:
+        conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
+        conn.execute(
+            "CREATE VIRTUAL TABLE docs_fts_1 USING fts5(body, ctx, cue, tokenize = 'porter unicode61')"
+        )
+        conn.execute(
+            "INSERT INTO docs (rowid, tenant_id, memory_id, agent_id, visibility, session_id, type, status,"
+            " scope_key, event_time, tags, vector, version, content_hash)"
+            " VALUES (1, 't1', 'old', 'default', 'shared', NULL, 'semantic', 'superseded', ?, 0, '[]', ?, 1, ?)",
+            (kept.scope_key, unit_vector(1, 8).tobytes(), kept.content_hash),
+        )
+        conn.execute(
+            "INSERT INTO docs_fts_1 (rowid, body, ctx, cue) VALUES (1, 'green tea with honey', '', '')"
+        )
+    old.close()
+
+    index = SQLiteMemoryIndex(path, 8)
+    index.ensure_schema()
+    statuses = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
+    for at in (T0 - timedelta(days=365), T0, T0 + timedelta(days=365)):
+        flt = MemoryFilter(statuses=statuses, as_of=at)
+        hits = index.search(
+            IndexQuery(tenant_id="t1", filter=flt, limit=5, text="honey", vector=unit_vector(1, 8))
+        )
+        assert [i for i, _ in hits.keyword] == [i for i, _ in hits.vector] == ["old"], at
+    normal = IndexQuery(
+        tenant_id="t1", filter=MemoryFilter(), limit=5, text="honey", vector=unit_vector(1, 8)
+    )
+    assert index.search(normal).keyword == [] and index.search(normal).vector == []
     index.close()

@@ -269,6 +269,27 @@ def test_soft_forget_then_restore(app: ASGIApp, service: MemoryService) -> None:
     assert again.status_code == 400 and "only archived or soft-forgotten" in again.text
 
 
+def test_verify_records_who_checked_it_without_a_new_content_version(
+    app: ASGIApp, service: MemoryService, clock: ManualClock
+) -> None:
+    """Issue 47: the memory page's Verify button records `verified_at`/`verified_by` and a `verified` event."""
+    memory = service.write("alice", WriteRequest(content="The VPN gateway is vpn1.example.com")).memory
+    client = session(app, "key-alice")
+    assert '<form id="verify" method="post"' in client.get(f"/ui/memories/{memory.id}").text
+    clock.advance(days=2)
+    response = post(client, memory.id, "verify")
+    assert response.headers["location"] == f"/ui/memories/{memory.id}?done=verified"
+    after = service.get("alice", memory.id)
+    assert (after.verified_at, after.verified_by, after.content) == (clock.now(), "default", memory.content)
+    page = client.get(response.headers["location"]).text
+    assert "Verified." in page and f"{clock.now():%Y-%m-%d}" in page[page.index('id="metadata"') :]
+    assert [e.action.value for e in service.history("alice", memory.id).events] == ["created", "verified"]
+    post(client, memory.id, "forget", mode="soft")
+    assert 'id="verify"' not in client.get(f"/ui/memories/{memory.id}").text
+    refused = post(client, memory.id, "verify")
+    assert refused.status_code == 400 and "verified" in refused.text
+
+
 def test_hard_forget_needs_the_typed_id(app: ASGIApp, service: MemoryService) -> None:
     memory = service.write("alice", WriteRequest(content="User prefers tea")).memory
     client = session(app, "key-alice")

@@ -215,7 +215,7 @@ def filter_sql(flt: MemoryFilter, alias: str) -> tuple[str, list[object]]:
     """SQL conditions (ANDed) and parameters reproducing `MemoryFilter.matches` on a row alias.
 
     The row must have columns agent_id, visibility, session_id, type, status, scope_key,
-    event_time (epoch) and tags (JSON array).
+    event_time (epoch), tags (JSON array) and, for `as_of`, created_at and updated_at (epoch).
     """
     a = alias
     clauses: list[str] = []
@@ -243,4 +243,7 @@ def filter_sql(flt: MemoryFilter, alias: str) -> tuple[str, list[object]]:
     if flt.scope_key is not None:
         clauses.append(f"{a}.scope_key = ?")
         params.append(flt.scope_key)
+    if flt.as_of is not None:  # `models.memory.as_of_matches`
+        clauses.append(f"{a}.created_at <= ? AND ({a}.status = 'active' OR {a}.updated_at > ?)")
+        params.extend([flt.as_of.timestamp(), flt.as_of.timestamp()])
     return " AND ".join(clauses), params

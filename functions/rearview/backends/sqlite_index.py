@@ -237,11 +237,13 @@ class SQLiteMemoryIndex:
             with self._db.reading() as conn:  # under self._lock: no write lands while the matrix loads
                 rows = conn.execute(
                     "SELECT memory_id, agent_id, visibility, session_id, type, status, scope_key, event_time,"
-                    " tags, vector, cue_vectors FROM docs WHERE tenant_id = ? ORDER BY rowid",
+                    " tags, vector, cue_vectors, created_at, updated_at FROM docs WHERE tenant_id = ?"
+                    " ORDER BY rowid",
                     (tenant_id,),
                 ).fetchall()
             for r in rows:
-                doc = DocRow(r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]), frozenset(json.loads(r[8])))
+                tags, times = frozenset(json.loads(r[8])), (float(r[11]), float(r[12]))
+                doc = DocRow(r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]), tags, *times)
                 cues = (
                     None if r[10] is None else np.frombuffer(r[10], np.float32).reshape(-1, self._dimension)
                 )
@@ -283,7 +285,7 @@ def _write(
     m = doc.memory
     row = conn.execute(
         "SELECT rowid, version, content_hash, agent_id, visibility, session_id, type, status, scope_key,"
-        " event_time, tags FROM docs WHERE tenant_id = ? AND memory_id = ?",
+        " event_time, tags, created_at, updated_at FROM docs WHERE tenant_id = ? AND memory_id = ?",
         (m.tenant_id, m.id),
     ).fetchone()
     if row is not None and row[1] > m.version:
@@ -295,8 +297,9 @@ def _write(
             return False
         if tuple(row[3:]) + tuple(row[1:3]) != cols:  # e.g. a neighbour's new context: its fields stay
             conn.execute(
-                "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?,"
-                " scope_key=?, event_time=?, tags=?, version=?, content_hash=? WHERE rowid = ?",
+                "UPDATE docs SET agent_id=?, visibility=?, session_id=?, type=?, status=?, scope_key=?,"
+                " event_time=?, tags=?, created_at=?, updated_at=?, version=?, content_hash=?"
+                " WHERE rowid = ?",
                 (*cols, row[0]),
             )
         if doc.context is not None:
@@ -310,7 +313,8 @@ def _write(
         conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
     cur = conn.execute(
         "INSERT INTO docs (tenant_id, memory_id, agent_id, visibility, session_id, type, status, scope_key,"
-        " event_time, tags, version, content_hash, vector, cue_vectors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " event_time, tags, created_at, updated_at, version, content_hash, vector, cue_vectors)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (m.tenant_id, m.id, *cols, vector.tobytes(), _blob(cue_vectors)),
     )
     conn.execute(

@@ -115,4 +115,10 @@ MIGRATIONS: list[Migration] = [
     _split_by_tenant,
     _rekey_scopes,
     _add_cue_column,
+    # When each memory was written and last changed, for `as_of`; a document indexed before holds
+    # 0 and +inf (9e999 reads as infinity): every as-of filter keeps it, its history decides.
+    """
+    ALTER TABLE docs ADD COLUMN created_at REAL NOT NULL DEFAULT 0;
+    ALTER TABLE docs ADD COLUMN updated_at REAL NOT NULL DEFAULT 9e999
+    """,
 ]

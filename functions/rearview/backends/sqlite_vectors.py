@@ -15,7 +15,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from rearview.models import Memory, MemoryFilter, Visibility
+from rearview.models import Memory, MemoryFilter, MemoryStatus, Visibility
 from rearview.ports import Vector
 
 
@@ -31,6 +31,10 @@ class DocRow:
     scope_key: str
     event_time: float
     tags: frozenset[str]
+    created_at: float = 0.0
+    """When the memory was written (epoch; 0 for a document indexed before it was kept): `as_of`."""
+    updated_at: float = float("inf")
+    """When it last changed (epoch; +inf for a document indexed before it was kept): `as_of`."""
 
     @classmethod
     def of(cls, m: Memory) -> DocRow:
@@ -43,6 +47,8 @@ class DocRow:
             m.scope_key,
             m.event_time.timestamp(),
             frozenset(m.tags),
+            m.created_at.timestamp(),
+            m.updated_at.timestamp(),
         )
 
     def sql_values(self) -> tuple[object, ...]:
@@ -55,6 +61,8 @@ class DocRow:
             self.scope_key,
             self.event_time,
             json.dumps(sorted(self.tags)),
+            self.created_at,
+            self.updated_at,
         )
 
 
@@ -78,6 +86,8 @@ class TenantMatrix:
         self.matrix = np.zeros((0, dimension), np.float32)
         self.alive = np.zeros(0, bool)
         self.event_time = np.zeros(0, np.float64)
+        self.created_at = np.zeros(0, np.float64)
+        self.updated_at = np.zeros(0, np.float64)
         self.codes = {name: np.zeros(0, np.int32) for name in CODED_COLUMNS}
         self.vocab: dict[str, dict[str | None, int]] = {name: {} for name in CODED_COLUMNS}
         self.row_tags: list[frozenset[str]] = []
@@ -98,6 +108,8 @@ class TenantMatrix:
         for name in CODED_COLUMNS:
             self.codes[name][row] = self.vocab[name].setdefault(getattr(doc, name), len(self.vocab[name]))
         self.event_time[row] = doc.event_time
+        self.created_at[row] = doc.created_at
+        self.updated_at[row] = doc.updated_at
         self._set_tags(row, doc.tags)
         self.alive[row] = True
         if vector is not None:
@@ -130,6 +142,8 @@ class TenantMatrix:
             self.matrix = _grown(self.matrix, capacity)
             self.alive = _grown(self.alive, capacity)
             self.event_time = _grown(self.event_time, capacity)
+            self.created_at = _grown(self.created_at, capacity)
+            self.updated_at = _grown(self.updated_at, capacity)
             self.codes = {name: _grown(col, capacity) for name, col in self.codes.items()}
         self.ids.append(memory_id)
         self.row_tags.append(frozenset())
@@ -173,6 +187,10 @@ class TenantMatrix:
             ok &= times >= flt.time_from.timestamp()
         if flt.time_to is not None:
             ok &= times <= flt.time_to.timestamp()
+        if flt.as_of is not None:  # `models.memory.as_of_matches`
+            at = flt.as_of.timestamp()
+            active = self._is("status", [MemoryStatus.ACTIVE.value])
+            ok &= (self.created_at[: self.size] <= at) & (active | (self.updated_at[: self.size] > at))
         for tag in flt.tags or ():
             has = np.zeros(self.size, bool)
             has[list(self.tag_rows.get(tag, ()))] = True

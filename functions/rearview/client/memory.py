@@ -164,12 +164,17 @@ class Memory:
         reference_time: When = None,
         explain: bool = False,
         alternatives: Sequence[str] | None = None,
+        as_of: When = None,
     ) -> Recall:
         """Recall relevant memories, best first, with a ready-to-inject context block (`memory_search`).
 
         `alternatives` (at most 3) are other phrasings of `query` (a synonym, another language): a
         memory found by any of them is recalled. As the tool does, a search reinforces the relevant
         memories it returns.
+
+        `as_of` (a past time) answers with what was believed then: the memories active at that time,
+        as they were, unreinforced (InvalidInputError naming `as_of` in the future or before the
+        service's horizon, `ServiceConfig.as_of_days`).
         """
         statuses = (
             (MemoryStatus.ACTIVE,)
@@ -182,6 +187,7 @@ class Memory:
                 "query": query, "filter": flt, "top_k": top_k, "min_score": min_score,
                 "reference_time": _time(reference_time, "reference_time"), "agent_id": self._acting,
                 "alternatives": None if alternatives is None else _phrases(alternatives, "alternatives"),
+                "as_of": _time(as_of, "as_of"),
             }
         )  # fmt: skip
         return self._transport.get().search(req, explain)
@@ -203,10 +209,12 @@ class Memory:
         ttl_days: float | None = None,
         expected_version: int | None = None,
         cues: Sequence[str] | None = None,
+        verified: bool | None = None,
     ) -> MemoryView:
         """Edit a memory in place, a new version (`memory_update`); None leaves a field as it is.
 
-        `cues` replaces the memory's recall cues (an empty list removes them).
+        `cues` replaces the memory's recall cues (an empty list removes them). `verified=True` records
+        that this agent checked the memory and it still holds (`verified_at`), with no content change.
         """
         req = UpdateRequest.model_validate(
             {
@@ -216,6 +224,7 @@ class Memory:
                 "event_time": _time(event_time, "event_time"),
                 "ttl_days": ttl_days, "expected_version": expected_version, "agent_id": self._acting,
                 "cues": None if cues is None else _phrases(cues, "cues"),
+                "verified": verified,
             }
         )  # fmt: skip
         return self._transport.get().update(req)

@@ -77,7 +77,7 @@ WRITE_ARGS = frozenset(
 """The `WriteRequest` fields `memory_write` takes (the agent is added apart; provenance is the server's)."""
 UPDATE_ARGS = frozenset(
     {"memory_id", "content", "tags", "importance", "confidence", "metadata", "event_time", "ttl_days",
-     "expected_version", "cues"}
+     "expected_version", "cues", "verified"}
 )  # fmt: skip
 """The `UpdateRequest` fields `memory_update` takes (`cues`: only when given; an empty list clears them)."""
 
@@ -114,6 +114,8 @@ class RemoteTransport:
             args["reference_time"] = req.reference_time.isoformat()
         if req.alternatives:
             args["alternatives"] = list(req.alternatives)
+        if req.as_of is not None:
+            args["as_of"] = req.as_of.isoformat()
         return recall_of(self._call("memory_search", self._agent_args(args)))
 
     def get(self, memory_id: str, agent_id: str) -> MemoryView:

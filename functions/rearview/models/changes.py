@@ -40,6 +40,9 @@ class UpdateRequest(ValidRequest):
     """The credential is bound to `agent_id`: it may update only memories that agent wrote."""
     cues: Cues | None = None
     """Replaces the memory's recall cues (an empty list removes them); None keeps them."""
+    verified: bool | None = None
+    """True records that `agent_id` checked the memory and it still holds (`verified_at`, `verified_by`):
+    no content change, a `verified` history event. Only true is meaningful (false is an error)."""
 
 
 class ForgetRequest(ValidRequest):

@@ -21,6 +21,7 @@ class HistoryAction(StrEnum):
     FORGOTTEN = "forgotten"
     ARCHIVED = "archived"
     RESTORED = "restored"
+    VERIFIED = "verified"
 
 
 class HistoryEvent(BaseModel):

@@ -128,6 +128,15 @@ class MemoryView(BaseModel):
     """A summary's lineage: the speakers of the ingested messages it carries words of."""
     cues: list[Cue] = Field(default_factory=list)
     """Recall cues (`Cue`): how someone might later ask for it, each attributed to who wrote it."""
+    verified_at: datetime | None = None
+    """When an agent last checked that it still holds (`memory_update(verified=true)`); no new version."""
+    verified_by: str | None = None
+    """The agent that recorded `verified_at`."""
+
+    @property
+    def fresh_at(self) -> datetime:
+        """Its freshness: the later of its last change and its last verification (ranking's age)."""
+        return max(self.updated_at, self.verified_at) if self.verified_at else self.updated_at
 
 
 class Memory(MemoryView):
@@ -158,6 +167,8 @@ class MemoryFilter(ValidRequest):
     `agent_id` is the caller's agent: it sees `shared` memories and its own `private` ones
     (None means no agent restriction, for operators). `tags` must all be present.
     `time_from`/`time_to` bound `event_time` (inclusive). `scope_key` pins one dedup scope.
+    `as_of` keeps the memories that may have been active then (`as_of_matches`): written by then,
+    and active now or changed since; `service.search.as_of` decides each from its history.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -170,6 +181,7 @@ class MemoryFilter(ValidRequest):
     time_to: datetime | None = None
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
     scope_key: str | None = None
+    as_of: datetime | None = None
 
     @model_validator(mode="after")
     def _range_not_reversed(self) -> MemoryFilter:
@@ -193,5 +205,15 @@ class MemoryFilter(ValidRequest):
             self.time_to is None or memory.event_time <= self.time_to,
             memory.status in self.statuses,
             self.scope_key is None or memory.scope_key == self.scope_key,
+            self.as_of is None or as_of_matches(memory, self.as_of),
         )
         return all(checks)
+
+
+def as_of_matches(memory: Memory, as_of: datetime) -> bool:
+    """Whether `memory` may have been active at `as_of`: every memory that was is kept.
+
+    Written by then (`created_at`), and active now or changed after it (`updated_at`: a retirement
+    changes it). A superset: the memory's history decides (`service.search.as_of.state_at`).
+    """
+    return memory.created_at <= as_of and (memory.status is MemoryStatus.ACTIVE or memory.updated_at > as_of)

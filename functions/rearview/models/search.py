@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from rearview.errors import InvalidInputError
 from rearview.limits import AgentIdText, Alternatives, QueryText, TopK, ValidRequest
 from rearview.models.memory import DEFAULT_AGENT, MemoryFilter, MemorySource, MemoryStatus, MemoryType
+from rearview.shared.clock import parse_time
 
 Channel = Literal["keyword", "vector"]
 
@@ -26,8 +27,17 @@ class SearchRequest(ValidRequest):
     reinforce: bool = True
     reference_time: datetime | None = None
     """The "now" the question is asked about ("last week" is the week before it); None: the server's now."""
+    as_of: datetime | None = None
+    """Answer with what was believed then: the memories active at this time (`service.search.as_of`);
+    not in the future nor before `ServiceConfig.as_of_days` back. None: now."""
     alternatives: Alternatives | None = None
     """Other phrasings of `query`, searched together with it: a memory any of them matches can rank first."""
+
+    @field_validator("as_of", mode="before")
+    @classmethod
+    def _as_of_time(cls, value: object) -> object:
+        """An ISO-8601 text or a datetime, as an aware UTC time (InvalidInputError naming `as_of`)."""
+        return parse_time(value, "as_of") if isinstance(value, str | datetime) else value
 
     @model_validator(mode="after")
     def _alternatives_differ(self) -> SearchRequest:
@@ -96,6 +106,8 @@ class SearchHit(BaseModel):
     updated_at: datetime
     event_time: datetime
     last_accessed_at: datetime
+    verified_at: datetime | None = None
+    """When an agent last checked that it still holds (`MemoryView.verified_at`)."""
     keyword_rank: int | None = None
     vector_rank: int | None = None
     source: MemorySource = MemorySource.TOOL

@@ -53,6 +53,7 @@ from rearview.service.lifecycle.archival import (
     archive_refs,
     verified_archive_content,
 )
+from rearview.service.verification import check_verified_arg
 from rearview.service.visibility import load_all_visible, load_visible, scoped
 from rearview.service.write.stored_text import model_texts
 from rearview.service.write.writer import Writer
@@ -118,10 +119,12 @@ class Changes:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _update_once(self, tenant_id: str, req: UpdateRequest) -> MemoryView:
+        check_verified_arg(req.verified)
         current = load_visible(self.store, tenant_id, req.memory_id, req.agent_id)
         if current.status is not MemoryStatus.ACTIVE:
+            field, done = ("verified", "verified") if req.verified else ("memory_id", "updated")
             raise InvalidInputError(
-                "memory_id", f"memory is {current.status.value}; only active memories can be updated"
+                field, f"memory is {current.status.value}; only active memories can be {done}"
             )
         if req.expected_version is not None and req.expected_version != current.version:
             raise ConflictError(current.id, req.expected_version, current.version)
@@ -141,11 +144,14 @@ class Changes:
                 source_agents=[],
                 source_speakers=[],
             )
-        updated = current.model_copy(
-            update={**changes, "updated_at": self.clock.now(), "version": current.version + 1}
-        )
+        now = self.clock.now()
+        edit = {"updated_at": now} if changes else {}  # a verification alone is no edit
+        if req.verified:
+            changes.update(verified_at=now, verified_by=req.agent_id)
+        updated = current.model_copy(update={**changes, **edit, "version": current.version + 1})
         doc = self._updated_document(updated, content_changed, "cues" in changes)
-        event = change_event(updated, HistoryAction.UPDATED, current, updated.updated_at, req.agent_id)
+        action = HistoryAction.UPDATED if edit else HistoryAction.VERIFIED
+        event = change_event(updated, action, current, now, req.agent_id)
         self.store.commit([StoreWrite(updated, event, current.version)])
         # The neighbours' contexts hold this memory's text (and its time decides their links).
         docs = keyword_context.documents_with_context(
@@ -200,7 +206,7 @@ class Changes:
             changes["expires_at"] = self.config.policy(tenant_id).retention.expires_at(
                 current.type, importance, req.ttl_days, self.clock.now()
             )
-        if not changes:
+        if not changes and not req.verified:
             raise InvalidInputError("memory_update", "nothing to change: give at least one field to update")
         return changes
 
@@ -244,8 +250,9 @@ class Changes:
             )
         for start in range(0, len(writes), MAX_WRITES_PER_COMMIT):  # atomic per chunk only
             self.store.commit(writes[start : start + MAX_WRITES_PER_COMMIT])
-        indexing.delete(self.index, tenant_id, [m.id for m in targets])
-        gone = [m.model_copy(update={"status": MemoryStatus.DELETED}) for m in targets]
+        # The document stays, marked deleted: search matches active ones, `as_of` the ones active then.
+        indexing.upsert(self.index, [IndexDocument(w.memory, None) for w in writes])
+        gone = [w.memory for w in writes]
         indexing.upsert(self.index, keyword_context.neighbour_documents(self.store, tenant_id, gone))
         return ForgetResult(forgotten=[m.id for m in targets], hard=False, more=more)
 

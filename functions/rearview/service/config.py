@@ -42,6 +42,9 @@ class ServiceConfig:
     tenant_ingest_concurrency: int = 2
     """`ingest` calls one tenant may run at once (the next is refused with `BusyError`): one tenant's
     bulk ingest never holds every worker thread and the embedder's document turns."""
+    as_of_days: float = 90.0
+    """How far back `memory_search(as_of=...)` may ask: an earlier time is an error naming the earliest
+    allowed, not a partial answer (the lifecycle archives memories unused for months: docs/ranking.md)."""
     secrets: SecretsPolicy = "refuse"
     """Content that holds an obvious credential (`write/secrets.py`): `refuse`d, stored with a
     `warn`ing, or `allow`ed."""

@@ -17,7 +17,7 @@ from rearview.shared.ids import new_id
 AUDIT_FIELDS = (
     "content", "type", "status", "tags", "entities", "metadata", "importance", "confidence",
     "strength", "event_time", "expires_at", "superseded_by", "version", "visibility", "session_id",
-    "agent_id", "source", "speaker", "cues",
+    "agent_id", "source", "speaker", "cues", "verified_at", "verified_by",
 )  # fmt: skip
 """The fields of a memory that history records before and after a change (its writer included: an
 edit by another agent moves authorship, and the history keeps who wrote each text)."""

@@ -10,10 +10,14 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from rearview.errors import EmbedderError, IndexUnavailableError
-from rearview.models import Memory
+from rearview.models import Memory, MemoryStatus
 from rearview.ports import Embedder, IndexDocument, MemoryIndex, Vector
 
 log = logging.getLogger(__name__)
+
+INDEXED_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED, MemoryStatus.DELETED)
+"""The statuses whose memories the index holds: what `memory_search(as_of=...)` may find (a memory
+retired since); search filters on status inside the query, so a normal search matches active ones."""
 
 
 def embed_with_cues(

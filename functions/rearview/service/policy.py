@@ -135,8 +135,15 @@ class DecayPolicy:
         return strength * math.exp(-math.log(2) * days / self.half_life(importance))
 
     def effective(self, memory: Memory, now: datetime) -> float:
-        """The memory's strength now."""
-        return self.strength_at(memory.strength, memory.importance, memory.last_accessed_at, now)
+        """The memory's strength now: decayed from its last recall, or its last verification if later.
+
+        A verification (`service.verification`) restarts the clock as a recall does, without the
+        boost: a verified memory decays no faster than its unverified twin.
+        """
+        anchor = memory.last_accessed_at
+        if memory.verified_at is not None and memory.verified_at > anchor:
+            anchor = memory.verified_at
+        return self.strength_at(memory.strength, memory.importance, anchor, now)
 
     def fades(self, memory: Memory, now: datetime) -> bool:
         """True when the memory is weak enough to archive (never for protected importance)."""

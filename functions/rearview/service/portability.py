@@ -47,8 +47,9 @@ from rearview.limits import (
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus
 from rearview.ports import MemoryStore, StoreWrite
 from rearview.service import indexing
+from rearview.service.indexing import INDEXED_STATUSES
 from rearview.service.memory_service import MemoryService
-from rearview.service.reindex import INDEXED_STATUSES, REINDEX_BATCH
+from rearview.service.reindex import REINDEX_BATCH
 from rearview.service.write.secrets import screen_all
 from rearview.service.write.stored_text import model_texts
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from rearview.models import Memory, MemoryFilter, MemoryStatus
+from rearview.models import Memory, MemoryFilter
 from rearview.ports import IndexDocument, MemoryIndex, VersionedIndex
 from rearview.service import indexing
+from rearview.service.indexing import INDEXED_STATUSES
 from rearview.service.keyword_context import reindex_contexts
 from rearview.service.memory_service import MemoryService
 
 REINDEX_BATCH = 64
-INDEXED_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
 
 Progress = Callable[[int], object]
 
@@ -40,7 +40,7 @@ def reindex_tenant(
     write: Callable[[Sequence[IndexDocument]], None] | None = None,
     progress: Progress | None = None,
 ) -> int:
-    """Re-embed every active/superseded memory of a tenant and upsert it (default: into the live index).
+    """Re-embed every memory of a tenant the index holds (`INDEXED_STATUSES`) and upsert it (default: live).
 
     Every keyword context is rebuilt too (`keyword_context`; one store listing per session and page).
 

@@ -3,7 +3,7 @@
 Pages (the UI contract, docs/local-server.md "Memory browser"): `/ui/login` and `/ui/logout`; `/ui/search`
 (memory_search as the agent sees it, with each hit's explanation); `/ui/memories` (browse, newest
 first, paged, with counts and what is due for archival); `/ui/memories/<id>` (one memory, its
-history and strength chart) with POST `edit`, `forget` and `restore`. Everything a user does goes
+history and strength chart) with POST `edit`, `verify`, `forget` and `restore`. Everything a user does goes
 through `MemoryService`, as the tenant of the session (never of a form field) and the agent the
 page names (or the key's bound agent). A memory the session may not see is the same 404 as an
 unknown id.
@@ -42,7 +42,7 @@ from rearview.errors import (
     NotPermittedError,
     RearviewError,
 )
-from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType
+from rearview.models import DEFAULT_AGENT, ForgetRequest, MemoryStatus, MemoryType, UpdateRequest
 from rearview.service.memory_service import MemoryService
 from rearview.ui import csrf
 from rearview.ui.browser import BrowserBase, UiConfig, signed_in
@@ -221,6 +221,9 @@ class MemoryBrowser(BrowserBase):
     async def restore(self, request: Request) -> Response:
         return await self.mutate(request, self._restore)
 
+    async def verify(self, request: Request) -> Response:
+        return await self.mutate(request, self._verify)
+
     async def mutate(self, request: Request, action: Callable[[Session, str, str, Params], str]) -> Response:
         """Check the POST, run `action` (-> flash key) in a thread, redirect; errors re-render the page."""
         checked = await self.checked_post(request)
@@ -266,6 +269,12 @@ class MemoryBrowser(BrowserBase):
             return "unchanged"
         self.service.update(session.tenant_id, req)
         return "edited"
+
+    def _verify(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
+        bound = session.agent_id is not None
+        req = UpdateRequest(memory_id=memory_id, verified=True, agent_id=agent, agent_bound=bound)
+        self.service.update(session.tenant_id, req)
+        return "verified"
 
     def _forget(self, session: Session, agent: str, memory_id: str, form: Params) -> str:
         hard = forget_mode(form, memory_id)
@@ -318,6 +327,7 @@ def build_ui(service: MemoryService, config: UiConfig, loopback: bool) -> ASGIAp
         Route(f"{memory}/edit", ui.edit, methods=["POST"]),
         Route(f"{memory}/forget", ui.forget, methods=["POST"]),
         Route(f"{memory}/restore", ui.restore, methods=["POST"]),
+        Route(f"{memory}/verify", ui.verify, methods=["POST"]),
         Mount(f"{UI_PATH}/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     app = Starlette(

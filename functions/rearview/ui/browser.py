@@ -39,6 +39,7 @@ FLASH = {
     "forgotten": "Forgotten (soft): restore it below to bring it back.",
     "erased": "Erased for good (hard forget).",
     "restored": "Restored.",
+    "verified": "Verified.",
     "signed-in": "Signed in.",
 }
 """The only messages a redirect can ask a page to show (`?done=<key>`): no text comes from the URL."""

@@ -37,36 +37,37 @@ class RecallTools(ToolsBase):
         ctx: Context,
         query: Annotated[
             QueryText,
-            Field(description="What to recall: a question or keywords."),
+            Field(description="Question or keywords."),
         ],
         alternatives: Annotated[
             Alternatives | None,
-            Field(description="Up to 3 other phrasings, searched too."),
+            Field(description="Other phrasings, searched too."),
         ] = None,
         top_k: Annotated[TopK, Field(description="How many memories.")] = 10,
         types: Types = None,
-        tags: Annotated[Labels | None, Field(description="Only memories carrying all these tags.")] = None,
+        tags: Annotated[Labels | None, Field(description="Only memories with all these tags.")] = None,
         session_id: Annotated[
-            SessionIdText | None, Field(description="Only memories from this session.")
+            SessionIdText | None, Field(description="Only this session's memories.")
         ] = None,
         time_from: TimeFrom = None,
         time_to: TimeTo = None,
-        min_score: Annotated[float, Field(ge=0, description="Drop results scoring below this.")] = 0.0,
-        include_superseded: Annotated[
-            bool, Field(description="Also return superseded (outdated) memories.")
-        ] = False,
+        min_score: Annotated[float, Field(ge=0, description="Drop scores below this.")] = 0.0,
+        include_superseded: Annotated[bool, Field(description="Also return outdated memories.")] = False,
         include_archived: Annotated[
             bool,
-            Field(description="Also match archived memories (see memory_restore)."),
+            Field(description="Also match archived memories."),
         ] = False,
         reference_time: Annotated[
             TimestampText | None,
-            Field(description="ISO-8601 UTC 'now' of 'last week', 'yesterday' (default: now)."),
+            Field(description="ISO-8601 UTC 'now' of 'last week', 'yesterday'."),
         ] = None,
-        explain: Annotated[bool, Field(description="Also return each hit's `why`.")] = False,
+        as_of: Annotated[
+            TimestampText | None, Field(description="ISO-8601 UTC: what was believed then.")
+        ] = None,
+        explain: Annotated[bool, Field(description="Also return each `why`.")] = False,
         agent_id: AgentId = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
-        """Recall relevant memories before acting: at the start of a task, before asking the user what
+        """Recall relevant memories before acting: at a task's start, before asking the user what
         they may have told you, before retrying a failed approach. Add `alternatives`: how a note would
         word it, and the user's other language. Returns memories best first in a context block."""
         statuses = (
@@ -78,6 +79,7 @@ class RecallTools(ToolsBase):
         req = SearchRequest(
             query=query, filter=flt, top_k=top_k, min_score=min_score, agent_id=agent_of(ctx, agent_id),
             reference_time=time_arg(reference_time, "reference_time"), alternatives=alternatives,
+            as_of=time_arg(as_of, "as_of"),
         )  # fmt: skip
         found = await self.lanes.search.run(tenant_of(ctx), partial(self.service.search, tenant_of(ctx), req))
         return search_result(found, explain)

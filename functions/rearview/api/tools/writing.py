@@ -107,26 +107,25 @@ class WritingTools(ToolsBase):
         self,
         ctx: Context,
         memory_id: Annotated[MemoryId, Field(description="The memory to change.")],
-        content: Annotated[ContentText | None, Field(description="New content (re-embedded).")] = None,
-        tags: Annotated[Labels | None, Field(description="Replacement tags.")] = None,
+        content: Annotated[ContentText | None, Field(description="New content.")] = None,
+        tags: Annotated[Labels | None, Field(description="New tags.")] = None,
         importance: Annotated[Importance | None, Field(description="New importance.")] = None,
         confidence: Annotated[Confidence | None, Field(description="New confidence.")] = None,
-        metadata: Annotated[FlatMetadata | None, Field(description="Replacement metadata.")] = None,
-        event_time: Annotated[TimestampText | None, Field(description="New ISO-8601 UTC event time.")] = None,
-        ttl_days: Annotated[TtlDays | None, Field(description="New lifetime from now, in days.")] = None,
-        expected_version: Annotated[
-            int | None, Field(description="Fail if the memory's version differs.")
-        ] = None,
-        cues: Annotated[Cues | None, Field(description="Replacement cues ([] removes them).")] = None,
+        metadata: Annotated[FlatMetadata | None, Field(description="New metadata.")] = None,
+        event_time: Annotated[TimestampText | None, Field(description="ISO-8601 UTC event time.")] = None,
+        ttl_days: Annotated[TtlDays | None, Field(description="Lifetime from now, days.")] = None,
+        expected_version: Annotated[int | None, Field(description="Fail unless this version.")] = None,
+        cues: Annotated[Cues | None, Field(description="Replacement cues ([]: none).")] = None,
+        verified: Annotated[bool | None, Field(description="true: checked, still holds.")] = None,
         agent_id: AgentId = None,
     ) -> CallToolResult:
-        """Edit a memory in place (history keeps the old version). To record that a fact changed, prefer
-        memory_write with `supersedes`."""
+        """Edit a memory in place (history keeps the old). For a fact that changed, prefer memory_write
+        `supersedes`."""
         req = UpdateRequest(
             memory_id=memory_id, content=content, tags=tags, importance=importance, confidence=confidence,
             metadata=metadata, event_time=time_arg(event_time, "event_time"), ttl_days=ttl_days,
             expected_version=expected_version, agent_id=agent_of(ctx, agent_id),
-            agent_bound=is_agent_bound(ctx), cues=cues,
+            agent_bound=is_agent_bound(ctx), cues=cues, verified=verified,
         )  # fmt: skip
         return structured(await self._call(ctx, partial(self.service.update, tenant_of(ctx), req)))
 

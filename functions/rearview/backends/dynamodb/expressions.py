@@ -90,4 +90,9 @@ def _content_conditions(expr: Expression, filter: MemoryFilter) -> dict[str, str
         conditions["event_not_after"] = f"{expr.name('event_time')} <= {expr.string(until)}"
     if filter.scope_key is not None:
         conditions["in_scope"] = f"{expr.name('scope_key')} = {expr.string(filter.scope_key)}"
+    if filter.as_of is not None:  # `models.memory.as_of_matches`
+        at = expr.string(sortable_time(filter.as_of))
+        conditions["written_by_as_of"] = f"{expr.name('created_at')} <= {at}"
+        active = f"{expr.name('status')} = {expr.string('active')}"
+        conditions["active_at_as_of"] = f"{active} OR {expr.name('updated_at')} > {at}"
     return conditions

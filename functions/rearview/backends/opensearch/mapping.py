@@ -92,6 +92,8 @@ ADDED_FIELDS: Final = {
     TERM_FIELDS["context"]: _TERMS,
     TERM_FIELDS["cues"]: _TERMS,
     TERM_FIELDS["length"]: {"type": "integer"},
+    "created_at_us": {"type": "long"},
+    "updated_at_us": {"type": "long"},
 }
 """The fields added since the first mapping that do not depend on the configuration (`added_fields`
 adds the cue vectors'): `ensure_schema` puts them on an index created before them."""
@@ -209,6 +211,8 @@ def document_source(
         "event_time": _utc(memory.event_time).isoformat(),
         "event_time_us": epoch_us(memory.event_time),
         "updated_at": _utc(memory.updated_at).isoformat(),
+        "created_at_us": epoch_us(memory.created_at),  # `as_of` (`queries.as_of_clauses`)
+        "updated_at_us": epoch_us(memory.updated_at),
         "memory_version": memory.version,
         "content_hash": memory.content_hash,
     }

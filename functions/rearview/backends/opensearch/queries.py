@@ -78,7 +78,31 @@ def filter_clauses(tenant_id: str, flt: MemoryFilter) -> list[Json]:
     clauses.append({"terms": {"status": [s.value for s in flt.statuses]}})
     if flt.scope_key is not None:
         clauses.append({"term": {"scope_key": flt.scope_key}})
+    if flt.as_of is not None:
+        clauses.extend(as_of_clauses(epoch_us(flt.as_of)))
     return clauses
+
+
+def as_of_clauses(at: int) -> list[Json]:
+    """`models.memory.as_of_matches` at `at` (epoch µs): written by then, active now or changed since.
+
+    A document indexed before the times were kept (no `created_at_us`) passes: its history decides.
+    """
+
+    def unless_missing(field: str, clause: Json) -> Json:
+        missing = {"bool": {"must_not": {"exists": {"field": field}}}}
+        return {"bool": {"should": [clause, missing], "minimum_should_match": 1}}
+
+    changed_since = {"range": {"updated_at_us": {"gt": at}}}
+    return [
+        unless_missing("created_at_us", {"range": {"created_at_us": {"lte": at}}}),
+        {
+            "bool": {
+                "should": [{"term": {"status": "active"}}, unless_missing("updated_at_us", changed_since)],
+                "minimum_should_match": 1,
+            }
+        },
+    ]
 
 
 def lookup_body(tenant_id: str, memory_ids: Sequence[str], *, with_vector: bool) -> Json:

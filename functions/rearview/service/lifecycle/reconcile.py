@@ -20,14 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import IntEnum
 
-from rearview.models import Memory, MemoryFilter, MemoryStatus
+from rearview.models import Memory, MemoryFilter
 from rearview.service import indexing
+from rearview.service.indexing import INDEXED_STATUSES
 from rearview.service.keyword_context import reindex_contexts
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import ReconcileReport
 from rearview.service.lifecycle.runner import Checkpoint, JobState
-
-INDEXED_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
 
 
 class ReconcilePhase(IntEnum):

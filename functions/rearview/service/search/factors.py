@@ -50,7 +50,7 @@ def rerank_factors(
 ) -> Factors:
     """One memory's re-rank factors (its strength already decayed to now; `subject`, `temporal` given)."""
     importance = policy.importance_floor + (1 - policy.importance_floor) * (memory.importance - 1) / 4
-    age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86_400)
+    age_days = max(0.0, (now - memory.fresh_at).total_seconds() / 86_400)  # a verification counts
     recency = policy.recency_floor + (1 - policy.recency_floor) * math.exp(-policy.recency_lambda * age_days)
     strength = policy.strength_floor + (1 - policy.strength_floor) * min(
         max(memory.strength, 0.0) / policy.strength_scale, 1.0

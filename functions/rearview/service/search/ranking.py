@@ -44,7 +44,7 @@ admission judges. The probability orders (score = probability x factors), marks 
 
     score         = relevance
                     * (imp_floor + (1 - imp_floor) * (importance - 1) / 4)       importance 1..5
-                    * (rec_floor + (1 - rec_floor) * exp(-lambda * age_days))    age since updated_at
+                    * (rec_floor + (1 - rec_floor) * exp(-lambda * age_days))    age since fresh_at
                     * (str_floor + (1 - str_floor) * min(strength / strength_scale, 1))   strength now
                     * subject factor
                     * temporal factor

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from datetime import datetime
 
 from rearview.models import MemorySource, MemoryView, SearchHit
 from rearview.shared.clock import to_iso
@@ -57,22 +58,33 @@ def render_record(hit: SearchHit) -> str:
     """One memory as one line of the block (see the module docstring)."""
     date = to_iso(hit.event_time)[:10]
     match = "" if hit.relevant else " | weak match"
-    head = f"id {hit.id} | {hit.type.value} | confidence {hit.confidence:.2f} | {date}{match}"
+    verified = f" | verified {to_iso(hit.verified_at)[:10]}" if hit.verified_at else ""
+    head = f"id {hit.id} | {hit.type.value} | confidence {hit.confidence:.2f} | {date}{verified}{match}"
     return f"- {head} | {provenance(hit)}: {quoted(hit.content)}"
 
 
-def render_context(hits: Sequence[SearchHit]) -> str:
+def as_of_rule(as_of: datetime) -> str:
+    """The line an as-of search's block starts with: these are past beliefs, not the current ones."""
+    return (
+        f"As of {to_iso(as_of)}: each memory below is as it was believed then; "
+        "some may have been corrected or forgotten since."
+    )
+
+
+def render_context(hits: Sequence[SearchHit], as_of: datetime | None = None) -> str:
     """The block: what it holds, one record per memory, the conflict rule.
 
     An empty result renders as an explicit "no relevant memories" block, so a caller can inject
     the block unconditionally. A hit that is no likely answer (`SearchHit.relevant` false) is
     labelled a weak match; when no hit is a likely answer the block says so first (`WEAK_RULE`).
+    An as-of search's block says first that it holds past beliefs (`as_of_rule`).
     """
     if not hits:
         return NO_MEMORIES
     weak = [] if any(h.relevant for h in hits) else [WEAK_RULE]
+    past = [] if as_of is None else [as_of_rule(as_of)]
     return "\n".join(
-        ["<memories>", DATA_RULE, *weak, *map(render_record, hits), CONFLICT_RULE, "</memories>"]
+        ["<memories>", DATA_RULE, *past, *weak, *map(render_record, hits), CONFLICT_RULE, "</memories>"]
     )
 
 

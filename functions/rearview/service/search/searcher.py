@@ -28,6 +28,7 @@ from rearview.models import (
 )
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service.config import ServiceConfig
+from rearview.service.search.as_of import as_of_filter, check_as_of, state_at
 from rearview.service.search.baseline import Baselines
 from rearview.service.search.candidates import Candidates, ChannelScores, Phrasing, Ranked
 from rearview.service.search.collapse import collapse_extracted
@@ -87,6 +88,8 @@ class Searcher:
         (`collapse.collapse_extracted`): the better ranked lists the other in `related`; so do two
         agents' copies of one text (the caller's own copy takes the place).
         """
+        if req.as_of is not None:
+            check_as_of(req.as_of, self.clock.now(), self.config.as_of_days)
         top_k = req.top_k
         reasons: list[str] = []
         candidates = self._candidates(tenant_id, req, top_k, reasons)
@@ -98,9 +101,9 @@ class Searcher:
         results = [
             _hit(c.ranked, c.related, policy.relevant_at, phrasings) for c in kept
         ]  # hits built for these only
-        if req.reinforce and results:
+        if req.reinforce and results and req.as_of is None:  # looking back is no use of a memory
             results = self._reinforce(tenant_id, results, candidates.memories)
-        context = render_context(results)
+        context = render_context(results, req.as_of)
         return SearchResult(
             query=candidates.query,
             results=results,
@@ -120,7 +123,8 @@ class Searcher:
     def _candidates(self, tenant_id: str, req: SearchRequest, top_k: int, reasons: list[str]) -> Candidates:
         """Each channel's hits (live, then archived), and the stored candidates with their strength now."""
         query = req.query
-        req = req.model_copy(update={"filter": scoped(req.filter, req.agent_id)})
+        flt = req.filter if req.as_of is None else as_of_filter(req.filter, req.as_of)
+        req = req.model_copy(update={"filter": scoped(flt, req.agent_id)})
         depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
         channels = _Channels(None, None)
         archived_ceiling = 0.0
@@ -140,7 +144,7 @@ class Searcher:
             for i, _ in hits or ()
         )
         yield_point()
-        now = self.clock.now()
+        now = req.as_of or self.clock.now()
         first = Candidates(
             query=query,
             now=now,
@@ -191,16 +195,26 @@ class Searcher:
         """The candidates the store holds and the filter matches, with their strength decayed to now.
 
         Read once per search; an index hit the store no longer holds or the filter no longer
-        matches is index drift, and dropped: the store is the truth.
+        matches is index drift, and dropped: the store is the truth. With `filter.as_of`, each is
+        the memory as it was then, kept if it was active then and the filter matches it as it was.
         """
         decay = self.config.policy(tenant_id).decay
         held: dict[str, Memory] = {}
-        for n, m in enumerate(self.store.get_many(tenant_id, ids), 1):
-            if filter.matches(m):
+        for n, stored in enumerate(self.store.get_many(tenant_id, ids), 1):
+            m = self._as_it_was(tenant_id, stored, filter) if filter.matches(stored) else None
+            if m is not None:
                 held[m.id] = m.model_copy(update={"strength": decay.effective(m, now)})
             if n % YIELD_EVERY == 0:
                 yield_point()
         return held
+
+    def _as_it_was(self, tenant_id: str, memory: Memory, filter: MemoryFilter) -> Memory | None:
+        """`memory` itself, or with `filter.as_of` as it was then (None: not active then, or unmatched)."""
+        if filter.as_of is None:
+            return memory
+        then = state_at(memory, self.store.history(tenant_id, memory.id), filter.as_of)
+        matching = filter.model_copy(update={"as_of": None, "statuses": (MemoryStatus.ACTIVE,)})
+        return then if then is not None and matching.matches(then) else None
 
     def _live_channels(
         self, tenant_id: str, req: SearchRequest, flt: MemoryFilter, depth: int, reasons: list[str]
@@ -323,6 +337,7 @@ def _hit(ranked: Ranked, related: list[str], relevant_at: float, phrasings: list
         updated_at=memory.updated_at,
         event_time=memory.event_time,
         last_accessed_at=memory.last_accessed_at,
+        verified_at=memory.verified_at,
         keyword_rank=fused.keyword_rank,
         vector_rank=fused.vector_rank,
         source=memory.source,
