@@ -128,6 +128,10 @@ class MemoryView(BaseModel):
     """A summary's lineage: the speakers of the ingested messages it carries words of."""
     cues: list[Cue] = Field(default_factory=list)
     """Recall cues (`Cue`): how someone might later ask for it, each attributed to who wrote it."""
+    contested_by: list[str] = Field(default_factory=list)
+    """Newer memories that state another value about its subject, written without `supersedes`
+    (`service/write/conflicts.py`): until it is retired, each ranks above it and it reads as possibly
+    outdated."""
 
 
 class Memory(MemoryView):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rearview.models import (
     HistoryAction,
@@ -20,6 +21,9 @@ from rearview.models import (
 from rearview.ports import IndexDocument, StoreWrite, Vector
 from rearview.service.history import change_event
 from rearview.service.write.duplicates import Corroboration
+
+if TYPE_CHECKING:
+    from rearview.service.write.conflicts import Conflict
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +59,14 @@ class Create:
     a fact (`merge_safety`): the new memory is linked to it (history note, `WriteResult`).
     `corroborates` is another agent's duplicate: the new memory is the writer's own copy of the
     fact, linked to it (`duplicates`), so neither agent's edit or erasure changes the other's.
+    `conflict` is an older memory the write states another value for (`conflicts`): it is marked
+    `contested_by` the new memory in the same commit, and named in the result.
     """
 
     differs_from: Memory | None = None
     difference: str | None = None
     corroborates: Corroboration | None = None
+    conflict: Conflict | None = None
 
 
 WriteDecision = Merge | Supersede | Create
@@ -102,6 +109,16 @@ class Changes:
     def put(self, write: StoreWrite, vector: Vector | None, cue_vectors: Vector | None = None) -> None:
         self.writes.append(write)
         self.index_docs.append(IndexDocument(write.memory, vector, cue_vectors=cue_vectors))
+
+    def contest(self, older: Memory, newer_id: str, now: datetime, actor: str, why: str) -> None:
+        """Mark `older` `contested_by` the new `newer_id` (a new version; its text, times and index stay)."""
+        after = older.model_copy(
+            update={"contested_by": [*older.contested_by, newer_id], "version": older.version + 1}
+        )
+        event = change_event(
+            after, HistoryAction.UPDATED, older, now, actor, note=f"contested by {newer_id}: {why}"
+        )
+        self.writes.append(StoreWrite(after, event, older.version))
 
     def retire(
         self, retired: Memory, successor_id: str, now: datetime, actor: str, reason: str | None
