@@ -1,0 +1,200 @@
+"""Contradictions without a link (issue 47): named at write time, the newer ranked first, the older marked."""
+
+from __future__ import annotations
+
+import pytest
+
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.bootstrap import CONFLICT_MIN_SIMILARITIES
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.models import (
+    ForgetRequest,
+    HistoryAction,
+    MemoryStatus,
+    SearchRequest,
+    Visibility,
+    WriteAction,
+    WriteRequest,
+)
+from rearview.service.config import ServiceConfig
+from rearview.service.memory_service import MemoryService
+from rearview.service.search.candidates import Factors, Fused, Ranked
+from rearview.service.search.contested import newer_first
+from rearview.service.write.conflicts import conflict_with, states_change
+from rearview.service.write.merge_safety import InformationKind
+from rearview.shared.clock import ManualClock
+from tests.factories import make_memory
+
+OLD = "Priya's manager is Tomás Ortega."
+NEW = "Priya's manager is now Hana Kobayashi."
+
+
+# ------------------------------------------------------------------------------ the rule
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "kind"),
+    [
+        (OLD, NEW, InformationKind.NAME),
+        (OLD, "Priya's manager is Hana Kobayashi.", InformationKind.NAME),  # no "now": the same frame
+        ("Standup is at 9:45 every weekday.", "Since November standup is at 10:15.", InformationKind.DATE),
+        ("Tomasz drinks coffee every morning.", "Tomasz no longer drinks coffee.", InformationKind.NEGATION),
+        ("The lab's allocation is 300k CPU-hours.", "The lab's allocation is now 500k CPU-hours.", None),
+        ("晓雯的直属领导是周航。", "晓雯的直属领导现在是沈可。", InformationKind.NAME),
+        ("钟点工阿姨每小时 45 元。", "从 11 月起钟点工阿姨涨到每小时 50 元。", InformationKind.NUMBER),
+        ("子墨周二下午上游泳课。", "子墨的游泳课改到周六上午。", InformationKind.DATE),
+    ],
+)
+def test_another_value_about_the_same_subject_is_a_conflict(
+    older: str, newer: str, kind: InformationKind | None
+) -> None:
+    difference = conflict_with(older, newer)
+    assert difference is not None
+    assert kind is None or difference.kind is kind
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        # two preferences about different things: a shared topic, no value differs
+        ("Priya prefers tea in the morning.", "Priya prefers window seats on flights."),
+        ("晓雯喜欢喝绿茶。", "晓雯喜欢周末去爬山。"),
+        # the same subject, another attribute: names differ, but the two say different things
+        ("Priya's dentist is Dr. Lee.", "Priya's manager is Tomás Ortega."),
+        ("晓雯的牙医是李医生。", "晓雯的直属领导是周航。"),
+        # a paraphrase of the same fact: a duplicate, not a conflict
+        ("Standup is at 9:45 every weekday.", "Every weekday the standup starts at 9:45."),
+        ("周会在每周一上午十点。", "每周一上午十点开周会。"),
+        # unrelated texts with different numbers
+        ("The office has 3 meeting rooms.", "Since 2024 the team has 12 engineers."),
+    ],
+)
+def test_a_shared_topic_another_attribute_or_a_paraphrase_is_no_conflict(older: str, newer: str) -> None:
+    assert conflict_with(older, newer) is None
+
+
+def test_change_words_are_recognized_in_both_languages() -> None:
+    assert states_change("The study group now meets on Wednesdays")
+    assert states_change("From November 2026 the handover is on Monday")
+    assert states_change("从 2026 年 11 月起迭代改成三周")
+    assert not states_change("我们一起去吃饭")  # 一起 (together) is no change
+    assert not states_change("The cat sleeps on the sofa")
+
+
+# ------------------------------------------------------------------------------ ordering
+
+
+def _ranked(memory_id: str, score: float, contested_by: list[str] | None = None) -> Ranked:
+    memory = make_memory(f"memory {memory_id}", memory_id=memory_id).model_copy(
+        update={"contested_by": contested_by or []}
+    )
+    return Ranked(memory, score, Fused(memory_id, score), Factors(1.0, 1.0, 1.0, 1.0))
+
+
+def test_the_newer_moves_right_above_the_older_and_an_unreturned_one_joins() -> None:
+    old, other, new, absent = (
+        _ranked("old", 0.9, ["new"]), _ranked("other", 0.8), _ranked("new", 0.5), _ranked("absent", 0.1)
+    )  # fmt: skip
+    assert [r.memory.id for r in newer_first([old, other, new], [old, other, new, absent])] == [
+        "new", "old", "other"
+    ]  # fmt: skip
+    lonely = _ranked("lonely", 0.9, ["gone"])  # its contester is no candidate: it stays, alone
+    assert [r.memory.id for r in newer_first([lonely], [lonely])] == ["lonely"]
+    found_only = _ranked("older", 0.9, ["absent"])
+    assert [r.memory.id for r in newer_first([found_only], [found_only, absent])] == ["absent", "older"]
+
+
+def test_a_cycle_of_contests_ends() -> None:
+    a, b = _ranked("a", 0.9, ["b"]), _ranked("b", 0.8, ["a"])
+    assert sorted(r.memory.id for r in newer_first([a, b], [a, b])) == ["a", "b"]
+
+
+# ------------------------------------------------------------------------------ the service
+
+
+@pytest.fixture
+def service(clock: ManualClock) -> MemoryService:
+    config = ServiceConfig(conflict_min_similarity=CONFLICT_MIN_SIMILARITIES["hashing"])
+    return MemoryService(
+        InMemoryMemoryStore(clock), InMemoryMemoryIndex(256), HashingEmbedder(256), clock, config=config
+    )
+
+
+def test_the_write_names_the_older_and_the_newer_ranks_first(service: MemoryService) -> None:
+    old = service.write("t1", WriteRequest(content=OLD))
+    new = service.write("t1", WriteRequest(content=NEW))
+    assert new.action is WriteAction.CREATED and old.conflicts == []
+    assert [(c.id, c.content, c.written_at) for c in new.conflicts] == [
+        (old.memory.id, OLD, old.memory.created_at)
+    ]
+    stored = service.get("t1", old.memory.id)
+    assert stored.contested_by == [new.memory.id] and stored.status is MemoryStatus.ACTIVE
+    assert stored.updated_at == old.memory.updated_at  # recency is not refreshed by the mark
+    event = service.history("t1", old.memory.id).events[-1]
+    assert event.action is HistoryAction.UPDATED and new.memory.id in (event.note or "")
+
+    found = service.search("t1", SearchRequest(query="who is Priya's manager", reinforce=False))
+    assert [h.id for h in found.results][:2] == [new.memory.id, old.memory.id]
+    assert found.results[1].contested_by == [new.memory.id]
+    assert f"possibly outdated: newer id {new.memory.id}" in found.context
+    assert found.context.count("possibly outdated") == 1
+
+
+def test_the_older_alone_is_still_returned_marked(service: MemoryService) -> None:
+    old = service.write("t1", WriteRequest(content=OLD))
+    new = service.write("t1", WriteRequest(content=NEW))
+    found = service.search("t1", SearchRequest(query="Tomás Ortega", reinforce=False, channels=("keyword",)))
+    assert [h.id for h in found.results] == [old.memory.id]
+    assert found.results[0].contested_by == [new.memory.id]
+    assert "possibly outdated" in found.context
+
+
+def test_retiring_the_older_with_supersedes_ends_the_conflict(service: MemoryService) -> None:
+    old = service.write("t1", WriteRequest(content=OLD))
+    new = service.write("t1", WriteRequest(content=NEW))
+    again = service.write("t1", WriteRequest(content=NEW, supersedes=old.memory.id))
+    assert again.action is WriteAction.SUPERSEDED and again.memory.id == new.memory.id
+    assert service.get("t1", old.memory.id).status is MemoryStatus.SUPERSEDED
+    found = service.search("t1", SearchRequest(query="who is Priya's manager", reinforce=False))
+    assert [h.id for h in found.results] == [new.memory.id]
+    assert "possibly outdated" not in found.context
+
+
+def test_forgetting_the_newer_lifts_the_mark(service: MemoryService) -> None:
+    old = service.write("t1", WriteRequest(content=OLD))
+    new = service.write("t1", WriteRequest(content=NEW))
+    service.forget("t1", ForgetRequest(ids=[new.memory.id]))
+    found = service.search("t1", SearchRequest(query="who is Priya's manager", reinforce=False))
+    assert [h.id for h in found.results] == [old.memory.id]
+    assert found.results[0].contested_by == [] and "possibly outdated" not in found.context
+
+
+def test_no_conflict_across_visibility_or_agents(service: MemoryService) -> None:
+    service.write("t1", WriteRequest(content=OLD, agent_id="a1", visibility=Visibility.PRIVATE))
+    other_agent = service.write("t1", WriteRequest(content=NEW, agent_id="a2", visibility=Visibility.PRIVATE))
+    shared = service.write("t1", WriteRequest(content=NEW + " Really.", agent_id="a1"))
+    other_tenant = service.write("t2", WriteRequest(content=NEW))
+    assert other_agent.conflicts == shared.conflicts == other_tenant.conflicts == []
+
+
+def test_a_paraphrase_merges_and_another_topic_names_nothing(service: MemoryService) -> None:
+    first = service.write("t1", WriteRequest(content="Priya prefers tea in the morning."))
+    again = service.write("t1", WriteRequest(content="priya prefers tea in the morning"))
+    other = service.write("t1", WriteRequest(content="Priya prefers window seats on flights."))
+    assert again.action is WriteAction.MERGED and again.conflicts == []
+    assert other.action is WriteAction.CREATED and other.conflicts == []
+    assert service.get("t1", first.memory.id).contested_by == []
+
+
+def test_an_explicit_supersedes_names_no_conflict(service: MemoryService) -> None:
+    old = service.write("t1", WriteRequest(content=OLD))
+    new = service.write("t1", WriteRequest(content=NEW, supersedes=old.memory.id))
+    assert new.action is WriteAction.SUPERSEDED and new.conflicts == []
+
+
+def test_another_agents_memory_is_named_but_not_marked(service: MemoryService) -> None:
+    old = service.write("t1", WriteRequest(content=OLD, agent_id="alice"))
+    new = service.write("t1", WriteRequest(content=NEW, agent_id="mallory"))
+    assert [c.id for c in new.conflicts] == [old.memory.id]
+    stored = service.get("t1", old.memory.id)
+    assert stored.contested_by == [] and stored.version == old.memory.version
