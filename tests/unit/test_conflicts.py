@@ -12,6 +12,7 @@ from rearview.models import (
     HistoryAction,
     MemoryStatus,
     SearchRequest,
+    UpdateRequest,
     Visibility,
     WriteAction,
     WriteRequest,
@@ -198,3 +199,16 @@ def test_another_agents_memory_is_named_but_not_marked(service: MemoryService) -
     assert [c.id for c in new.conflicts] == [old.memory.id]
     stored = service.get("t1", old.memory.id)
     assert stored.contested_by == [] and stored.version == old.memory.version
+
+
+def test_editing_the_older_text_answers_the_conflict(service: MemoryService) -> None:
+    old = service.write("t1", WriteRequest(content=OLD))
+    service.write("t1", WriteRequest(content=NEW))
+    service.update(
+        "t1", UpdateRequest(memory_id=old.memory.id, importance=4)
+    )  # not its text: still contested
+    assert service.get("t1", old.memory.id).contested_by != []
+    service.update(
+        "t1", UpdateRequest(memory_id=old.memory.id, content="Priya's former manager was Tomás Ortega.")
+    )
+    assert service.get("t1", old.memory.id).contested_by == []
