@@ -11,6 +11,7 @@ from rearview.models import (
     ForgetRequest,
     HistoryAction,
     MemoryStatus,
+    MemoryType,
     SearchRequest,
     UpdateRequest,
     Visibility,
@@ -212,3 +213,11 @@ def test_editing_the_older_text_answers_the_conflict(service: MemoryService) -> 
         "t1", UpdateRequest(memory_id=old.memory.id, content="Priya's former manager was Tomás Ortega.")
     )
     assert service.get("t1", old.memory.id).contested_by == []
+
+
+def test_an_event_that_happened_is_never_contested(service: MemoryService) -> None:
+    event = service.write(
+        "t1", WriteRequest(content="On 3 May Priya's manager was Tomás Ortega.", type=MemoryType.EPISODIC)
+    )
+    new = service.write("t1", WriteRequest(content="Since June Priya's manager is Hana Kobayashi."))
+    assert new.conflicts == [] and service.get("t1", event.memory.id).contested_by == []

@@ -114,7 +114,9 @@ def find_conflict(
     """The older active memory in the draft's scope that the write most likely replaces (module docstring).
 
     The scope is the write's tenant and visibility: the shared memories for a shared write, the
-    writer's own private ones for a private write; a working memory only in its own session. Best
+    writer's own private ones for a private write; a working memory only in its own session. An
+    episodic memory is a record of what happened, which a later write does not make untrue: it is
+    never a conflict (a later event may conflict with a fact, not the other way round). Best
     effort: without a vector or an index there is no check (None).
     """
     req = draft.req
@@ -146,6 +148,7 @@ def _same_scope(older: Memory, draft: Draft) -> bool:
     req = draft.req
     return (
         older.status is MemoryStatus.ACTIVE
+        and older.type is not MemoryType.EPISODIC  # an event that happened stays true
         and older.visibility is req.visibility
         and older.visible_to(req.agent_id)
         and (MemoryType.WORKING not in (older.type, req.type) or older.session_id == req.session_id)
