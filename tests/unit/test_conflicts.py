@@ -69,6 +69,16 @@ def test_another_value_about_the_same_subject_is_a_conflict(
         ("周会在每周一上午十点。", "每周一上午十点开周会。"),
         # unrelated texts with different numbers
         ("The office has 3 meeting rooms.", "Since 2024 the team has 12 engineers."),
+        # sharing only whom they are about: "instead of" states a preference here, not a change
+        (
+            "Amara uses seaborn with a colour-blind palette for every chart she shares.",
+            "Amara writes SQL and uses CTEs instead of subqueries.",
+        ),
+        # sharing only the person and the units between numbers (年, 月)
+        (
+            "晓雯在准备 NPDP 认证考试，考试时间是 2027 年 3 月。",
+            "从 2026 年 10 月起晓雯直接向副总裁沈可汇报。",
+        ),
     ],
 )
 def test_a_shared_topic_another_attribute_or_a_paraphrase_is_no_conflict(older: str, newer: str) -> None:

@@ -13,11 +13,12 @@ The rule (`conflict_with`), for the newer text and an older active memory:
    number, identifier or name that differs (not merely other words: `CONTENT`), the check dedup
    already trusts to tell "same fact" from "different value". A paraphrase with the same facts is
    no conflict (it merges as a duplicate).
-3. **The same subject**: at least `MIN_SHARED` of the older text's words (less stopwords and
-   numbers; CJK as character pairs) recur in the newer one, and either the newer text says that
-   something changed (`states_change`: "now", "since", "instead of", "no longer", 改成, 从…起, 不再,
-   ...) or, the differing values set aside, both say the same thing (`SAME_FRAME` of their words
-   shared: "Priya's manager is Tomás" and "Priya's manager is Hana"; not "Priya's dentist is Dr Lee").
+3. **The same subject**: at least `MIN_SHARED` of the older text's words (less stopwords, numbers
+   and the name it opens with; CJK as character pairs) recur in the newer one, and either the
+   newer text says that something changed (`states_change`: "now", "since", "instead of", "no
+   longer", 改成, 从…起, 不再, ...) or, the differing values set aside, both say the same thing
+   (`SAME_FRAME` of their words shared: "Priya's manager is Tomás" and "Priya's manager is Hana";
+   not "Priya's dentist is Dr Lee").
 
 Two memories that merely share a topic (two preferences about different things) differ in no
 recognized value, or share too few words, or neither says the same thing nor announces a change.
@@ -67,6 +68,7 @@ _CHANGE: Final = re.compile(
 )
 """Words announcing that something changed: the newer text is about a value that was once different."""
 _CJK: Final = re.compile(r"[\u3400-\u9fff]")
+_OPENING_NAME: Final = re.compile(r"\s*[A-Z][^\W\d_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +93,9 @@ def conflict_with(older: str, newer: str) -> InformationDifference | None:
     difference = information_difference(older, newer)
     if difference is None or difference.kind is InformationKind.CONTENT:
         return None
-    old, new = _words(older), _words(newer)
-    if len(old & new) < MIN_SHARED * max(1, len(old)):
+    if shared_words(older, newer) < MIN_SHARED:
         return None
+    old, new = _words(older), _words(newer)
     if states_change(newer):
         return difference
     values = {w for v in (*difference.only_existing, *difference.only_incoming) for w in _words(v)}
@@ -103,9 +105,19 @@ def conflict_with(older: str, newer: str) -> InformationDifference | None:
 
 
 def shared_words(older: str, newer: str) -> float:
-    """The share of `older`'s words that `newer` repeats."""
-    old = _words(older)
-    return len(old & _words(newer)) / max(1, len(old))
+    """The share of `older`'s words, less the name it opens with, that `newer` repeats.
+
+    A text that opens with a name is about that person or thing, which many of a user's memories
+    name ("Amara uses seaborn ...", "Amara writes SQL ..."): sharing it says who, not what. An
+    opening word either text also writes in lowercase ("Standup is at 9:45") is no name.
+    """
+    old, new = _words(older), _words(newer)
+    opening = _OPENING_NAME.match(older)
+    if opening is not None:
+        name = " ".join(tokens(opening.group()))
+        if name not in _lowercase(older) | _lowercase(newer):
+            old.discard(name)
+    return len(old & new) / max(1, len(old))
 
 
 def find_conflict(
@@ -155,12 +167,19 @@ def _same_scope(older: Memory, draft: Draft) -> bool:
     )
 
 
+def _lowercase(text: str) -> set[str]:
+    return {t for t in tokens(text) if t in text}  # `tokens` casefolds: a token found as is is lowercase
+
+
 def _words(text: str) -> set[str]:
-    """Content words: tokens less stopwords and numbers; a CJK run as its character pairs."""
+    """Content words: tokens less stopwords and numbers; a CJK run as its character pairs.
+
+    A lone CJK character (the unit between numbers in `2027 年 3 月`) is no word.
+    """
     out: set[str] = set()
     for token in tokens(text):
         if _CJK.match(token):
-            out |= {token[i : i + 2] for i in range(len(token) - 1)} or {token}
+            out |= {token[i : i + 2] for i in range(len(token) - 1)}
         elif token not in STOPWORDS and not any(c.isdigit() for c in token):
             out.add(token)
     return out
