@@ -43,7 +43,7 @@ from typing import Final
 from rearview.errors import IndexUnavailableError
 from rearview.models import Memory, MemoryFilter, MemoryStatus, MemoryType
 from rearview.ports import IndexQuery, MemoryIndex, MemoryStore
-from rearview.service.write.decision import Draft
+from rearview.service.write.duplicates import Draft
 from rearview.service.write.merge_safety import InformationDifference, InformationKind, information_difference
 from rearview.text import STOPWORDS, tokens
 

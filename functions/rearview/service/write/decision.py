@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from rearview.models import (
     HistoryAction,
@@ -20,10 +19,8 @@ from rearview.models import (
 )
 from rearview.ports import IndexDocument, StoreWrite, Vector
 from rearview.service.history import change_event
+from rearview.service.write.conflicts import Conflict
 from rearview.service.write.duplicates import Corroboration
-
-if TYPE_CHECKING:
-    from rearview.service.write.conflicts import Conflict
 
 
 @dataclass(frozen=True, slots=True)
