@@ -22,8 +22,9 @@ from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.candidates import Factors, Fused, Ranked
 from rearview.service.search.contested import newer_first
-from rearview.service.write.conflicts import conflict_with, states_change
-from rearview.service.write.merge_safety import InformationKind
+from rearview.service.write import writer as writer_module
+from rearview.service.write.conflicts import Conflict, conflict_with, states_change
+from rearview.service.write.merge_safety import InformationDifference, InformationKind
 from rearview.shared.clock import ManualClock
 from tests.factories import make_memory
 
@@ -231,3 +232,23 @@ def test_an_event_that_happened_is_never_contested(service: MemoryService) -> No
     )
     new = service.write("t1", WriteRequest(content="Since June Priya's manager is Hana Kobayashi."))
     assert new.conflicts == [] and service.get("t1", event.memory.id).contested_by == []
+
+
+def test_a_write_is_kept_when_the_older_changed_before_the_mark(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = service.write("t1", WriteRequest(content=OLD))
+    seen = service.get("t1", old.memory.id)
+    service.update("t1", UpdateRequest(memory_id=old.memory.id, importance=5))  # a newer version now
+    stale = Conflict(
+        service.store.get("t1", old.memory.id).model_copy(update={"version": seen.version}),  # type: ignore[union-attr]
+        0.9,
+        InformationDifference(InformationKind.NAME, ("tomás",), ("hana",)),
+    )
+    monkeypatch.setattr(writer_module, "find_conflict", lambda *args: stale)
+    new = service.write("t1", WriteRequest(content=NEW))
+    assert new.action is WriteAction.CREATED and [c.id for c in new.conflicts] == [old.memory.id]
+    assert service.get("t1", new.memory.id).content == NEW
+    assert (
+        service.get("t1", old.memory.id).contested_by == []
+    )  # the mark waits for the next conflicting write

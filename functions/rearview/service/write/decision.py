@@ -102,6 +102,8 @@ class Changes:
     writes: list[StoreWrite] = field(default_factory=list)
     index_docs: list[IndexDocument] = field(default_factory=list)
     superseded_ids: list[str] = field(default_factory=list)
+    contests: list[StoreWrite] = field(default_factory=list)
+    """The `contest` marks among `writes`: best-effort, dropped if the marked memory changed meanwhile."""
 
     def put(self, write: StoreWrite, vector: Vector | None, cue_vectors: Vector | None = None) -> None:
         self.writes.append(write)
@@ -116,6 +118,7 @@ class Changes:
             after, HistoryAction.UPDATED, older, now, actor, note=f"contested by {newer_id}: {why}"
         )
         self.writes.append(StoreWrite(after, event, older.version))
+        self.contests.append(self.writes[-1])
 
     def retire(
         self, retired: Memory, successor_id: str, now: datetime, actor: str, reason: str | None

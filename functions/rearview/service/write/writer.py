@@ -316,9 +316,13 @@ class Writer:
         except ConflictError:
             # A concurrent retry with the same idempotency key won the race: answer as it did.
             replay = self.replay(tenant_id, draft.req.idempotency_key)
-            if replay is None:
+            if replay is not None:
+                return replay
+            if not changes.contests:
                 raise
-            return replay
+            # The contested memory changed meanwhile: the write stands, still naming it; no mark.
+            changes.writes = [w for w in changes.writes if w not in changes.contests]
+            self.store.commit(changes.writes)
         indexed = draft.vector is not None and indexing.upsert(
             self.index,
             keyword_context.documents_with_context(
