@@ -144,7 +144,10 @@ def test_the_write_names_the_older_and_the_newer_ranks_first(service: MemoryServ
     assert stored.contested_by == [new.memory.id] and stored.status is MemoryStatus.ACTIVE
     assert stored.updated_at == old.memory.updated_at  # recency is not refreshed by the mark
     event = service.history("t1", old.memory.id).events[-1]
-    assert event.action is HistoryAction.UPDATED and new.memory.id in (event.note or "")
+    assert (
+        event.action is HistoryAction.UPDATED and event.note == f"contested by {new.memory.id}: name differs"
+    )
+    assert "hana" not in (event.note or "").casefold()  # the newer's text stays out of the older's history
 
     found = service.search("t1", SearchRequest(query="who is Priya's manager", reinforce=False))
     assert [h.id for h in found.results][:2] == [new.memory.id, old.memory.id]

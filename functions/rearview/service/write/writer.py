@@ -362,7 +362,10 @@ class Writer:
             changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
         conflict = decision.conflict if isinstance(decision, Create) else None
         if conflict is not None and conflict.memory.agent_id == req.agent_id:  # another's: named, not changed
-            changes.contest(conflict.memory, memory.id, now, req.agent_id, conflict.difference.describe())
+            # The note names the kind only: the newer's values stay out of the older's history (erasure).
+            changes.contest(
+                conflict.memory, memory.id, now, req.agent_id, f"{conflict.difference.kind} differs"
+            )
         action = WriteAction.CORROBORATED if corroborated else WriteAction.CREATED
         result = WriteResult(
             action=WriteAction.SUPERSEDED if changes.superseded_ids else action,
