@@ -51,9 +51,9 @@ def test_the_two_line_case_over_mcp(url: str) -> None:
 
 def test_the_python_api_names_the_conflict_in_chinese_too(url: str) -> None:
     with Memory(url=url) as memory:
-        old = memory.write("晓雯的直属领导是产品总监周航。")
-        new = memory.write("从 10 月起晓雯的直属领导改成副总裁沈可。")
+        old = memory.write("李娜的直属领导是产品总监王强。")
+        new = memory.write("从 10 月起李娜的直属领导改成副总裁赵敏。")
         assert [c["id"] for c in new.conflicts or []] == [old.id]
-        found = memory.search("晓雯的领导是谁")
+        found = memory.search("李娜的领导是谁")
         assert [h.id for h in found.results][:2] == [new.id, old.id]
         assert "possibly outdated" in found.context

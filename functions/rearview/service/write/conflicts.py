@@ -108,7 +108,7 @@ def shared_words(older: str, newer: str) -> float:
     """The share of `older`'s words, less the name it opens with, that `newer` repeats.
 
     A text that opens with a name is about that person or thing, which many of a user's memories
-    name ("Amara uses seaborn ...", "Amara writes SQL ..."): sharing it says who, not what. An
+    name ("Keiko uses matplotlib ...", "Keiko writes Rust ..."): sharing it says who, not what. An
     opening word either text also writes in lowercase ("Standup is at 9:45") is no name.
     """
     old, new = _words(older), _words(newer)
