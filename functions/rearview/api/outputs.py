@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from rearview.api.arguments import dump_output
 from rearview.models import (
+    Conflicting,
     MemorySource,
     MemoryStatus,
     MemoryType,
@@ -33,6 +34,7 @@ from rearview.models import (
     WriteAction,
     WriteResult,
 )
+from rearview.shared.clock import to_iso
 from rearview.text import estimate_tokens
 
 
@@ -55,6 +57,8 @@ class WriteReceipt(BaseModel):
     superseded_by: str | None = None
     related_id: str | None = None
     not_merged_because: str | None = None
+    conflicts: list[dict[str, str]] | None = None
+    """Older memories this write states another value for: `id`, `content`, `written_at` (ISO-8601)."""
     idempotent_replay: bool = False
     indexed: bool = True
     warnings: list[str] | None = None
@@ -136,8 +140,14 @@ def write_receipt(result: WriteResult) -> WriteReceipt:
         merged_into=result.merged_into, similarity=result.similarity, corroborates=result.corroborates,
         superseded_ids=result.superseded_ids, superseded_by=result.superseded_by,
         related_id=result.related_id, not_merged_because=result.not_merged_because,
+        conflicts=[conflict_output(c) for c in result.conflicts] or None,
         idempotent_replay=result.idempotent_replay, indexed=result.indexed, warnings=result.warnings,
     )  # fmt: skip
+
+
+def conflict_output(conflict: Conflicting) -> dict[str, str]:
+    """One of a write's `conflicts` as the receipt lists it (a plain map: its schema costs every agent)."""
+    return {"id": conflict.id, "content": conflict.content, "written_at": to_iso(conflict.written_at)}
 
 
 def summary_receipt(result: WriteResult) -> SummaryReceipt:

@@ -48,7 +48,7 @@ from rearview.models.memory import (
     united_cues,
 )
 from rearview.models.search import Channel, HitExplanation, SearchHit, SearchRequest, SearchResult
-from rearview.models.write import WriteAction, WriteRequest, WriteResult
+from rearview.models.write import Conflicting, WriteAction, WriteRequest, WriteResult
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -67,6 +67,7 @@ __all__ = [
     "HistoryAction",
     "HistoryEvent",
     "HistoryResult",
+    "Conflicting",
     "WriteAction",
     "WriteRequest",
     "WriteResult",

@@ -132,6 +132,10 @@ class MemoryView(BaseModel):
     """When an agent last checked that it still holds (`memory_update(verified=true)`); no new version."""
     verified_by: str | None = None
     """The agent that recorded `verified_at`."""
+    contested_by: list[str] = Field(default_factory=list)
+    """Newer memories that state another value about its subject, written without `supersedes`
+    (`service/write/conflicts.py`): until it is retired, each ranks above it and it reads as possibly
+    outdated."""
 
     @property
     def fresh_at(self) -> datetime:

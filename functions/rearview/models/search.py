@@ -121,6 +121,9 @@ class SearchHit(BaseModel):
     """Lower-ranked memories folded into this hit: the message it was extracted from, what was
     extracted from it, or another agent's copy of the same text (`collapse.collapse_extracted`);
     each can be read with `memory_get`."""
+    contested_by: list[str] = Field(default_factory=list)
+    """Active newer memories that state another value about its subject (`MemoryView.contested_by`):
+    it may be outdated; the context block says so."""
 
 
 class SearchResult(BaseModel):

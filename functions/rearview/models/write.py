@@ -67,6 +67,14 @@ class WriteRequest(ValidRequest):
     """Recall cues: how someone might later ask for this memory, in other words or another language."""
 
 
+class Conflicting(BaseModel):
+    """An older active memory a write states another value for (`WriteResult.conflicts`)."""
+
+    id: str
+    content: str
+    written_at: datetime
+
+
 class WriteResult(BaseModel):
     """What `memory_write` did. `memory` is the stored record after the operation."""
 
@@ -84,6 +92,10 @@ class WriteResult(BaseModel):
     """A near duplicate this write was not merged into, because a merge would have lost a fact."""
     not_merged_because: str | None = None
     """Which fact differs from `related_id`, e.g. `version differs: 3.11 -> 3.12`."""
+    conflicts: list[Conflicting] = Field(default_factory=list)
+    """Older memories about the same subject that this write states another value for, written without
+    `supersedes` (`service/write/conflicts.py`); the write now ranks above them. Retire one that is
+    outdated: write again with `supersedes` naming it."""
     superseded_by: str | None = None
     """For `retired`: the memory that replaced the one this content repeats. To bring the old fact
     back on purpose, write it again with `supersedes` naming that memory."""

@@ -193,8 +193,8 @@ class Changes:
             cues = [Cue(text=t, by=req.agent_id) for t in req.cues]
             if [c.text for c in cues] != [c.text for c in current.cues]:
                 changes["cues"] = cues
-        if req.content is not None and req.content != current.content:
-            changes.update(content=req.content, content_hash=content_hash(req.content))
+        if req.content is not None and req.content != current.content:  # new text answers a conflict
+            changes.update(content=req.content, content_hash=content_hash(req.content), contested_by=[])
         for name in ("tags", "entities", "metadata"):
             if getattr(req, name) is not None:
                 changes[name] = getattr(req, name)

@@ -33,6 +33,9 @@ class ServiceConfig:
     decay: DecayPolicy = DEFAULT_DECAY
     tenant_policies: Mapping[str, TenantPolicy] = field(default_factory=dict)
     """Per-tenant retention and decay; tenants not listed use `retention` and `decay`."""
+    conflict_min_similarity: float = 0.86
+    """Cosine from which an older memory may be a write's unlinked conflict (`write/conflicts.py`);
+    e5's scale (bootstrap's `CONFLICT_MIN_SIMILARITIES` per vector space)."""
     contradiction_check: bool = True
     """With a language model, ask it whether a new memory contradicts a similar one (then supersede)."""
     contradiction_min_similarity: float = 0.75

@@ -53,7 +53,10 @@ When to WRITE (memory_write), one distilled statement per memory:
 - procedural: how to do something, or a lesson from a failed tool call ("run migrations before tests");
 - working: scratch notes for this session only (expire quickly).
 Set importance 1-5 (5 = critical, kept forever) and confidence 0-1 honestly.
-If a new fact corrects an old memory, pass `supersedes` with the old memory's id.
+If a new fact corrects an old memory, pass `supersedes` with the old memory's id. When a write's
+receipt lists `conflicts` (older memories stating another value), retire the outdated one: write
+the new fact again with `supersedes` naming it. A search marks such an older memory "possibly
+outdated" until then.
 To keep a conversation rather than distill it yourself, send its new turns to memory_ingest
 (with their message ids): each turn is kept as an event, and what the user says about
 themselves as a fact; sending a turn again stores nothing twice.

@@ -55,13 +55,13 @@ class WritingTools(ToolsBase):
         ctx: Context,
         content: Annotated[
             ContentText,
-            Field(description="One distilled statement to remember."),
+            Field(description="One distilled statement."),
         ],
         type: Annotated[
             MemoryType,
             Field(
-                description="semantic = fact/preference; episodic = event; procedural = how-to/lesson; "
-                "working = this session's scratch."
+                description="semantic: fact/preference; episodic: event; procedural: how-to/lesson; "
+                "working: scratch."
             ),
         ] = MemoryType.SEMANTIC,
         importance: Annotated[
@@ -70,29 +70,23 @@ class WritingTools(ToolsBase):
         ] = 3,
         confidence: Annotated[Confidence, Field(description="How sure you are.")] = 1.0,
         tags: Tags | None = None,
-        entities: Annotated[
-            Labels | None, Field(description="People, projects, tools this is about.")
-        ] = None,
+        entities: Annotated[Labels | None, Field(description="People, projects, tools it is about.")] = None,
         metadata: Annotated[FlatMetadata | None, Field(description="Flat key -> scalar.")] = None,
-        event_time: Annotated[
-            TimestampText | None, Field(description="ISO-8601 UTC time the thing happened.")
-        ] = None,
-        ttl_days: Annotated[TtlDays | None, Field(description="Forget after this many days.")] = None,
-        supersedes: Annotated[
-            MemoryId | None, Field(description="Id of an older memory this one corrects.")
-        ] = None,
+        event_time: Annotated[TimestampText | None, Field(description="ISO-8601 UTC event time.")] = None,
+        ttl_days: Annotated[TtlDays | None, Field(description="Days until forgotten.")] = None,
+        supersedes: Annotated[MemoryId | None, Field(description="Older memory's id it corrects.")] = None,
         idempotency_key: Annotated[IdempotencyKeyText | None, Field(description="Retry-safe key.")] = None,
         agent_id: AgentId = None,
         session_id: SessionId = None,
-        visibility: Annotated[Visibility, Field(description="shared (all agents) or private (only you).")] = (
+        visibility: Annotated[Visibility, Field(description="shared (all agents) or private (you).")] = (
             Visibility.SHARED
         ),
         cues: CuesArg = None,
     ) -> Annotated[CallToolResult, WriteReceipt]:
-        """Remember something worth knowing later: a user preference, a fact, a decision, an event, or a
-        lesson from a failed attempt. Add `cues`: a question it answers in other words, the same in the
-        user's other language, a short topic. Your own duplicates merge; a fact another agent holds is
-        kept as your own copy (`corroborated`); `supersedes` corrects an older memory."""
+        """Remember what matters later: a preference, fact, decision, event, or lesson learned.
+        Add `cues`: a question it answers in other words, the same in the user's other language, a short
+        topic. Duplicates merge (another agent's: `corroborated`). `conflicts`: older memories it
+        contradicts; rewrite with `supersedes` to retire one."""
         req = WriteRequest(
             content=content, type=type, importance=importance, confidence=confidence, tags=tags or [],
             entities=entities or [], metadata=metadata or {}, event_time=time_arg(event_time, "event_time"),

@@ -44,7 +44,7 @@ MAX_ITEM_BYTES: Final = 400 * 1024
 """DynamoDB's item size limit (also applies to every GSI projection of the item)."""
 _JSON_FIELDS: Final = frozenset({"metadata", "cues"})
 """Fields stored as one JSON string attribute (`cues`: a list of `{"by", "text"}` objects)."""
-_OMITTED_WHEN_EMPTY: Final = frozenset({"cues"})
+_OMITTED_WHEN_EMPTY: Final = frozenset({"cues", "contested_by"})
 """Fields with no attribute when empty: an item written before the field existed reads the same."""
 
 

@@ -96,6 +96,7 @@ from collections.abc import Sequence
 
 from rearview.service.search.admission import admitted, similarity_floor
 from rearview.service.search.candidates import Candidates, Fused, Ranked
+from rearview.service.search.contested import newer_first
 from rearview.service.search.factors import (
     NO_TIME,
     asked_time,
@@ -150,10 +151,13 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
 
 
 def returned(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
-    """What a search returns of `candidates`, in order, before `top_k`: ranked, admitted, floored."""
+    """What a search returns of `candidates`, in order, before `top_k`: ranked, admitted, floored.
+
+    Last, the newer of two conflicting memories is placed above the older (`contested.newer_first`).
+    """
     ranked = rank(candidates, policy)
     yield_point()
-    return similarity_floor(ranked, admitted(ranked, policy), candidates, policy)
+    return newer_first(similarity_floor(ranked, admitted(ranked, policy), candidates, policy), ranked)
 
 
 def _subject_factor(subject: str | None, named: Sequence[str], policy: RankingPolicy) -> float:

@@ -5,7 +5,8 @@ variable parts (content, agent, speaker) are JSON string literals with `<`, `>`,
 invisible format characters escaped: no content can end the line, close the block, open a tag or
 hide text from a reader, so nothing a memory says can pass for a line of the block or for text
 outside it. Each record carries its provenance: id, type, confidence, date, through what it came in
-(`MemorySource`), the writing agent and, for an ingested message, its speaker.
+(`MemorySource`), the writing agent and, for an ingested message, its speaker. A memory a newer one
+contradicts (`SearchHit.contested_by`) is marked `possibly outdated`, naming the newer ones.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def render_record(hit: SearchHit) -> str:
     date = to_iso(hit.event_time)[:10]
     match = "" if hit.relevant else " | weak match"
     verified = f" | verified {to_iso(hit.verified_at)[:10]}" if hit.verified_at else ""
+    if hit.contested_by:
+        match += " | possibly outdated: newer " + ", ".join(f"id {i}" for i in hit.contested_by)
     head = f"id {hit.id} | {hit.type.value} | confidence {hit.confidence:.2f} | {date}{verified}{match}"
     return f"- {head} | {provenance(hit)}: {quoted(hit.content)}"
 

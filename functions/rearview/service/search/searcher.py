@@ -32,6 +32,7 @@ from rearview.service.search.as_of import as_of_filter, check_as_of, state_at
 from rearview.service.search.baseline import Baselines
 from rearview.service.search.candidates import Candidates, ChannelScores, Phrasing, Ranked
 from rearview.service.search.collapse import collapse_extracted
+from rearview.service.search.contested import active_contesters
 from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
 from rearview.service.search.factors import subject_of
 from rearview.service.search.fusion import calibrated_fuse, hop_seeds
@@ -98,8 +99,13 @@ class Searcher:
         relevant = (r for r in returned(candidates, policy) if round(r.score, 6) >= req.min_score)
         kept = collapse_extracted(relevant, top_k, req.agent_id)
         phrasings = [candidates.query, *(a.text for a in candidates.alternatives)]
+        contested = active_contesters(
+            self.store, tenant_id, (c.ranked.memory for c in kept), candidates.memories, req.agent_id,
+            candidates.now,
+        )  # fmt: skip
         results = [
-            _hit(c.ranked, c.related, policy.relevant_at, phrasings) for c in kept
+            _hit(c.ranked, c.related, policy.relevant_at, phrasings, contested.get(c.ranked.memory.id, []))
+            for c in kept
         ]  # hits built for these only
         if req.reinforce and results and req.as_of is None:  # looking back is no use of a memory
             results = self._reinforce(tenant_id, results, candidates.memories)
@@ -315,12 +321,15 @@ class Searcher:
         ]
 
 
-def _hit(ranked: Ranked, related: list[str], relevant_at: float, phrasings: list[str]) -> SearchHit:
+def _hit(
+    ranked: Ranked, related: list[str], relevant_at: float, phrasings: list[str], contested_by: list[str]
+) -> SearchHit:
     memory, fused, factors = ranked.memory, ranked.fused, ranked.factors
     cue = memory.cues[fused.cue].text if fused.cue is not None and fused.cue < len(memory.cues) else None
     return SearchHit(
         id=memory.id,
         related=related,
+        contested_by=contested_by,
         content=memory.content,
         type=memory.type,
         score=round(ranked.score, 6),

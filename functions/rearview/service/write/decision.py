@@ -19,6 +19,7 @@ from rearview.models import (
 )
 from rearview.ports import IndexDocument, StoreWrite, Vector
 from rearview.service.history import change_event
+from rearview.service.write.conflicts import Conflict
 from rearview.service.write.duplicates import Corroboration
 
 
@@ -55,11 +56,14 @@ class Create:
     a fact (`merge_safety`): the new memory is linked to it (history note, `WriteResult`).
     `corroborates` is another agent's duplicate: the new memory is the writer's own copy of the
     fact, linked to it (`duplicates`), so neither agent's edit or erasure changes the other's.
+    `conflict` is an older memory the write states another value for (`conflicts`): it is marked
+    `contested_by` the new memory in the same commit, and named in the result.
     """
 
     differs_from: Memory | None = None
     difference: str | None = None
     corroborates: Corroboration | None = None
+    conflict: Conflict | None = None
 
 
 WriteDecision = Merge | Supersede | Create
@@ -98,10 +102,23 @@ class Changes:
     writes: list[StoreWrite] = field(default_factory=list)
     index_docs: list[IndexDocument] = field(default_factory=list)
     superseded_ids: list[str] = field(default_factory=list)
+    contests: list[StoreWrite] = field(default_factory=list)
+    """The `contest` marks among `writes`: best-effort, dropped if the marked memory changed meanwhile."""
 
     def put(self, write: StoreWrite, vector: Vector | None, cue_vectors: Vector | None = None) -> None:
         self.writes.append(write)
         self.index_docs.append(IndexDocument(write.memory, vector, cue_vectors=cue_vectors))
+
+    def contest(self, older: Memory, newer_id: str, now: datetime, actor: str, why: str) -> None:
+        """Mark `older` `contested_by` the new `newer_id` (a new version; its text, times and index stay)."""
+        after = older.model_copy(
+            update={"contested_by": [*older.contested_by, newer_id], "version": older.version + 1}
+        )
+        event = change_event(
+            after, HistoryAction.UPDATED, older, now, actor, note=f"contested by {newer_id}: {why}"
+        )
+        self.writes.append(StoreWrite(after, event, older.version))
+        self.contests.append(self.writes[-1])
 
     def retire(
         self, retired: Memory, successor_id: str, now: datetime, actor: str, reason: str | None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 
 from rearview.errors import (
     ConflictError,
@@ -24,6 +25,7 @@ from rearview.errors import (
     NotFoundError,
 )
 from rearview.models import (
+    Conflicting,
     HistoryAction,
     Memory,
     MemoryFilter,
@@ -38,6 +40,7 @@ from rearview.service import indexing, keyword_context
 from rearview.service.config import ServiceConfig
 from rearview.service.history import change_event
 from rearview.service.visibility import agent_idempotency_key, load_visible
+from rearview.service.write.conflicts import find_conflict
 from rearview.service.write.consolidation import Consolidator
 from rearview.service.write.created import created_at
 from rearview.service.write.decision import Changes, Create, Draft, Embedded, Merge, Supersede, WriteDecision
@@ -116,6 +119,11 @@ class Writer:
                 return WriteResult(
                     action=WriteAction.RETIRED, memory=retired.view(), superseded_by=retired.superseded_by
                 )
+        if isinstance(decision, Create) and target is None and not req.derived_from and judge is not False:
+            conflict = find_conflict(
+                self.store, self.index, tenant_id, draft, self.config.conflict_min_similarity
+            )
+            decision = replace(decision, conflict=conflict)
         return self.apply(tenant_id, draft, decision)
 
     def screen(self, content: str, field: str) -> str | None:
@@ -308,9 +316,13 @@ class Writer:
         except ConflictError:
             # A concurrent retry with the same idempotency key won the race: answer as it did.
             replay = self.replay(tenant_id, draft.req.idempotency_key)
-            if replay is None:
+            if replay is not None:
+                return replay
+            if not changes.contests:
                 raise
-            return replay
+            # The contested memory changed meanwhile: the write stands, still naming it; no mark.
+            changes.writes = [w for w in changes.writes if w not in changes.contests]
+            self.store.commit(changes.writes)
         indexed = draft.vector is not None and indexing.upsert(
             self.index,
             keyword_context.documents_with_context(
@@ -348,6 +360,12 @@ class Writer:
         )
         if isinstance(decision, Supersede):
             changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
+        conflict = decision.conflict if isinstance(decision, Create) else None
+        if conflict is not None and conflict.memory.agent_id == req.agent_id:  # another's: named, not changed
+            # The note names the kind only: the newer's values stay out of the older's history (erasure).
+            changes.contest(
+                conflict.memory, memory.id, now, req.agent_id, f"{conflict.difference.kind} differs"
+            )
         action = WriteAction.CORROBORATED if corroborated else WriteAction.CREATED
         result = WriteResult(
             action=WriteAction.SUPERSEDED if changes.superseded_ids else action,
@@ -358,6 +376,15 @@ class Writer:
             indexed=draft.vector is not None,
             related_id=related_id,
             not_merged_because=linked.difference,
+            conflicts=[]
+            if conflict is None
+            else [
+                Conflicting(
+                    id=conflict.memory.id,
+                    content=conflict.memory.content,
+                    written_at=conflict.memory.created_at,
+                )
+            ],
         )
         return changes, result
 
