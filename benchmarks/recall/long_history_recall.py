@@ -63,10 +63,21 @@ LOCOMO_KS = (5, 10, 20)
 SINGLE = ("single-session-user", "single-session-assistant", "knowledge-update")
 """The types whose one piece of evidence must stay found (recall_all@10 no lower than before)."""
 
-BEFORE: dict[str, Any] = {}
-"""The constants that turn this issue's ranking changes off: the shipped ranking before it."""
+BEFORE: dict[str, Any] = {"session_cap": 0, "several_relative_relevance": 1.0, "advice_factor": 1.0}
+"""The constants that turn this issue's ranking changes off: the shipped ranking before it (the
+question-time rules it added, "the past three months", "from July to October", stay on)."""
 
-SPREAD_GRID: dict[str, dict[str, Any]] = {"before": BEFORE}
+SPREAD_GRID: dict[str, dict[str, Any]] = {
+    "before": BEFORE,
+    **{
+        f"cap {cap}, share {share}": {"session_cap": cap, "spread_share": share}
+        for cap in (1, 2, 3)
+        for share in (0.5, 0.7)
+    },
+    "no several floor": {"several_relative_relevance": 1.0},
+    "advice 0.5": {"advice_factor": 0.5},
+    "advice off": {"advice_factor": 1.0},
+}
 """The choices the leave-half-out split picks among (name -> constants over the shipped ones)."""
 
 

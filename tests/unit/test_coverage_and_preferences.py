@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.embedders.hashing import HashingEmbedder
+from rearview.models import MemoryType, SearchRequest, WriteRequest
+from rearview.service.config import ServiceConfig
+from rearview.service.memory_service import MemoryService
 from rearview.service.search.candidates import Candidates
 from rearview.service.search.coverage import asks_for_several, for_query
 from rearview.service.search.preferences import asks_for_advice, states_preference
 from rearview.service.search.ranking import rank
-from rearview.service.search.ranking_policy import RankingPolicy
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
 from tests.factories import T0, make_memory
 
 
@@ -35,9 +42,15 @@ def test_questions_asking_for_one_fact(query: str) -> None:
 def test_a_several_facts_question_gets_its_own_relative_floor_only_when_it_is_lower() -> None:
     policy = RankingPolicy(relative_relevance=0.5, several_relative_relevance=0.2)
     assert for_query("How many projects have I led?", policy).relative_relevance == 0.2
-    assert for_query("Which project did I lead?", policy) is policy
-    off = RankingPolicy(relative_relevance=0.5)  # several_relative_relevance 1.0: the same for all
-    assert for_query("How many projects have I led?", off) is off
+    assert for_query("Which project did I lead?", policy).relative_relevance == 0.5
+    off = RankingPolicy(relative_relevance=0.5, several_relative_relevance=1.0)  # the same for all
+    assert for_query("How many projects have I led?", off).relative_relevance == 0.5
+
+
+def test_only_a_several_facts_question_spreads_its_first_places_over_sessions() -> None:
+    policy = RankingPolicy(session_cap=2)
+    assert for_query("How many projects have I led?", policy).session_cap == 2
+    assert for_query("Which project did I lead?", policy).session_cap == 0
 
 
 @pytest.mark.parametrize(
@@ -87,5 +100,46 @@ def _advice_order(policy: RankingPolicy) -> list[str]:
 
 
 def test_an_advice_question_finds_the_preference_before_the_topic() -> None:
-    assert _advice_order(RankingPolicy()) == ["topic", "taste"]
-    assert _advice_order(RankingPolicy(advice_factor=0.7)) == ["taste", "topic"]
+    assert _advice_order(RankingPolicy(advice_factor=1.0)) == ["topic", "taste"]
+    assert _advice_order(RankingPolicy()) == ["taste", "topic"]
+
+
+JAPAN = [
+    "user: My trip to Japan took 5 days in total.",
+    "assistant: 5 days in total is a good length for a trip to Japan.",
+    "user: How many days of the Japan trip should go to Kyoto?",
+    "assistant: Give Kyoto 2 of the days of your trip to Japan.",
+]
+CHICAGO = [
+    "user: Chicago was 3 days for a conference.",
+    "assistant: Chicago has great deep dish pizza.",
+    "assistant: The Chicago river walk is lovely.",
+]
+PLANTS = [
+    f"note {i}: the {plant} needs watering on weekdays" for i, plant in enumerate(["fern", "ivy", "mint"] * 4)
+]
+
+
+def _first_sessions(policy: RankingPolicy, query: str) -> list[str | None]:
+    service = MemoryService(
+        InMemoryMemoryStore(),
+        InMemoryMemoryIndex(64),
+        HashingEmbedder(64),
+        config=ServiceConfig(ranking=policy),
+    )
+    for note in PLANTS:  # unrelated memories: the query's words get their weight
+        service.write("t1", WriteRequest(content=note))
+    for session, turns in (("japan", JAPAN), ("chicago", CHICAGO)):
+        for turn in turns:
+            service.write("t1", WriteRequest(content=turn, type=MemoryType.EPISODIC, session_id=session))
+    return [hit.session_id for hit in service.search("t1", SearchRequest(query=query, top_k=3)).results]
+
+
+def test_a_several_facts_question_finds_the_other_sessions_piece_in_the_first_places() -> None:
+    query = "How many days did my trips to Japan and Chicago take in total?"
+    off = replace(DEFAULT_RANKING, session_cap=0, min_relevance=0.0)
+    assert _first_sessions(off, query) == ["japan"] * 3  # the Japan session's turns crowd Chicago out
+    on = replace(DEFAULT_RANKING, min_relevance=0.0)
+    assert _first_sessions(on, query) == ["japan", "japan", "chicago"]
+    one_fact = "Which days did my trips to Japan and Chicago take?"  # no count, no total: no spread
+    assert _first_sessions(on, one_fact) == _first_sessions(off, one_fact)

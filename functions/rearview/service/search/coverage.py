@@ -6,8 +6,9 @@ follow-up, each about the same topic and each ranked near it. Left in score orde
 the first places, and the other sessions' pieces rank below them (LongMemEval's multi-session
 questions: one piece in the first ten always, every piece rarely).
 
-`spread_sessions` walks the ranking best first and fills the first `spread_window` places; a
-memory whose session already holds `session_cap` of them waits, unless no memory of another
+For a question asking for several facts (`asks_for_several`, below), `spread_sessions` walks the
+ranking best first and fills the first `spread_window` places; a memory whose session already holds
+`session_cap` of them waits, unless no memory of another
 session is left within `spread_share` of its score (the back-off: a weak match never jumps ahead of
 a strong one). Memories without a session are never held back. Past the window, and for whatever
 waited, the score order is kept. Scores are untouched: only the order changes, as `similarity_floor`
@@ -17,8 +18,9 @@ A question that asks for several facts ("how many ...", "in total", "which came 
 is answered by every piece, and a piece can match less well than the best one (it shares fewer of
 the question's words): the admission's relative floor (`RankingPolicy.relative_relevance`), which
 drops the tail behind a likely answer, would drop it. `for_query` gives such a question
-`several_relative_relevance` instead (`asks_for_several`: English and Chinese word rules; a phrasing
-they miss keeps the shipped admission).
+`several_relative_relevance` instead, and the session cap; any other question neither (its answer is
+one piece, and the turns around it in its session are what explains it). `asks_for_several` is English
+and Chinese word rules; a phrasing they miss keeps the ranking every question gets.
 """
 
 from __future__ import annotations
@@ -51,10 +53,15 @@ def asks_for_several(query: str) -> bool:
 
 
 def for_query(query: str, policy: RankingPolicy) -> RankingPolicy:
-    """`policy`, with `several_relative_relevance` as the relative floor for a several-facts question."""
-    if policy.several_relative_relevance >= policy.relative_relevance or not asks_for_several(query):
-        return policy
-    return replace(policy, relative_relevance=policy.several_relative_relevance)
+    """`policy` as it applies to `query`.
+
+    A several-facts question: `several_relative_relevance` as the relative floor (when lower), and
+    `session_cap`. Any other: no session cap (its answer is one piece).
+    """
+    if asks_for_several(query):
+        floor = min(policy.relative_relevance, policy.several_relative_relevance)
+        return policy if floor == policy.relative_relevance else replace(policy, relative_relevance=floor)
+    return replace(policy, session_cap=0) if policy.session_cap else policy
 
 
 def spread_sessions(ranked: Sequence[Ranked], policy: RankingPolicy) -> list[Ranked]:
