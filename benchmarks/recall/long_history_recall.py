@@ -19,11 +19,13 @@ issue's changes turned off (`BEFORE`), and `after`, the shipped ranking. It prin
   spread choice of `SPREAD_GRID` picked on one half (best overall recall_all@10 whose single-session
   recall_all@10 is no lower than `before`'s) and scored on the other;
 - LoCoMo R@5/10/20 per category, and per conversation half (conversations 1-2 vs 3-5);
-- the writing rate into a 500-turn haystack (the first question's first 500 turns, the real engine,
-  no cache) and the search p50 there under both policies, asked alternately.
+- the writing rate into a 500-turn haystack (the first question's first 500 turns; the vectors
+  cached, or the engine's with `--engine-writes`) and the search p50 there under both policies,
+  asked alternately, each query embedded by the engine.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/recall/long_history_recall.py
-        [--lme PATH] [--locomo PATH] [--limit N] [--cached-only] [--no-locomo] [--no-timing] [--json OUT]
+        [--lme PATH] [--locomo PATH] [--limit N] [--cached-only] [--no-locomo] [--no-timing]
+        [--engine-writes] [--json OUT]
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from benchmarks.recall.vector_shards import ShardedVectors
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
 from rearview.models import MemoryType, SearchRequest, WriteRequest
-from rearview.ports import Embedder
+from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.searcher import Searcher
@@ -266,18 +268,37 @@ def render_locomo(tables: Mapping[str, Mapping[str, Mapping[str, float]]]) -> st
 # ------------------------------------------------------------------------------------ timing
 
 
+class _Split:
+    """Documents from one embedder, queries from another (the engine, so a search pays for its query)."""
+
+    def __init__(self, documents: Embedder, queries: Embedder) -> None:
+        self._documents, self._queries = documents, queries
+        self.model_id, self.dimension = queries.model_id, queries.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        return self._documents.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vector:
+        return self._queries.embed_query(text)
+
+
 def timing(
-    path: Path, policies: Mapping[str, RankingPolicy], turns: int = 500
+    path: Path, policies: Mapping[str, RankingPolicy], turns: int = 500, engine_writes: bool = False
 ) -> dict[str, dict[str, float]]:
-    """The writing rate (the real engine, no cache) into a `turns`-turn haystack, and the search p50
-    there under each policy: every question asked under each policy in turn, so load shifts on a
-    shared machine reach both alike. Writes do not depend on the ranking policy: they run once."""
+    """The writing rate into a `turns`-turn haystack and the search p50 there under each policy.
+
+    Every question is asked under each policy in turn, so load shifts on a shared machine reach both
+    alike, and each search embeds its query with the engine. Writes do not depend on the ranking
+    policy: they run once, their documents' vectors from the cache (the service's own cost) unless
+    `engine_writes` (the engine's too: the served path's rate).
+    """
     from benchmarks.common.local_embedders import local_embedder
 
     haystacks, _ = load(path, None)
-    embedder = local_embedder("onnx")
+    engine = local_embedder("onnx")
     hay = replace(haystacks[0], turns=haystacks[0].turns[:turns])
     config = served_config("onnx")
+    embedder = _Split(engine if engine_writes else ShardedVectors("onnx"), engine)
     started = time.perf_counter()
     written = write_haystack(hay, embedder, config)
     rate = len(hay.turns) / (time.perf_counter() - started)
@@ -299,6 +320,7 @@ def timing(
         name: {
             "turns": len(hay.turns),
             "write_turns_per_s": rate,
+            "engine_writes": float(engine_writes),
             "search_p50_ms": 1000 * statistics.median(s),
         }
         for name, s in seconds.items()
@@ -323,6 +345,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cached-only", action="store_true", help="only the haystacks already embedded")
     parser.add_argument("--no-locomo", action="store_true")
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument(
+        "--engine-writes", action="store_true", help="time writes with the engine embedding each turn"
+    )
     parser.add_argument("--json", type=Path, default=None, metavar="OUT")
     args = parser.parse_args(argv)
     print(f"machine: {cpu_model()}; load average {loadavg()} at start")
@@ -339,10 +364,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["locomo"] = run_locomo(args.locomo, {n: policies[n] for n in ("before", "after")})
         print(f"\nLoCoMo {args.locomo.name} (turn recall@k):\n{render_locomo(report['locomo'])}")
     if not args.no_timing:
-        report["timing"] = timing(args.lme, {n: policies[n] for n in ("before", "after")})
+        report["timing"] = timing(
+            args.lme, {n: policies[n] for n in ("before", "after")}, engine_writes=args.engine_writes
+        )
         for name, t in report["timing"].items():
             print(
-                f"{name}: {t['turns']:.0f}-turn haystack, writes {t['write_turns_per_s']:.1f} turns/s,"
+                f"{name}: {t['turns']:.0f}-turn haystack, writes {t['write_turns_per_s']:.1f} turns/s"
+                f" ({'engine' if t['engine_writes'] else 'vectors cached'}),"
                 f" search p50 {t['search_p50_ms']:.1f} ms"
             )
     print(f"load average {loadavg()} at end")

@@ -80,13 +80,13 @@ class ShardedVectors:
         if missing:
             for text, vec in zip(missing, self._model().embed_documents(missing), strict=True):
                 known[text_key(text)] = self._fresh["p"][text_key(text)] = np.asarray(vec, np.float32)
-        return np.stack([known[text_key(t)] for t in texts])  # type: ignore[return-value]
+        return np.stack([known[text_key(t)] for t in texts])
 
     def embed_query(self, text: str) -> Vector:
         known, key = self._vectors["q"], text_key(text)
         if key not in known:
             known[key] = self._fresh["q"][key] = np.asarray(self._model().embed_query(text), np.float32)
-        return known[key]  # type: ignore[return-value]
+        return known[key]
 
     def save(self, name: str) -> None:
         """Write what was embedded since the last save as the shard `name` (nothing when nothing was)."""
