@@ -65,6 +65,11 @@ Only the speaker counts, not the writer's `entities`: "who said it" is what the 
 measured on LoCoMo rewards; an entity is any topic (a tool, a place), for which "the query names
 another one" does not make a memory less relevant, and the keyword channel already matches it.
 
+Coverage (`coverage`, in `returned`): a question asking for several facts ("how many", "in total",
+"which came first, A or B") is admitted down to the absolute floor (`several_relative_relevance`),
+and its first `spread_window` places are shared among sessions (`session_cap`, `spread_share`); only
+the order changes, never a score.
+
 Advice (`preferences`): a question asking the asker's advice ("what should I cook?", "any
 suggestions?") is about the asker's tastes and situation, so the subject factor of a memory stating
 no preference, habit or situation of anyone (word rules) is also multiplied by `advice_factor`.
