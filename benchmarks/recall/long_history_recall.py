@@ -19,8 +19,8 @@ issue's changes turned off (`BEFORE`), and `after`, the shipped ranking. It prin
   spread choice of `SPREAD_GRID` picked on one half (best overall recall_all@10 whose single-session
   recall_all@10 is no lower than `before`'s) and scored on the other;
 - LoCoMo R@5/10/20 per category, and per conversation half (conversations 1-2 vs 3-5);
-- the writing rate into a 500-turn haystack (the first question's first 500 turns; the vectors
-  cached, or the engine's with `--engine-writes`) and the search p50 there under both policies,
+- the writing rate into a 500-turn haystack (the first 500 turns of the first haystacks whose
+  vectors are cached, or of the first haystacks with the engine's, `--engine-writes`) and the search p50 there under both policies,
   asked alternately, each query embedded by the engine.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/recall/long_history_recall.py
@@ -296,9 +296,11 @@ def timing(
 
     haystacks, _ = load(path, None)
     engine = local_embedder("onnx")
-    hay = replace(haystacks[0], turns=haystacks[0].turns[:turns])
+    cache = ShardedVectors("onnx")
+    pool = [t for h in haystacks if engine_writes or cache.has([t.content for t in h.turns]) for t in h.turns]
+    hay = replace(haystacks[0], turns=pool[:turns])  # the first (cached) haystacks' turns, in order
     config = served_config("onnx")
-    embedder = _Split(engine if engine_writes else ShardedVectors("onnx"), engine)
+    embedder = _Split(engine if engine_writes else cache, engine)
     started = time.perf_counter()
     written = write_haystack(hay, embedder, config)
     rate = len(hay.turns) / (time.perf_counter() - started)
