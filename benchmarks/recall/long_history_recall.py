@@ -20,8 +20,8 @@ issue's changes turned off (`BEFORE`), and `after`, the shipped ranking. It prin
   recall_all@10 is no lower than `before`'s) and scored on the other;
 - LoCoMo R@5/10/20 per category, and per conversation half (conversations 1-2 vs 3-5);
 - the writing rate into a 500-turn haystack (the first 500 turns of the first haystacks whose
-  vectors are cached, or of the first haystacks with the engine's, `--engine-writes`) and the search p50 there under both policies,
-  asked alternately, each query embedded by the engine.
+  vectors are cached; any haystacks' with the engine embedding them, `--engine-writes`) and the
+  search p50 there under both policies, asked alternately, each query embedded by the engine.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/recall/long_history_recall.py
         [--lme PATH] [--locomo PATH] [--limit N] [--cached-only] [--no-locomo] [--no-timing]
