@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from benchmarks.recall.long_history_recall import Rows, halves, leave_half_out
+from benchmarks.recall.long_history_recall import Rows, halves, leave_half_out, served_config
+
+from rearview.bootstrap import build_config
+from rearview.config.settings import Settings
 
 
 def _rows(all_at_10: dict[str, float]) -> Rows:
@@ -30,3 +33,10 @@ def test_each_half_picks_on_itself_and_is_scored_on_the_other() -> None:
     lines = leave_half_out({"before": before, "better": better, "loses single": loses_single})
     assert [line.split()[2] for line in lines[1:]] == ["better", "better"]
     assert all(line.split()[-3:] == ["1.000", "0.400", "1.000"] for line in lines[1:])
+
+
+def test_the_benchmark_ranks_as_rearview_serve_is_configured() -> None:
+    served = build_config(Settings(embedder="onnx"))
+    config = served_config("onnx")
+    assert config.ranking == served.ranking
+    assert config.near_duplicate_threshold == served.near_duplicate_threshold
