@@ -15,6 +15,8 @@ Each ranking is scored under two policies in the same run: `before`, the shipped
 issue's changes turned off (`BEFORE`), and `after`, the shipped ranking. It prints
 
 - LongMemEval per question type: turn recall_any / recall_all @5/10/50 and session recall @5/10;
+- each choice of `SPREAD_GRID` (each change alone, other constants) overall and on the types whose
+  answers come in pieces;
 - a leave-half-out split: the questions split in two halves by a hash of their id (per type), each
   spread choice of `SPREAD_GRID` picked on one half (best overall recall_all@10 whose single-session
   recall_all@10 is no lower than `before`'s) and scored on the other;
@@ -76,6 +78,9 @@ SPREAD_GRID: dict[str, dict[str, Any]] = {
         for cap in (1, 2, 3)
         for share in (0.5, 0.7)
     },
+    "only the several floor": {**BEFORE, "several_relative_relevance": 0.0},
+    "only the advice factor": {**BEFORE, "advice_factor": 0.7},
+    "only the spread": {**BEFORE, "session_cap": 2},
     "no several floor": {"several_relative_relevance": 1.0},
     "advice 0.5": {"advice_factor": 0.5},
     "advice off": {"advice_factor": 1.0},
@@ -155,8 +160,21 @@ def render(summary: Mapping[str, Mapping[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def half_of(question_id: str) -> int:
-    return hashlib.sha1(question_id.encode()).digest()[0] % 2
+def render_choices(by_choice: Mapping[str, Rows]) -> str:
+    """Overall any@10, all@10 and all@50, and all@10 of the several-piece types, per choice."""
+    types = ("multi-session", "temporal-reasoning", "single-session-preference")
+    lines = [
+        f"{'choice':<24}{'any@10':>8}{'all@10':>8}{'all@50':>8}" + "".join(f"{t[:14]:>16}" for t in types)
+    ]
+    for name, rows in by_choice.items():
+        mean = {
+            m: fmean(r[m] for _, _, r in rows) for m in ("recall_any@10", "recall_all@10", "recall_all@50")
+        }
+        lines.append(
+            f"{name:<24}" + "".join(f"{v:>8.3f}" for v in mean.values())
+            + "".join(f"{all_at_10(rows, [t]):>16.3f}" for t in types)
+        )  # fmt: skip
+    return "\n".join(lines)
 
 
 def halves(rows: Rows) -> tuple[Rows, Rows]:
@@ -360,6 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["longmemeval"] = {name: summarize(r) for name, r in rows.items()}
     for name in ("before", "after"):
         print(f"\n{name}:\n{render(report['longmemeval'][name])}")
+    print(f"\neach choice (turn recall):\n{render_choices(rows)}")
     print("\nleave-half-out (turn recall_all@10):")
     print("\n".join(leave_half_out({n: r for n, r in rows.items() if n != "after"})))
     if not args.no_locomo:
