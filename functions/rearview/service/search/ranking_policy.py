@@ -101,13 +101,16 @@ class RankingPolicy:
     spread_window: int = 10
     """How many of the first places `session_cap` shares among sessions."""
     spread_share: float = 0.7
-    """Share of the best remaining score a memory of another session needs to take a capped one's place."""
+    """Share of the best remaining score a memory of another session needs to take a capped one's place.
+    The cap, window and share: LongMemEval's development questions tie over caps 1-3 and shares
+    0.5/0.7, LoCoMo's development half gains a little on multi-hop (benchmarks/findings/recall.md)."""
     advice_factor: float = 0.7
     """Factor of a memory stating no preference, habit or situation, for a question asking advice
     (`preferences`); it enters the subject factor (who the answer is about: the asker). 1: off."""
     several_relative_relevance: float = 0.0
-    """`relative_relevance` for a question asking for several facts (`coverage.for_query`); at or above
-    `relative_relevance`: the same admission for every question."""
+    """`relative_relevance` for a question asking for several facts (`coverage.for_query`): 0 leaves
+    only the absolute floor (`min_relevance`), since a piece of the answer may share few of its
+    words; at or above `relative_relevance`, every question is admitted alike."""
 
     @property
     def recency_lambda(self) -> float:
