@@ -117,6 +117,8 @@ QUERIES = [
     "how long are database backups kept",
     "用户喜欢什么茶",
     "数据库备份",
+    "how many times did the deploy and the CI pipeline time out in total",  # several facts: spread
+    "any suggestions for what tea I should drink?",  # advice: stated preferences first
 ]
 
 NOISE_TENANT = "t-noise"

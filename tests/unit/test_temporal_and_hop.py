@@ -72,6 +72,23 @@ def test_a_question_names_periods_read_against_the_reference_time() -> None:
     assert question_times("What did Caroline research?", now) == ()
 
 
+def test_a_question_names_spans_of_months_and_the_past_n_units() -> None:
+    now = datetime(2023, 7, 21, tzinfo=UTC)
+    (quarter,) = question_times("How many graduations have I attended in the past three months?", now)
+    assert isinstance(quarter, Period) and days(quarter) == ("2023-04-22", "2023-07-22")
+    (fortnight,) = question_times("What did I buy over the last 2 weeks?", now)
+    assert isinstance(fortnight, Period) and days(fortnight) == ("2023-07-07", "2023-07-22")
+    summer_to_fall = MonthsOfYear(frozenset({7, 8, 9, 10}))
+    assert question_times("the events I attended from July to October", now) == (summer_to_fall,)
+    assert question_times("between November and February", now) == (MonthsOfYear(frozenset({11, 12, 1, 2})),)
+    assert question_times("two novels I finished in January and March", now) == (
+        MonthsOfYear(frozenset({1, 3})),
+    )
+    assert question_times("museums I visited in the month of February", now) == (
+        MonthsOfYear(frozenset({2})),
+    )
+
+
 def test_asking_when_and_stating_a_time() -> None:
     assert asks_for_time("When did Caroline go to the LGBTQ support group?")
     assert asks_for_time("How long has Caroline had her friends for?")

@@ -65,6 +65,15 @@ Only the speaker counts, not the writer's `entities`: "who said it" is what the 
 measured on LoCoMo rewards; an entity is any topic (a tool, a place), for which "the query names
 another one" does not make a memory less relevant, and the keyword channel already matches it.
 
+Coverage (`coverage`, in `returned`): a question asking for several facts ("how many", "in total",
+"which came first, A or B") is admitted down to the absolute floor (`several_relative_relevance`),
+and its first `spread_window` places are shared among sessions (`session_cap`, `spread_share`); only
+the order changes, never a score.
+
+Advice (`preferences`): a question asking the asker's advice ("what should I cook?", "any
+suggestions?") is about the asker's tastes and situation, so the subject factor of a memory stating
+no preference, habit or situation of anyone (word rules) is also multiplied by `advice_factor`.
+
 Temporal (`temporal_factor`, `service/search/temporal.py`): what a question says about time is
 evidence about which memories answer it, whatever the conversation. A question that *names* a
 period ("in June", "last week", "in 2022", 去年; relative words read against `Candidates.reference`,
@@ -94,9 +103,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rearview.models import Memory
 from rearview.service.search.admission import admitted, similarity_floor
 from rearview.service.search.candidates import Candidates, Fused, Ranked
 from rearview.service.search.contested import newer_first
+from rearview.service.search.coverage import for_query, spread_sessions
 from rearview.service.search.factors import (
     NO_TIME,
     asked_time,
@@ -106,6 +117,7 @@ from rearview.service.search.factors import (
     temporal_factor,
 )
 from rearview.service.search.fusion import calibrated_fuse, fusion, second_hop
+from rearview.service.search.preferences import asks_for_advice, states_preference
 from rearview.service.search.ranking_policy import ARCHIVED_RELEVANCE, DEFAULT_RANKING, RankingPolicy
 from rearview.shared.yield_points import YIELD_EVERY, yield_point
 
@@ -136,12 +148,13 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
     named = named_subjects(candidates.query, {s for s in subjects.values() if s is not None})
     temporal = policy.time_mismatch_factor < 1 or policy.timeless_factor < 1
     asked = asked_time(candidates.query, candidates.reference or candidates.now) if temporal else NO_TIME
+    advice = policy.advice_factor < 1 and asks_for_advice(candidates.query)
     out = []
     yield_point()
     for n, (f, memory) in enumerate(held, 1):
         if n % YIELD_EVERY == 0:
             yield_point()
-        subject = _subject_factor(subjects[memory.id], named, policy)
+        subject = _subject_factor(subjects[memory.id], named, policy) * _advice_factor(memory, advice, policy)
         factors = rerank_factors(
             memory, candidates.now, policy, subject, temporal_factor(memory, asked, policy)
         )
@@ -151,13 +164,22 @@ def rank(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> lis
 
 
 def returned(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
-    """What a search returns of `candidates`, in order, before `top_k`: ranked, admitted, floored.
+    """What a search returns of `candidates`, in order, before `top_k`.
 
-    Last, the newer of two conflicting memories is placed above the older (`contested.newer_first`).
+    Ranked, admitted (a question asking for several facts with its own relative floor:
+    `coverage.for_query`), spread over sessions (`coverage.spread_sessions`), floored; last, the
+    newer of two conflicting memories is placed above the older (`contested.newer_first`).
     """
     ranked = rank(candidates, policy)
     yield_point()
-    return newer_first(similarity_floor(ranked, admitted(ranked, policy), candidates, policy), ranked)
+    policy = for_query(candidates.query, policy)
+    kept = similarity_floor(ranked, spread_sessions(admitted(ranked, policy), policy), candidates, policy)
+    return newer_first(kept, ranked)
+
+
+def _advice_factor(memory: Memory, advice: bool, policy: RankingPolicy) -> float:
+    """`advice_factor` for a memory stating no preference, when the query asks for advice."""
+    return policy.advice_factor if advice and not states_preference(memory.content) else 1.0
 
 
 def _subject_factor(subject: str | None, named: Sequence[str], policy: RankingPolicy) -> float:

@@ -94,6 +94,23 @@ class RankingPolicy:
     cue) that are always returned, as weak matches if nothing marks them likely; 0: off."""
     similarity_slack: int = 0
     """How far below its cosine rank the floor lets one of those memories stay (`similarity_floor`)."""
+    session_cap: int = 2
+    """For a question asking for several facts (`coverage.for_query`): how many of the first
+    `spread_window` places one session may hold while memories of other sessions within `spread_share`
+    of the best remaining score wait (`coverage.spread_sessions`); 0: off."""
+    spread_window: int = 10
+    """How many of the first places `session_cap` shares among sessions."""
+    spread_share: float = 0.7
+    """Share of the best remaining score a memory of another session needs to take a capped one's place.
+    The cap, window and share: LongMemEval's development questions tie over caps 1-3 and shares
+    0.5/0.7, LoCoMo's development half gains a little on multi-hop (benchmarks/findings/recall.md)."""
+    advice_factor: float = 0.7
+    """Factor of a memory stating no preference, habit or situation, for a question asking advice
+    (`preferences`); it enters the subject factor (who the answer is about: the asker). 1: off."""
+    several_relative_relevance: float = 0.0
+    """`relative_relevance` for a question asking for several facts (`coverage.for_query`): 0 leaves
+    only the absolute floor (`min_relevance`), since a piece of the answer may share few of its
+    words; at or above `relative_relevance`, every question is admitted alike."""
 
     @property
     def recency_lambda(self) -> float:

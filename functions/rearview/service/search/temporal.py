@@ -122,6 +122,12 @@ _RELATIVE_DAY = re.compile(
 )
 _LAST_THIS_NEXT = re.compile(r"\b(last|this|next|past)\s+(week|weekend|month|year)\b")
 _LAST_WEEKDAY = re.compile(rf"\b(last|this|next|on)\s+({_WEEKDAY_NAME})\b")
+_PAST_SPAN = re.compile(rf"\b(?:past|last|previous)\s+({_COUNT})\s+(day|week|month|year)s?\b")
+_MONTH_SPAN = re.compile(
+    rf"\b(?:from|between)\s+({_MONTH_NAME})\s+(?:to|and|through|until|till)\s+({_MONTH_NAME})\b"
+    rf"|\b(?:in|during)\s+({_MONTH_NAME})\s+(?:and|or)\s+({_MONTH_NAME})\b"
+    rf"|\bmonth\s+of\s+({_MONTH_NAME})\b"
+)
 _AGO = re.compile(rf"\b({_COUNT})\s+(day|weekend|week|month|year)s?\s+(?:ago|before|earlier)\b")
 _FOR_DURATION = re.compile(
     rf"\b(?:for|over|about|almost|nearly)\s+(?:the\s+(?:past|last)\s+)?(?:{_COUNT})\s+(?:day|week|month|year)s?\b"
@@ -177,6 +183,7 @@ def question_times(query: str, reference: datetime) -> QuestionTimes:
     text = query.casefold()
     out: list[Period | MonthsOfYear] = list(_stated(text, reference, bare_month_any_year=True))
     months = {_MONTHS[m.group(1)] for m in _MONTH_ALONE.finditer(text)}
+    months |= {month for m in _MONTH_SPAN.finditer(text) for month in _month_span(m)}
     months |= {number for m in _SEASON.finditer(text) for number in _SEASONS[m.group(1) or m.group(2)]}
     if months:
         out.append(MonthsOfYear(frozenset(months)))
@@ -258,6 +265,18 @@ def _relative(text: str, at: datetime) -> Iterator[Period]:
         yield _weekday(_WEEKDAYS[m.group(2)], m.group(1), at)
     for m in _AGO.finditer(text):
         yield _ago(_count(m.group(1)), _UNIT_DAYS[m.group(2)], at)
+    for m in _PAST_SPAN.finditer(text):
+        yield Period(day.start - timedelta(days=_count(m.group(1)) * _UNIT_DAYS[m.group(2)]), day.end)
+
+
+def _month_span(m: re.Match[str]) -> list[int]:
+    """The months a span names: "from July to October" (past December too), "in May and June"."""
+    if m.group(1):
+        first, last = _MONTHS[m.group(1)], _MONTHS[m.group(2)]
+        return [(first - 1 + i) % 12 + 1 for i in range((last - first) % 12 + 1)]
+    if m.group(3):
+        return [_MONTHS[m.group(3)], _MONTHS[m.group(4)]]
+    return [_MONTHS[m.group(5)]]
 
 
 def _chinese(text: str, at: datetime) -> Iterator[Period]:

