@@ -7,7 +7,8 @@
   law (exponent 1.1: a tail of a few tenants with thousands);
 - the load order: the probe tenants (the small tenants whose searches are timed) come first, so
   they are complete from the first checkpoint on and every later one times the same searches in
-  a larger index; then every other memory in a random order (the big tenant's among the rest);
+  a larger index; then every other memory in a random order, the big tenant's within the first
+  30% (so a run stopped before its end has timed the whole big tenant from the 300k checkpoint on);
 - vectors: `TOPICS` random unit centres sharing a common direction (real sentence embeddings are
   anisotropic: unrelated texts still have cosine ~0.3 here); each tenant draws its own topics (more
   for a larger tenant), each memory is a topic's centre plus Gaussian noise, normalized. Row `p`
@@ -98,7 +99,11 @@ class Plan:
         is_probe[list(probes)] = True
         owners = np.repeat(np.arange(tenants), sizes)
         first = owners[is_probe[owners]]
-        others = rng.permutation(owners[~is_probe[owners]])
+        rest = rng.permutation(owners[~is_probe[owners] & (owners != 0)])
+        early = min(len(rest), 2 * big)  # the big tenant is whole by 30% of the load (and mixed in)
+        others = np.concatenate(
+            [rng.permutation(np.concatenate([np.zeros(big, np.int64), rest[:early]])), rest[early:]]
+        )
         more = rng.choice(tenants, size=extra, p=sizes / sizes.sum()) if extra else np.zeros(0, np.int64)
         order = np.concatenate([first, others, more]).astype(np.int32)
         common = rng.standard_normal(DIMENSION)

@@ -164,9 +164,10 @@ def _timed(
     }
 
 
-def _recall(index: OpenSearchMemoryIndex, plan: Plan, tenants: list[int], n: int, seed: int) -> float:
-    """Mean recall@10 of the vector channel against exact cosine over each tenant's loaded memories."""
-    upto = plan.memories
+def _recall(
+    index: OpenSearchMemoryIndex, plan: Plan, tenants: list[int], upto: int, n: int, seed: int
+) -> float:
+    """Mean recall@10 of the vector channel against exact cosine over each tenant's first `upto` memories."""
     wanted = {t: plan.positions(t, upto) for t in set(tenants)}
     vectors = {t: np.empty((len(p), DIMENSION), np.float32) for t, p in wanted.items()}
     for lo in range(0, upto, 100_000):
@@ -252,12 +253,8 @@ def _engine(client: OpenSearch) -> str:
 
 
 def checkpoints(memories: int) -> list[int]:
-    """10k, then every tenfold, then `memories` (those below it)."""
-    out, at = [], FIRST_CHECKPOINT
-    while at < memories:
-        out.append(at)
-        at *= 10
-    return [*out, memories]
+    """10k, 100k, 300k, 600k (those below `memories`), then `memories`."""
+    return [*(at for at in (FIRST_CHECKPOINT, 100_000, 300_000, 600_000) if at < memories), memories]
 
 
 def run(args: argparse.Namespace, url: str, node: OpenSearchNode | None) -> dict[str, Any]:
@@ -288,59 +285,82 @@ def run(args: argparse.Namespace, url: str, node: OpenSearchNode | None) -> dict
         "load_before": loadavg(),
     }
     load_s = loader_cpu_s = engine_cpu_s = 0.0
-    for cp in checkpoints(args.memories):
-        engine_before = _engine_cpu_s(client)
-        _refresh_interval(client, cfg.alias, args.load_refresh)
-        commands.put(cp)
-        _, seconds, cpu = done.get()
-        _refresh_interval(client, cfg.alias, None)
-        load_s += seconds
-        loader_cpu_s += cpu
+    points = checkpoints(args.memories)
+    _refresh_interval(client, cfg.alias, args.load_refresh)
+    commands.put(points[0])
+    engine_before = _engine_cpu_s(client)
+    for n, cp in enumerate(points):
+        _, seconds, cpu = done.get()  # loaded up to `cp` (part of it while the last checkpoint searched)
+        load_s, loader_cpu_s = load_s + seconds, loader_cpu_s + cpu
         engine_cpu_s += _engine_cpu_s(client) - engine_before
+        _refresh_interval(client, cfg.alias, None)
         client.indices.refresh(index=cfg.alias)
-        small = _timed(index, client, _queries(plan, probes, args.queries, seed=cp))
-        point = {"memories": cp, "small": small, "docs_per_s": round(cp / load_s, 1), "load": loadavg()}
+        point = _measure(index, client, plan, cp, args, full=cp >= 10 * FIRST_CHECKPOINT or cp == points[-1])
+        point.update(docs_per_s=round(cp / load_s, 1), load=loadavg())
+        point["load_cpu_ms_per_memory"] = {  # where a load's time goes: the client's Python, the engine
+            "loader": round(1000 * loader_cpu_s / cp, 3),
+            "engine": round(1000 * engine_cpu_s / cp, 3),
+        }
+        # Then the loader goes on (to the next checkpoint, or `extra` more) while both kinds search.
+        _refresh_interval(client, cfg.alias, args.load_refresh)
+        last = n == len(points) - 1
+        commands.put(args.memories + extra if last else points[n + 1])
+        engine_before = _engine_cpu_s(client)
+        finished: list[float] = []
+
+        def loaded(finished: list[float] = finished) -> bool:
+            if not finished and not done.empty():
+                finished.append(done.get()[1])
+            return bool(finished)
+
+        until = loaded if last else None
+        point["small_bulk"] = _timed(index, client, _queries(plan, probes, args.queries, seed=4), until)
+        point["big_bulk"] = _timed(index, client, _queries(plan, big, args.queries, seed=5), until)
+        point["small_bulk_ratio"] = round(point["small_bulk"]["p95_ms"] / point["small"]["p95_ms"], 2)
         print("checkpoint " + json.dumps(point), flush=True)
-        result.setdefault("small_p95_at_10k_ms", small["p95_ms"])
-        result["small"] = small
-    result["docs_per_s"] = round(args.memories / load_s, 1)
-    result["load_s"] = round(load_s, 1)
-    result["load_cpu_ms_per_memory"] = {  # where a load's time goes: the client's Python, the engine
-        "loader": round(1000 * loader_cpu_s / args.memories, 3),
-        "engine": round(1000 * engine_cpu_s / args.memories, 3),
-    }
-    stats = _index_stats(client, cfg.alias)
-    result["bytes_per_memory"] = round(stats["bytes"] / stats["docs"], 1)
-    result["index_bytes"], result["segments"] = stats["bytes"], stats["segments"]
-    result["big"] = _timed(index, client, _queries(plan, big, args.queries, seed=1))
-    result["stats_big"] = _stats_compare(client, cfg.alias, big, args.queries // 2)
-    result["stats_small"] = _stats_compare(client, cfg.alias, probes, args.queries // 2)
-    result["ann_recall10_big"] = _recall(index, plan, big, args.recall_queries, seed=2)
-    result["ann_recall10_small"] = _recall(index, plan, probes, args.recall_queries, seed=3)
-    result["ann_recall10"] = round((result["ann_recall10_big"] + result["ann_recall10_small"]) / 2, 4)
-    # While the loader writes `extra` more memories: the small tenants', then the big tenant's searches.
-    commands.put(args.memories + extra)
-    finished: list[float] = []
-
-    def loaded() -> bool:
-        if not finished and not done.empty():
-            finished.append(done.get()[1])
-        return bool(finished)
-
-    result["small_bulk"] = _timed(index, client, _queries(plan, probes, args.queries, seed=4), loaded)
-    result["big_bulk"] = _timed(index, client, _queries(plan, big, args.queries, seed=5), loaded)
-    if not finished:
-        finished.append(done.get()[1])
-    result["bulk_docs_per_s"] = round(extra / finished[0], 1)
+        result.setdefault("small_p95_at_10k_ms", point["small"]["p95_ms"])
+        result.update(point)
+        if last:
+            if not finished:
+                finished.append(done.get()[1])
+            result["bulk_docs_per_s"] = round(extra / finished[0], 1)
     commands.put(None)
     loader.join(timeout=60)
+    result["docs_per_s"] = round(args.memories / load_s, 1)
+    result["load_s"] = round(load_s, 1)
     result["small_p95_ms"], result["big_p95_ms"] = result["small"]["p95_ms"], result["big"]["p95_ms"]
-    result["small_bulk_ratio"] = round(result["small_bulk"]["p95_ms"] / result["small"]["p95_ms"], 2)
     result["small_growth_ratio"] = round(result["small_p95_ms"] / result["small_p95_at_10k_ms"], 2)
     result["load_after"] = loadavg()
     if node is not None:
         result["engine_rss_bytes"] = node.rss_bytes()
     return result
+
+
+def _measure(
+    index: OpenSearchMemoryIndex,
+    client: TookClient,
+    plan: Plan,
+    upto: int,
+    args: argparse.Namespace,
+    *,
+    full: bool,
+) -> dict[str, Any]:
+    """At `upto` memories, idle: both kinds of search, the bytes; with `full`, statistics and recall too."""
+    probes, big = list(plan.probes), [plan.big]
+    point: dict[str, Any] = {"memories": upto}
+    point["small"] = _timed(index, client, _queries(plan, probes, args.queries, seed=upto))
+    point["big"] = _timed(index, client, _queries(plan, big, args.queries, seed=upto + 1))
+    point["big_tenant_memories_now"] = len(plan.positions(plan.big, upto))
+    stats = _index_stats(client, index.config.alias)
+    point["bytes_per_memory"] = round(stats["bytes"] / stats["docs"], 1)
+    point["index_bytes"], point["segments"] = stats["bytes"], stats["segments"]
+    if full:
+        point["stats_big"] = _stats_compare(client, index.config.alias, big, args.queries // 2)
+        point["stats_small"] = _stats_compare(client, index.config.alias, probes, args.queries // 2)
+        point["ann_recall10_big"] = _recall(index, plan, big, upto, args.recall_queries, seed=2)
+        point["ann_recall10_small"] = _recall(index, plan, probes, upto, args.recall_queries, seed=3)
+        point["ann_recall10"] = round((point["ann_recall10_big"] + point["ann_recall10_small"]) / 2, 4)
+    return point
 
 
 def main(argv: list[str] | None = None) -> int:
