@@ -421,25 +421,6 @@ def test_reindex_into_a_new_version_then_switch_alias_gives_the_same_results(
         index.switch_alias(7)
 
 
-def _refresh_interval(index: Any, version: int) -> object:
-    name = f"{index.config.alias}-v{version}"
-    return index.client.indices.get_settings(index=name)[name]["settings"]["index"].get("refresh_interval")
-
-
-@needs_engine
-def test_a_version_being_filled_never_refreshes_until_it_goes_live(make_index: IndexFactory) -> None:
-    """Each refresh of a bulk load writes a segment whose HNSW graph is built, then rebuilt at each merge."""
-    rng, nrng = random.Random(22), np.random.default_rng(22)
-    index = make_index()
-    assert _refresh_interval(index, 1) is None  # the live index: the engine's schedule
-    index.create_version(2)
-    assert _refresh_interval(index, 2) == "-1"
-    index.upsert_into(2, random_dataset(rng, nrng, 20))
-    index.switch_alias(2)
-    assert _refresh_interval(index, 2) is None
-    assert index.count("t1") == 20
-
-
 # -- degradation --------------------------------------------------------------------------------
 
 

@@ -124,7 +124,7 @@ class OpenSearchMemoryIndex:
                     )
                 self._check_space(mappings)
                 return
-            name = self.create_version(self._config.index_version, filling=False)
+            name = self.create_version(self._config.index_version)
             self.client.indices.put_alias(
                 index=name, name=self._config.alias, request_timeout=self._config.bulk_timeout_s
             )
@@ -161,20 +161,14 @@ class OpenSearchMemoryIndex:
                 request_timeout=self._config.bulk_timeout_s,
             )
 
-    def create_version(self, version: int, *, filling: bool = True) -> str:
-        """Create the index for `version` (if missing) with the current mapping; returns its name.
-
-        A version created to be filled before it goes live (`filling`: `rearview reindex`) never
-        refreshes until `switch_alias`: nobody searches it meanwhile, and each refresh would write a
-        small segment whose HNSW graph the engine builds, then rebuilds on every merge (issue 49).
-        """
+    def create_version(self, version: int) -> str:
+        """Create the index for `version` (if missing) with the current mapping; returns its name."""
         name = self._config.index_name(version)
-        body = index_body(self._config)
-        if filling and self._config.mode != "serverless":  # collections refresh on their own schedule
-            body["settings"]["index"]["refresh_interval"] = "-1"
         with _engine_errors("create index"):
             try:
-                self.client.indices.create(index=name, body=body, request_timeout=self._config.bulk_timeout_s)
+                self.client.indices.create(
+                    index=name, body=index_body(self._config), request_timeout=self._config.bulk_timeout_s
+                )
             except RequestError as exc:
                 if exc.error != "resource_already_exists_exception":
                     raise
@@ -189,7 +183,7 @@ class OpenSearchMemoryIndex:
         return max(versions) if versions else None
 
     def switch_alias(self, version: int) -> None:
-        """Make `version` searchable (on the engine's refresh schedule), then point the alias at it alone.
+        """Make `version` searchable, then atomically point the alias at it (and away from every other index).
 
         Raises InvalidInputError if that version's index does not exist.
         """
@@ -201,11 +195,6 @@ class OpenSearchMemoryIndex:
                     "version", f"index {name} does not exist; create_version({version}) first"
                 )
             if self._config.mode != "serverless":  # collections refresh on their own schedule
-                self.client.indices.put_settings(  # the engine's default again, ending a fill's
-                    index=name,
-                    body={"index": {"refresh_interval": None}},
-                    request_timeout=self._config.bulk_timeout_s,
-                )
                 self.client.indices.refresh(index=name, request_timeout=self._config.bulk_timeout_s)
             actions: list[Json] = [
                 {"remove": {"index": old, "alias": alias}} for old in self._alias_targets() if old != name
