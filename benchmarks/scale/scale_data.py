@@ -99,10 +99,10 @@ class Plan:
         is_probe[list(probes)] = True
         owners = np.repeat(np.arange(tenants), sizes)
         first = owners[is_probe[owners]]
-        rest = rng.permutation(owners[~is_probe[owners] & (owners != 0)])
-        early = min(len(rest), 2 * big)  # the big tenant is whole by 30% of the load (and mixed in)
+        mixed = rng.permutation(owners[~is_probe[owners] & (owners != 0)])
+        early = min(len(mixed), 2 * big)  # the big tenant is whole by 30% of the load (and mixed in)
         others = np.concatenate(
-            [rng.permutation(np.concatenate([np.zeros(big, np.int64), rest[:early]])), rest[early:]]
+            [rng.permutation(np.concatenate([np.zeros(big, np.int64), mixed[:early]])), mixed[early:]]
         )
         more = rng.choice(tenants, size=extra, p=sizes / sizes.sum()) if extra else np.zeros(0, np.int64)
         order = np.concatenate([first, others, more]).astype(np.int32)
