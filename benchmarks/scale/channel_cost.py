@@ -57,7 +57,7 @@ def _msearch(client: OpenSearch, bodies: list[Json]) -> tuple[float, float, list
 
 
 def requests(client: OpenSearch, query: IndexQuery) -> dict[str, list[Json]]:
-    """Each request of one adapter search and its variants (the statistics are read to build the shortlist)."""
+    """Each request of one adapter search, and variants (the statistics are read to build the shortlist)."""
     assert query.text is not None and query.vector is not None
     phrases = query_phrases(query.text)
     _, _, answers = _msearch(client, corpus_bodies(query.tenant_id, phrases))
