@@ -106,12 +106,12 @@ def main(argv: list[str] | None = None) -> int:
                 if i >= 3:  # the first few warm the engine
                     samples.setdefault(name, []).append((wall, took))
         for name, pairs in samples.items():
-            wall, took = Latency.of([w for w, _ in pairs]), Latency.of([t / 1000 for _, t in pairs])
+            walls, tooks = Latency.of([w for w, _ in pairs]), Latency.of([t / 1000 for _, t in pairs])
             out[f"{label}_{name}"] = {
-                "took_p50_ms": round(took.p50, 1),
-                "took_p95_ms": round(took.p95, 1),
-                "wall_p50_ms": round(wall.p50, 1),
-                "wall_p95_ms": round(wall.p95, 1),
+                "took_p50_ms": round(tooks.p50, 1),
+                "took_p95_ms": round(tooks.p95, 1),
+                "wall_p50_ms": round(walls.p50, 1),
+                "wall_p95_ms": round(walls.p95, 1),
             }
     out["load_after"] = loadavg()
     for key, value in out.items():

@@ -4,7 +4,9 @@
     PYTHONPATH=functions:. .venv/bin/python benchmarks/scale/scale_table.py RUN.log [RUN2.log ...]
 
 Reads the `checkpoint {...}` lines (and ignores everything else, so a run stopped early still makes
-its rows) and prints two Markdown tables: search, and load, size and recall.
+its rows) and prints two Markdown tables: search, and load, size and recall. `--summary` prints
+instead the JSON line `scale_search.py` ends with, from the last checkpoint of the first run given
+(for a run stopped before its end; `memories` is then the checkpoint reached).
 """
 
 from __future__ import annotations
@@ -70,12 +72,33 @@ def size_table(points: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def summary(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """`scale_search.py`'s last line's keys as of the last checkpoint (10k's small p95 the baseline)."""
+    last = points[-1]
+    return {
+        "memories": last["memories"],
+        "small_p95_ms": last["small"]["p95_ms"],
+        "small_p95_at_10k_ms": points[0]["small"]["p95_ms"],
+        "big_p95_ms": last["big"]["p95_ms"],
+        "big_tenant_memories": last.get("big_tenant_memories_now"),
+        "ann_recall10": last.get("ann_recall10"),
+        "docs_per_s": last["docs_per_s"],
+        "bytes_per_memory": last["bytes_per_memory"],
+        "small_bulk_ratio": last.get("small_bulk_ratio"),
+        "load_cpu_ms_per_memory": last.get("load_cpu_ms_per_memory"),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("runs", type=Path, nargs="+", help="scale_search.py output (stdout) files")
+    parser.add_argument("--summary", action="store_true", help="the run's JSON line, from its checkpoints")
     args = parser.parse_args(argv)
+    if args.summary:
+        print(json.dumps(summary(checkpoints(args.runs[0]))))
+        return 0
     points = [p for path in args.runs for p in checkpoints(path)]
     print(search_table(points))
     print()
