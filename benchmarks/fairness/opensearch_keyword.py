@@ -10,7 +10,7 @@ A's `--queries` query texts are searched three ways, interleaved query by query,
 - `before`: what the adapter sent until now, one `_msearch`: the shortlist ordered by the engine's
   BM25 (corpus-wide, every tenant: here on `content`/`context`, whose terms are FTS5's) and the
   tenant's statistics as an aggregation in the same request; re-ranked by FTS5's BM25.
-- `now`: `OpenSearchMemoryIndex.search`: the statistics request (`corpus_body`) then the shortlist
+- `now`: `OpenSearchMemoryIndex.search`: the statistics requests (`corpus_bodies`) then the shortlist
   ordered by the tenant's IDF (`keyword_body`), two round trips.
 - `corpus`: the statistics request alone (the added round trip's share).
 
@@ -47,11 +47,12 @@ from uuid import uuid4
 
 from benchmarks.common.synthetic_memories import Corpus, make_queries, to_memory
 from benchmarks.common.timing import Latency
+from benchmarks.scale.aggregated_stats import aggregated_stats, aggregation
 from benchmarks.speed.search_latency import DIMENSION
 from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
 from rearview.backends.opensearch.keyword_queries import (
     CANDIDATES_PER_HIT,
-    corpus_body,
+    corpus_bodies,
     keyword_ranked,
     tenant_corpus,
 )
@@ -82,7 +83,7 @@ class Mode:
 
 def _before_body(query: IndexQuery, phrases: Sequence[Phrase]) -> Json:
     """The previous single request: the engine's BM25 shortlist, the tenant's statistics alongside."""
-    stats = corpus_body(query.tenant_id, phrases)["aggs"]["corpus"]
+    stats = aggregation(query.tenant_id, phrases)
     should: list[Json] = []
     for phrase in phrases:
         text = {"query": " ".join(phrase), "analyzer": INDEX_ANALYZER}
@@ -113,13 +114,12 @@ def _before(index: OpenSearchMemoryIndex, query: IndexQuery) -> list[tuple[str, 
     lines: list[Json] = [line for body in bodies for line in ({"index": index.config.alias}, body)]
     responses = index.client.msearch(body=lines, request_timeout=30)["responses"]
     result: dict[str, Any] = responses[0]
-    result["aggregations"] = {"corpus": result["aggregations"]["corpus"]["tenant"]}
-    return keyword_ranked(result, phrases, tenant_corpus(result, phrases).stats, query.limit)
+    stats = aggregated_stats(result["aggregations"]["corpus"]["tenant"], phrases)
+    return keyword_ranked(result, phrases, stats, query.limit)
 
 
 def _corpus(index: OpenSearchMemoryIndex, query: IndexQuery) -> list[tuple[str, float]]:
-    body = corpus_body(query.tenant_id, query_phrases(query.text or ""))
-    index.client.msearch(body=[{"index": index.config.alias}, body], request_timeout=30)
+    _search_corpus(index, query)
     return []
 
 
@@ -249,10 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _search_corpus(index: OpenSearchMemoryIndex, query: IndexQuery) -> dict[str, Any]:
-    body = corpus_body(query.tenant_id, query_phrases(query.text or ""))
-    response: dict[str, Any] = index.client.search(index=index.config.alias, body=body, request_timeout=30)
-    return response
+def _search_corpus(index: OpenSearchMemoryIndex, query: IndexQuery) -> list[dict[str, Any]]:
+    bodies = corpus_bodies(query.tenant_id, query_phrases(query.text or ""))
+    lines = [line for body in bodies for line in ({"index": index.config.alias}, body)]
+    responses: list[dict[str, Any]] = index.client.msearch(body=lines, request_timeout=30)["responses"]
+    return responses
 
 
 def _ids(hits: Sequence[tuple[str, float]]) -> list[str]:

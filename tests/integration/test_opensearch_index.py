@@ -736,13 +736,13 @@ def test_search_asks_for_a_shortlist_only_when_a_document_of_the_tenant_can_matc
     vector = unit(rng)
     hits = index.search(IndexQuery("t1", MemoryFilter(), 5, text="quillwort", vector=vector))
     assert hits.keyword == [] and ids(hits.vector) == ["mine"]
-    assert [len(bodies) for bodies in sent] == [1, 1]
-    assert sent[0][0]["size"] == 0 and "dis_max" in sent[1][0]["query"]  # content and cues' knn
+    assert [len(bodies) for bodies in sent] == [3, 1]  # length, legacy, one phrase: counts
+    assert all(b["size"] == 0 for b in sent[0]) and "dis_max" in sent[1][0]["query"]  # content and cues' knn
 
     sent.clear()
     hits = index.search(IndexQuery("t1", MemoryFilter(), 5, text="lighthouse", vector=vector))
     assert ids(hits.keyword) == ["mine"]
-    assert [len(bodies) for bodies in sent] == [1, 2]
+    assert [len(bodies) for bodies in sent] == [3, 2]
     assert "script_score" in sent[1][0]["query"] and "dis_max" in sent[1][1]["query"]
 
 

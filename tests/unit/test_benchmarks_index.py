@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
-GROUPS = ("recall", "speed", "cost", "fairness", "common")
+GROUPS = ("recall", "speed", "cost", "fairness", "scale", "common")
 INDEX_LINES = 150
 
 

@@ -1,7 +1,7 @@
 """`MemoryIndex` on OpenSearch k-NN: a managed domain, a Serverless vector collection, or a local node.
 
 Two round trips per search: a keyword query first reads the tenant's statistics
-(`keyword_queries.corpus_body`); then one `_msearch` carries the BM25 channel's shortlist
+(`keyword_queries.corpus_bodies`, counts side by side); one `_msearch` then holds the BM25 channel's shortlist
 (`keyword_queries.keyword_body`: candidates matched under a bool filter, ordered by the tenant's statistics
 only, ranked here by BM25 as SQLite FTS5 scores it, recall cues at `CUE_WEIGHT`; left out when no
 document of the tenant can match) and the vector channel (`vector_queries.vector_body`: a `knn` query on
@@ -43,7 +43,7 @@ from rearview.backends.opensearch.config import OpenSearchConfig, Refresh, build
 from rearview.backends.opensearch.ids import AssignedIds, BulkOp, DocumentIds, OwnIds
 from rearview.backends.opensearch.keyword_queries import (
     TenantCorpus,
-    corpus_body,
+    corpus_bodies,
     keyword_body,
     keyword_ranked,
     tenant_corpus,
@@ -249,7 +249,7 @@ class OpenSearchMemoryIndex:
     def search(self, query: IndexQuery) -> ChannelHits:
         """Both requested channels, each filtered inside the query, in two round trips at most.
 
-        A keyword query first reads the tenant's statistics (`corpus_body`, small and cached by the
+        A keyword query first reads the tenant's statistics (`corpus_bodies`: counts, cached by the
         engine); one `_msearch` then carries the keyword shortlist (`keyword_body`, ordered by those
         statistics only, left out when no document of the tenant can match) and the vector channel,
         which the engine runs side by side. Returns at most `query.limit` hits per channel, best
@@ -265,8 +265,7 @@ class OpenSearchMemoryIndex:
         phrases = query_phrases(query.text or "")
         corpus: TenantCorpus | None = None
         if query.text is not None and phrases and query.limit > 0:
-            (result,) = self._msearch([corpus_body(query.tenant_id, phrases)], deadline)
-            corpus = tenant_corpus(result, phrases)
+            corpus = tenant_corpus(self._msearch(corpus_bodies(query.tenant_id, phrases), deadline), phrases)
             if corpus.matches():
                 searches.append(("keyword", keyword_body(query, query.text, phrases, corpus)))
         if query.vector is not None:

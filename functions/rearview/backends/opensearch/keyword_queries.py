@@ -1,6 +1,6 @@
 """The keyword (BM25) channel on OpenSearch: the tenant's statistics, the shortlist, the exact re-rank.
 
-`corpus_body` / `tenant_corpus` read the tenant's keyword statistics (never another tenant's);
+`corpus_bodies` / `tenant_corpus` read the tenant's keyword statistics (never another tenant's);
 `keyword_body` asks the engine for a shortlist ordered by them, with the shared filter
 (`queries.filter_clauses`); `keyword_ranked` re-ranks it by FTS5's BM25 (`bm25_score`), so the
 order is the embedded index's.
@@ -40,7 +40,7 @@ __all__ = [
     "SHORTLIST_SCRIPT",
     "SHORTLIST_TF",
     "TenantCorpus",
-    "corpus_body",
+    "corpus_bodies",
     "keyword_body",
     "keyword_ranked",
     "tenant_corpus",
@@ -53,42 +53,40 @@ FTS5's BM25: the shortlist's order (`keyword_body`) only has to put the exact to
 top `3 * limit`."""
 
 
-def corpus_body(tenant_id: str, phrases: Sequence[Phrase]) -> Json:
-    """The tenant's keyword statistics, as the embedded index keeps them (a table per tenant).
+def corpus_bodies(tenant_id: str, phrases: Sequence[Phrase]) -> list[Json]:
+    """The tenant's keyword statistics as the embedded index keeps them (a table per tenant): one `_msearch`.
 
-    A `size: 0` aggregation over every document of the tenant, whatever the query's filter: the
-    document count, the total length, each phrase's document count (body, context or cue terms), and
-    how many documents predate the term fields (`legacy`, matched from their text). Another tenant's
-    documents never move them (issue 24). Size-0 answers are kept in the engine's request cache
-    until the next refresh.
+    Whatever the query's filter, over every document of the tenant: its document count and total
+    length (a `sum` of `TERM_FIELDS["length"]`), how many documents predate the term fields
+    (`legacy`, matched from their text), and each phrase's document count (body, context or cue
+    terms). Each count is a `size: 0` search counting its own matches (`track_total_hits`), which
+    the engine finds by walking the phrase's postings beside the tenant's: its cost follows the
+    phrase's documents in the tenant, never the tenant's size, and the searches run side by side
+    (issue 49: an aggregation testing every phrase on each of the tenant's documents grew with the
+    tenant; docs/scale.md). Another tenant's documents never move them (issue 24). Size-0 answers are
+    kept in the engine's request cache until the next refresh; the first is the same for every query.
     """
+    tenant: Json = {"term": {"tenant_id": tenant_id}}
     fields = (TERM_FIELDS["body"], TERM_FIELDS["context"], TERM_FIELDS["cues"])
-    holds: Json = {
-        f"p{i}": {"filter": {"bool": {"should": [_phrase(f, p) for f in fields], "minimum_should_match": 1}}}
-        for i, p in enumerate(phrases)
-    }
-    return {
-        "size": 0,
-        "track_total_hits": False,
-        "query": {"term": {"tenant_id": tenant_id}},
-        "aggs": {
-            "corpus": {
-                "filter": {"term": {"tenant_id": tenant_id}},
-                "aggs": {
-                    "length": {"sum": {"field": TERM_FIELDS["length"]}},
-                    "legacy": {
-                        "filter": {"bool": {"must_not": [{"exists": {"field": TERM_FIELDS["length"]}}]}}
-                    },
-                    **holds,
-                },
-            }
-        },
-    }
+    length: Json = {"size": 0, "track_total_hits": True, "query": tenant}
+    length["aggs"] = {"length": {"sum": {"field": TERM_FIELDS["length"]}}}
+    legacy = _count([tenant], must_not=[{"exists": {"field": TERM_FIELDS["length"]}}])
+    held = [
+        _count([tenant, {"bool": {"should": [_phrase(f, p) for f in fields], "minimum_should_match": 1}}])
+        for p in phrases
+    ]
+    return [length, legacy, *held]
+
+
+def _count(filters: list[Json], must_not: list[Json] | None = None) -> Json:
+    """A search that only counts the documents matching every filter (and none of `must_not`)."""
+    query: Json = {"bool": {"filter": filters, **({"must_not": must_not} if must_not else {})}}
+    return {"size": 0, "track_total_hits": True, "query": query}
 
 
 @dataclass(frozen=True)
 class TenantCorpus:
-    """A `corpus_body` answer: the tenant's `CorpusStats` and its documents without term fields."""
+    """A `corpus_bodies` answer: the tenant's `CorpusStats` and its documents without term fields."""
 
     stats: CorpusStats
     legacy: int
@@ -98,16 +96,22 @@ class TenantCorpus:
         return self.legacy > 0 or any(self.stats.hits)
 
 
-def tenant_corpus(result: Mapping[str, Any], phrases: Sequence[Phrase]) -> TenantCorpus:
-    """Read a `corpus_body` answer; raises IndexUnavailableError if the engine reported an error."""
-    raise_on_error(result)
-    corpus = as_mapping(as_mapping(result.get("aggregations")).get("corpus"))
+def tenant_corpus(results: Sequence[Mapping[str, Any]], phrases: Sequence[Phrase]) -> TenantCorpus:
+    """Read the answers to `corpus_bodies`; raises IndexUnavailableError if the engine reported an error."""
+    for result in results:
+        raise_on_error(result)
+    length, legacy, *held = results
     stats = CorpusStats(
-        rows=_int(corpus.get("doc_count")),
-        terms=_int(as_mapping(corpus.get("length")).get("value")),
-        hits=tuple(_int(as_mapping(corpus.get(f"p{i}")).get("doc_count")) for i in range(len(phrases))),
+        rows=_total(length),
+        terms=_int(as_mapping(as_mapping(length.get("aggregations")).get("length")).get("value")),
+        hits=tuple(_total(held[i]) if i < len(held) else 0 for i in range(len(phrases))),
     )
-    return TenantCorpus(stats, _int(as_mapping(corpus.get("legacy")).get("doc_count")))
+    return TenantCorpus(stats, _total(legacy))
+
+
+def _total(result: Mapping[str, Any]) -> int:
+    """The exact match count of a `track_total_hits` search."""
+    return _int(as_mapping(as_mapping(result.get("hits")).get("total")).get("value"))
 
 
 SHORTLIST_SCRIPT: Final = (
