@@ -57,6 +57,7 @@ from rearview.models import (
 from rearview.ports import (
     Archive,
     CheckpointStore,
+    DueAt,
     DueJob,
     IndexDocument,
     MemoryIndex,
@@ -64,6 +65,8 @@ from rearview.ports import (
     StoreWrite,
 )
 from rearview.service.lifecycle import Deadline, JobReport, LifecycleConfig, LifecycleService
+from rearview.service.lifecycle.rules import RetentionRule
+from rearview.service.lifecycle.runner import JobState
 from rearview.service.memory_service import MemoryService, scope_key
 from rearview.service.policy import DEFAULT_DECAY, DEFAULT_RETENTION
 from rearview.shared.clock import ManualClock
@@ -302,16 +305,31 @@ def synthetic(i: int, rng: random.Random) -> Memory:
     )
 
 
-def seed(backend: Backend, n: int, rng: random.Random) -> list[str]:
-    """Write `n` synthetic memories in chunks (never all in memory at once); their ids."""
+def seed(
+    backend: Backend, n: int, rng: random.Random, *, index: bool = True, established: bool = False
+) -> list[str]:
+    """Write `n` synthetic memories in chunks (never all in memory at once); their ids.
+
+    `index` False leaves the index empty (the jobs' index deletes then find nothing); `established`
+    also schedules each memory's decay as a deployment whose due order was built long ago has it.
+    """
     embedder = HashingEmbedder(DIMENSION)
     ids: list[str] = []
     for start in range(0, n, backend.commit_batch):
         chunk = [synthetic(i, rng) for i in range(start, min(n, start + backend.commit_batch))]
         backend.store.commit([StoreWrite(m, created_event(m), None) for m in chunk])
-        vectors = embedder.embed_documents([m.content for m in chunk])
-        backend.index.upsert([IndexDocument(m, vectors[j]) for j, m in enumerate(chunk)])
+        if index:
+            vectors = embedder.embed_documents([m.content for m in chunk])
+            backend.index.upsert([IndexDocument(m, vectors[j]) for j, m in enumerate(chunk)])
+        if established:
+            backend.store.schedule(TENANT, [DueAt(m.id, m.version, DEFAULT_DECAY.fades_at(m)) for m in chunk])
         ids += [m.id for m in chunk]
+    if established:  # the checkpoints of a due order built with today's policies
+        schedules = {"decay": DEFAULT_DECAY.fingerprint(), "archive": RetentionRule.fingerprint}
+        for job, fingerprint in schedules.items():
+            backend.checkpoints.save(
+                TENANT, job, JobState(completed_at=NOW, schedule=fingerprint).model_dump_json()
+            )
     return ids
 
 
@@ -396,9 +414,14 @@ def run(
     *,
     budget_s: float | None = None,
     reconcile: bool = False,
+    established: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> list[Round]:
-    """Seed, then the rounds (audited after each); `budget_s` runs each job in budgeted invocations."""
+    """Seed, then the rounds (audited after each); `budget_s` runs each job in budgeted invocations.
+
+    `established` seeds a deployment whose due order is built (`seed`), without index documents
+    (unless `reconcile`, which compares them): its first round already reads only what is due.
+    """
     rng = random.Random(7)
     say = progress or (lambda _: None)
     with BACKENDS[backend_name](workdir) as backend:
@@ -417,7 +440,7 @@ def run(
         config = LifecycleConfig(page_size=page_size, lookahead=LOOKAHEAD)
         lifecycle = LifecycleService(service, backend.checkpoints, config)
         started = time.perf_counter()
-        written = seed(backend, n, rng)
+        written = seed(backend, n, rng, index=reconcile or not established, established=established)
         results = [Round("seed", seconds={"seed": time.perf_counter() - started})]
         results[0].hot, results[0].in_archive = audit(backend, written)
         say(f"seeded {n} in {results[0].seconds['seed']:.0f} s")

@@ -19,7 +19,20 @@ from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DEFAULT_DECAY, DecayPolicy, RetentionPolicy, TenantPolicy
 from rearview.shared.clock import ManualClock
 
-WORDS = "pelican harbour invoice rust printer meeting lunch keyboard python schema quota alert".split()
+WORDS = [
+    "pelican",
+    "harbour",
+    "invoice",
+    "rust",
+    "printer",
+    "meeting",
+    "lunch",
+    "keyboard",
+    "python",
+    "schema",
+    "quota",
+    "alert",
+]
 
 
 KEEP_FOREVER = RetentionPolicy(days_by_importance=dict.fromkeys(range(1, 6)))
@@ -109,7 +122,9 @@ def test_a_changed_decay_policy_rebuilds_the_due_order_with_one_full_scan(
 def test_archive_reads_only_what_expires_within_the_lookahead(store: MemoryStore, clock: ManualClock) -> None:
     service = service_over(store, clock, ServiceConfig(near_duplicate_threshold=1.01))
     seed(service, clock, n=20)  # the default retention: by importance
-    lifecycle = LifecycleService(service, InMemoryCheckpointStore(), LifecycleConfig(lookahead=timedelta(days=1)))
+    lifecycle = LifecycleService(
+        service, InMemoryCheckpointStore(), LifecycleConfig(lookahead=timedelta(days=1))
+    )
     assert lifecycle.apply_retention("t1").scan == "full"
     for days in (5, 30, 60, 150):
         clock.advance(days=days)

@@ -25,7 +25,7 @@ def due_text(when: datetime) -> str:
 
 
 def encode_due_cursor(due: str, memory_id: str) -> str:
-    """The cursor of a page whose last item sits at (`due`, `memory_id`); `due` is the store's own key text."""
+    """The cursor of a page whose last item sits at (`due`, `memory_id`); `due`: the store's key text."""
     return base64.urlsafe_b64encode(json.dumps({"due": due, "id": memory_id}).encode()).decode()
 
 

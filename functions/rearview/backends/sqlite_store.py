@@ -200,7 +200,9 @@ class SQLiteMemoryStore:
     def list_due(
         self, tenant_id: str, job: DueJob, before: datetime, cursor: str | None = None, limit: int = 100
     ) -> Page:
-        column, index = ("expires_at", "memories_by_expiry") if job == "archive" else ("fade_at", "memories_by_fade")
+        column, index = (
+            ("expires_at", "memories_by_expiry") if job == "archive" else ("fade_at", "memories_by_fade")
+        )
         where = f"m.{column} IS NOT NULL AND m.{column} <= ? AND m.status IN ('active', 'superseded')"
         params: list[object] = [epoch(before)]
         after = decode_due_cursor(cursor)

@@ -142,7 +142,9 @@ def memory_to_item(memory: Memory) -> Item:
     }
     if memory.session_id is not None:
         item["gsi2pk"] = string_value(session_pk(memory.tenant_id, memory.session_id))
-    item.update(due_attributes(memory.tenant_id, memory.id, memory.status, memory.updated_at, memory.expires_at))
+    item.update(
+        due_attributes(memory.tenant_id, memory.id, memory.status, memory.updated_at, memory.expires_at)
+    )
     as_json = memory.model_dump(mode="json", include=set(_JSON_FIELDS))
     for name, value in memory:
         if value is None or name == "expires_at" or (name in _OMITTED_WHEN_EMPTY and not value):
@@ -160,9 +162,13 @@ DUE_GSI_ATTRIBUTES: Final = {"decay": ("gsi5pk", "fade_key"), "archive": ("gsi4p
 
 
 def due_attributes(
-    tenant_id: str, memory_id: str, status: MemoryStatus, fade_at: datetime | None, expires_at: datetime | None
+    tenant_id: str,
+    memory_id: str,
+    status: MemoryStatus,
+    fade_at: datetime | None,
+    expires_at: datetime | None,
 ) -> Item:
-    """The due GSIs' keys of a memory: decay at `fade_at`, archive at `expires_at` (none when not due-able)."""
+    """The due GSIs' keys of a memory: decay at `fade_at`, archive at `expires_at` (none if never due)."""
     if status not in (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED):
         return {}
     item: Item = {}

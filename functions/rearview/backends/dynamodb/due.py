@@ -13,7 +13,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rearview.backends.due_order import DUE_STATUSES, decode_due_cursor, encode_due_cursor
-from rearview.backends.dynamodb.codec import DUE_GSI_ATTRIBUTES, due_attributes, memory_from_item, number_value
+from rearview.backends.dynamodb.codec import (
+    DUE_GSI_ATTRIBUTES,
+    due_attributes,
+    memory_from_item,
+    number_value,
+)
 from rearview.backends.dynamodb.expressions import Expression
 from rearview.backends.dynamodb.keys import MEMORY_SK, due_pk, memory_pk, sortable_time
 from rearview.backends.dynamodb.listing import query_items
@@ -27,14 +32,22 @@ if TYPE_CHECKING:
 
 
 def list_due(
-    table: TableClient, tenant_id: str, job: DueJob, before: datetime, cursor: str | None, limit: int, now: datetime
+    table: TableClient,
+    tenant_id: str,
+    job: DueJob,
+    before: datetime,
+    cursor: str | None,
+    limit: int,
+    now: datetime,
 ) -> Page:
     """`MemoryStore.list_due` on the table (see the module docstring)."""
     pk_attribute, sk_attribute = DUE_GSI_ATTRIBUTES[job]
     expr = Expression()
     upper = sortable_time(before) + "$"  # past every `<before>#<id>` key ('$' sorts right after '#')
     after = decode_due_cursor(cursor)
-    condition = f"{expr.name(pk_attribute)} = {expr.string(due_pk(tenant_id, job))} AND {expr.name(sk_attribute)} "
+    condition = (
+        f"{expr.name(pk_attribute)} = {expr.string(due_pk(tenant_id, job))} AND {expr.name(sk_attribute)} "
+    )
     if after is None:
         condition += f"< {expr.string(upper)}"
     else:
@@ -61,8 +74,8 @@ def list_due(
     }
     items: list[Memory] = []
     for _, key in page:  # in due order; gone, expired or no longer due-able memories are skipped
-        item = fetched.get(key["pk"])
-        memory = memory_from_item(item) if item is not None else None
+        found = fetched.get(key["pk"])
+        memory = memory_from_item(found) if found is not None else None
         if memory is not None and memory.status in DUE_STATUSES and not memory.is_expired(now):
             items.append(memory)
     next_cursor = encode_due_cursor(page[-1][0], page[-1][1]["pk"]) if more else None

@@ -27,7 +27,7 @@ Only active and superseded memories carry them; a commit sets `fade_key` to the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from rearview.backends.dynamodb.codec import DUE_GSI_ATTRIBUTES, TTL_ATTRIBUTE
 from rearview.backends.dynamodb.table_client import error_code, store_error
@@ -48,11 +48,13 @@ _DUE_INDEXES: Final = {GSI_DUE[job]: DUE_GSI_ATTRIBUTES[job] for job in ("archiv
 """The due indexes: (partition key, sort key) attributes; projection KEYS_ONLY."""
 
 
-def _gsi(name: str, pk: str, sk: str, projection: str = "ALL") -> GlobalSecondaryIndexTypeDef:
+def _gsi(
+    name: str, pk: str, sk: str, projection: Literal["ALL", "KEYS_ONLY"] = "ALL"
+) -> GlobalSecondaryIndexTypeDef:
     return {
         "IndexName": name,
         "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-        "Projection": {"ProjectionType": projection},  # type: ignore[typeddict-item]
+        "Projection": {"ProjectionType": projection},
     }
 
 
