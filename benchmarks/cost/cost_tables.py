@@ -9,8 +9,8 @@ is optional: a file whose last JSON line is the OpenSearch scale benchmark's sum
 (`benchmarks/scale/`: `bytes_per_memory`, `docs_per_s`, `small_p95_ms`, ...); its index bytes per
 memory and load rate then replace this model's own estimates. `--lifecycle` is a folder of
 `benchmarks/speed/lifecycle_load.py --json` outputs (committed: benchmarks/cost/lifecycle/), for the
-lifecycle table between `<!-- lifecycle-figures:start -->` and `<!-- lifecycle-figures:end -->`. Prices and assumptions:
-`aws_prices.py`. Without `--write` it prints the tables; with it, it replaces the text between
+lifecycle table between `<!-- lifecycle-figures:start -->` and `<!-- lifecycle-figures:end -->`.
+Prices and assumptions: `aws_prices.py`. Without `--write` it prints the tables; with it, it replaces the text between
 `<!-- cost-tables:start -->` and `<!-- cost-tables:end -->` in that file (a test checks the
 committed docs/cost.md holds exactly this script's output for the committed units).
 """
@@ -282,7 +282,7 @@ def render(units: dict[str, Any], scale: dict[str, Any] | None = None) -> str:
 
 
 def lifecycle_table(runs: list[dict[str, Any]], units: dict[str, Any]) -> str:
-    """The lifecycle load runs (`lifecycle_load.py --json`), one row per run and job, and the extrapolation."""
+    """The lifecycle load runs (`lifecycle_load.py --json`): a row per run and job, and the extrapolation."""
     out = [
         "| backend | memories | seeded as | job | first run: read / due, s, runs"
         " | a day later: read / due, s | a week later: read / due, s | load average |",
