@@ -10,9 +10,9 @@ is optional: a file whose last JSON line is the OpenSearch scale benchmark's sum
 memory and load rate then replace this model's own estimates. `--lifecycle` is a folder of
 `benchmarks/speed/lifecycle_load.py --json` outputs (committed: benchmarks/cost/lifecycle/), for the
 lifecycle table between `<!-- lifecycle-figures:start -->` and `<!-- lifecycle-figures:end -->`.
-Prices and assumptions: `aws_prices.py`. Without `--write` it prints the tables; with it, it replaces the text between
-`<!-- cost-tables:start -->` and `<!-- cost-tables:end -->` in that file (a test checks the
-committed docs/cost.md holds exactly this script's output for the committed units).
+Prices and assumptions: `aws_prices.py`. Without `--write` it prints the tables; with it, it
+replaces the text between `<!-- cost-tables:start -->` and `<!-- cost-tables:end -->` (and the
+lifecycle markers) in that file; a test checks docs/cost.md holds exactly this script's output.
 """
 
 from __future__ import annotations
