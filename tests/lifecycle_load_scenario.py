@@ -3,11 +3,18 @@
 One tenant is bulk-loaded with N synthetic memories (store.commit + index.upsert in batches, as
 `rearview import` would): types, importance 1-5 and ages drawn so that none has expired yet, a
 third of them recalled lately (higher anchored strength, recent last access). Then, at the same
-instant, `decay` and `archive` (retention, 36 h lookahead) run once (the timed round), once more
-(nothing left to do: the idempotent re-run), and once a day later. After every round the count
-of memories still in the hot store (active) plus the memories held by the archive must equal N,
-every archived stub must point at an archive object holding its memory, and no memory may be in
-the archive twice.
+instant, `decay` and `archive` (retention, 36 h lookahead, as deployed) run once (the timed round:
+a `full` scan, which builds the due order), once more (nothing left to do: the idempotent re-run),
+a day later and a week later (`due` scans: only what is due is read). After every round the
+count of memories still in the hot store (active) plus the memories held by the archive must
+equal N, every archived stub must point at an archive object holding its memory, and no memory
+may be in the archive twice.
+
+Each job's reads are counted (`CountingStore`: the memories the store hands the job) against what
+is due, counted out of band before the round: for `decay`, the memories that have faded plus those
+written since its last run (each write is examined once); for `archive`, those expiring within
+the look-ahead. With a `budget_s`, each job runs as Lambda runs it: invocations of at most that
+many seconds, each resuming from the checkpoint, until the job is complete.
 
 `sqlite` is the embedded backend (SQLite store + SQLite index + directory archive); `dynamodb`
 runs the DynamoDB store and the S3 archive on moto (in-process mocks), with the table and bucket
@@ -23,11 +30,12 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from rearview.backends.local_archive import DirectoryArchive
 from rearview.backends.memory import InMemoryMemoryIndex
@@ -43,12 +51,24 @@ from rearview.models import (
     MemoryFilter,
     MemoryStatus,
     MemoryType,
+    Page,
     Visibility,
 )
-from rearview.ports import Archive, CheckpointStore, IndexDocument, MemoryIndex, MemoryStore, StoreWrite
-from rearview.service.lifecycle import JobReport, LifecycleConfig, LifecycleService
+from rearview.ports import (
+    Archive,
+    CheckpointStore,
+    DueAt,
+    DueJob,
+    IndexDocument,
+    MemoryIndex,
+    MemoryStore,
+    StoreWrite,
+)
+from rearview.service.lifecycle import Deadline, JobReport, LifecycleConfig, LifecycleService
+from rearview.service.lifecycle.rules import RetentionRule
+from rearview.service.lifecycle.runner import JobState
 from rearview.service.memory_service import MemoryService, scope_key
-from rearview.service.policy import DEFAULT_RETENTION
+from rearview.service.policy import DEFAULT_DECAY, DEFAULT_RETENTION
 from rearview.shared.clock import ManualClock
 from rearview.shared.ids import new_id
 from rearview.text import content_hash
@@ -113,6 +133,49 @@ class Round:
     renewed: int = 0
     hot: int = 0
     in_archive: int = 0
+    read: dict[str, int] = field(default_factory=dict)
+    """Memories the store handed each job (list, due listing, get, get_many)."""
+    due: dict[str, int] = field(default_factory=dict)
+    """What each job had to examine, counted out of band before the round (module docstring)."""
+    scan: dict[str, str] = field(default_factory=dict)
+    invocations: dict[str, int] = field(default_factory=dict)
+    """Budgeted runs each job took (more than 1: it stopped at its budget and resumed)."""
+
+
+class CountingStore:
+    """A `MemoryStore` that counts the memories its reads return; everything else passes through."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self.read = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    def _count(self, items: list[Memory]) -> list[Memory]:
+        self.read += len(items)
+        return items
+
+    def get(self, tenant_id: str, memory_id: str) -> Memory | None:
+        found = self._store.get(tenant_id, memory_id)
+        self.read += found is not None
+        return found
+
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        return self._count(self._store.get_many(tenant_id, memory_ids))
+
+    def list_memories(self, tenant_id: str, filter: MemoryFilter, *args: Any, **kw: Any) -> Page:
+        page = self._store.list_memories(tenant_id, filter, *args, **kw)
+        self._count(page.items)
+        return page
+
+    def list_due(self, tenant_id: str, job: DueJob, before: datetime, *args: Any, **kw: Any) -> Page:
+        page = self._store.list_due(tenant_id, job, before, *args, **kw)
+        self._count(page.items)
+        return page
+
+    def list_expired(self, tenant_id: str, limit: int = 100) -> list[Memory]:
+        return self._count(self._store.list_expired(tenant_id, limit))
 
 
 # ------------------------------------------------------------------------------ backends
@@ -242,15 +305,32 @@ def synthetic(i: int, rng: random.Random) -> Memory:
     )
 
 
-def seed(backend: Backend, n: int, rng: random.Random) -> list[str]:
+def seed(
+    backend: Backend, n: int, rng: random.Random, *, index: bool = True, established: bool = False
+) -> list[str]:
+    """Write `n` synthetic memories in chunks (never all in memory at once); their ids.
+
+    `index` False leaves the index empty (the jobs' index deletes then find nothing); `established`
+    also schedules each memory's decay as a deployment whose due order was built long ago has it.
+    """
     embedder = HashingEmbedder(DIMENSION)
-    memories = [synthetic(i, rng) for i in range(n)]
+    ids: list[str] = []
     for start in range(0, n, backend.commit_batch):
-        chunk = memories[start : start + backend.commit_batch]
+        chunk = [synthetic(i, rng) for i in range(start, min(n, start + backend.commit_batch))]
         backend.store.commit([StoreWrite(m, created_event(m), None) for m in chunk])
-        vectors = embedder.embed_documents([m.content for m in chunk])
-        backend.index.upsert([IndexDocument(m, vectors[j]) for j, m in enumerate(chunk)])
-    return [m.id for m in memories]
+        if index:
+            vectors = embedder.embed_documents([m.content for m in chunk])
+            backend.index.upsert([IndexDocument(m, vectors[j]) for j, m in enumerate(chunk)])
+        if established:
+            backend.store.schedule(TENANT, [DueAt(m.id, m.version, DEFAULT_DECAY.fades_at(m)) for m in chunk])
+        ids += [m.id for m in chunk]
+    if established:  # the checkpoints of a due order built with today's policies
+        schedules = {"decay": DEFAULT_DECAY.fingerprint(), "archive": RetentionRule.fingerprint}
+        for job, fingerprint in schedules.items():
+            backend.checkpoints.save(
+                TENANT, job, JobState(completed_at=NOW, schedule=fingerprint).model_dump_json()
+            )
+    return ids
 
 
 def created_event(memory: Memory) -> HistoryEvent:
@@ -267,15 +347,31 @@ def created_event(memory: Memory) -> HistoryEvent:
 # --------------------------------------------------------------------------------- count
 
 
-def listed(store: MemoryStore, status: MemoryStatus) -> list[Memory]:
-    out: list[Memory] = []
+def listed(store: MemoryStore, status: MemoryStatus) -> Iterator[Memory]:
     cursor: str | None = None
     while True:
         page = store.list_memories(TENANT, MemoryFilter(statuses=(status,)), cursor=cursor, limit=500)
-        out += page.items
+        yield from page.items
         cursor = page.cursor
         if cursor is None:
-            return out
+            return
+
+
+@dataclass
+class Due:
+    """What the next round's jobs have to examine, counted over the hot memories (out of band)."""
+
+    fading: int = 0
+    expiring: int = 0
+
+
+def due_at(backend: Backend, now: datetime) -> Due:
+    """Memories that have faded, and memories that expire within the look-ahead."""
+    due = Due()
+    for m in listed(backend.store, MemoryStatus.ACTIVE):
+        due.fading += DEFAULT_DECAY.fades(m, now)
+        due.expiring += m.expires_at is not None and m.expires_at <= now + LOOKAHEAD
+    return due
 
 
 def audit(backend: Backend, written: list[str]) -> tuple[int, int]:
@@ -299,38 +395,93 @@ def audit(backend: Backend, written: list[str]) -> tuple[int, int]:
 # ----------------------------------------------------------------------------------- run
 
 
-ROUNDS = (("first", timedelta(0)), ("re-run", timedelta(0)), ("a day later", timedelta(days=1)))
+ROUNDS = (
+    ("first", timedelta(0)),
+    ("re-run", timedelta(0)),
+    ("a day later", timedelta(days=1)),
+    ("a week later", timedelta(days=6)),
+)
+LOOKAHEAD = timedelta(hours=36)
+"""The archive job's look-ahead on Lambda (daily schedules: `Settings.lifecycle_lookahead`)."""
 
 
-def run(backend_name: str, n: int, page_size: int, workdir: Path, rounds: int = len(ROUNDS)) -> list[Round]:
+def run(
+    backend_name: str,
+    n: int,
+    page_size: int,
+    workdir: Path,
+    rounds: int = len(ROUNDS),
+    *,
+    budget_s: float | None = None,
+    reconcile: bool = False,
+    established: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[Round]:
+    """Seed, then the rounds (audited after each); `budget_s` runs each job in budgeted invocations.
+
+    `established` seeds a deployment whose due order is built (`seed`), without index documents
+    (unless `reconcile`, which compares them): its first round already reads only what is due.
+    """
     rng = random.Random(7)
+    say = progress or (lambda _: None)
     with BACKENDS[backend_name](workdir) as backend:
         backend.store.ensure_schema()
         backend.index.ensure_schema()
         backend.checkpoints.ensure_schema()
         clock = ManualClock(NOW)
+        counting = CountingStore(backend.store)
         service = MemoryService(
-            backend.store, backend.index, HashingEmbedder(DIMENSION), clock, archive=backend.archive
+            counting,  # type: ignore[arg-type]
+            backend.index,
+            HashingEmbedder(DIMENSION),
+            clock,
+            archive=backend.archive,
         )
-        lifecycle = LifecycleService(service, backend.checkpoints, LifecycleConfig(page_size=page_size))
+        config = LifecycleConfig(page_size=page_size, lookahead=LOOKAHEAD)
+        lifecycle = LifecycleService(service, backend.checkpoints, config)
         started = time.perf_counter()
-        written = seed(backend, n, rng)
+        written = seed(backend, n, rng, index=reconcile or not established, established=established)
         results = [Round("seed", seconds={"seed": time.perf_counter() - started})]
         results[0].hot, results[0].in_archive = audit(backend, written)
+        say(f"seeded {n} in {results[0].seconds['seed']:.0f} s")
+        jobs = ("decay", "archive", "reconcile") if reconcile else ("decay", "archive")
         for label, advance in ROUNDS[:rounds]:
             clock.advance(seconds=advance.total_seconds())
-            results.append(one_round(label, lifecycle))
+            due = due_at(backend, clock.now())
+            # the writes since decay last ran: the previous round's renewals (each examined once)
+            results.append(one_round(label, lifecycle, counting, jobs, due, results[-1].renewed, budget_s))
             results[-1].hot, results[-1].in_archive = audit(backend, written)
+            if reconcile:
+                results[-1].due["reconcile"] = results[-1].hot  # it reads every searchable memory
+            say(f"{label}: read {results[-1].read}, due {results[-1].due}, s {results[-1].seconds}")
         return results
 
 
-def one_round(label: str, lifecycle: LifecycleService) -> Round:
+def one_round(
+    label: str,
+    lifecycle: LifecycleService,
+    counting: CountingStore,
+    jobs: Sequence[str],
+    due: Due,
+    written: int,
+    budget_s: float | None,
+) -> Round:
     result = Round(label)
-    for job in ("decay", "archive"):
+    # decay: what faded, plus each memory written since its last run (examined once)
+    result.due = {"decay": due.fading + written, "archive": due.expiring, "reconcile": 0}
+    for job in jobs:
+        counting.read = 0
         started = time.perf_counter()
-        report: JobReport = lifecycle.run(job, TENANT)  # type: ignore[arg-type]
+        reports: list[JobReport] = []
+        while not reports or not reports[-1].complete:
+            budget = Deadline(budget_s) if budget_s is not None else None
+            reports.append(lifecycle.run(job, TENANT, budget))  # type: ignore[arg-type]
         result.seconds[job] = time.perf_counter() - started
-        result.archived[job] = report.archived
-        result.renewed += getattr(report, "renewed", 0)
-        assert report.complete and report.conflicts == 0
+        result.invocations[job] = len(reports)
+        result.read[job] = counting.read
+        result.archived[job] = sum(r.archived for r in reports)
+        result.scan[job] = reports[0].scan or "index"
+        result.renewed += sum(getattr(r, "renewed", 0) for r in reports)
+        assert all(r.conflicts == 0 for r in reports)
+    result.due = {job: result.due[job] for job in jobs}
     return result

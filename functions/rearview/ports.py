@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,8 @@ __all__ = [
     "CONTEXT_WEIGHT",
     "CUE_WEIGHT",
     "Clock",
+    "DueAt",
+    "DueJob",
     "Embedder",
     "IndexDocument",
     "IndexQuery",
@@ -42,6 +44,24 @@ __all__ = [
     "Vector",
     "VersionedIndex",
 ]
+
+
+DueJob = Literal["decay", "archive"]
+"""The lifecycle jobs a store keeps a due order for (`MemoryStore.list_due`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DueAt:
+    """When a memory, as of `version`, is next due for decay (`MemoryStore.schedule`); None: never.
+
+    `expires_at` is the memory's own (as of `version`): a store that keys its archive order apart
+    from the record (DynamoDB) re-keys it, so a record written before that order existed joins it.
+    """
+
+    memory_id: str
+    version: int
+    due: datetime | None
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +120,27 @@ class MemoryStore(Protocol):
         so no expired text outlives the job. A store whose own TTL deletes expired records and
         reports each deletion (DynamoDB: TTL + its stream, `LifecycleService.handle_expired`)
         returns [].
+        """
+
+    def list_due(
+        self, tenant_id: str, job: DueJob, before: datetime, cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        """Live active or superseded memories due for `job` at or before `before`, soonest first, paged.
+
+        A lifecycle run reads these instead of the whole tenant. Due for `archive`: `expires_at`
+        (unexpired, at most `before`). Due for `decay`: the time `schedule` last set, or, for a
+        memory written (committed) since, its `updated_at`: every write is examined once. A
+        memory is never due for decay before the store was told (`schedule`); recalls (`touch`)
+        leave the due time as it is (they only postpone fading, so the job re-schedules it).
+        The cursor resumes after the last item's position, so items the job moves later or
+        archives meanwhile are neither repeated nor skipped.
+        """
+
+    def schedule(self, tenant_id: str, entries: Sequence[DueAt]) -> None:
+        """Set when each memory is next due for `decay` (None: never), if it is still at its `version`.
+
+        No new version, no history; a memory changed since (or gone) is left alone: its commit
+        made it due again.
         """
 
     def find_by_hash(

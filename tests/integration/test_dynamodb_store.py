@@ -126,6 +126,7 @@ def test_moto_table_is_built_from_template_with_ttl_stream_and_pitr(
     assert dynamodb_table == "rearview-test-memories"  # from !Sub "${AWS::StackName}-memories"
     assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {
         "gsi1_tenant_updated", "gsi2_session_updated", "gsi3_type_status_updated",
+        "gsi4_due_archive", "gsi5_due_decay",
     }  # fmt: skip
     assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     ttl = dynamodb_client.describe_time_to_live(TableName=dynamodb_table)["TimeToLiveDescription"]

@@ -10,9 +10,11 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
+from rearview.backends.due_order import DUE_STATUSES, decode_due_cursor, due_text, encode_due_cursor
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
@@ -20,6 +22,8 @@ from rearview.ports import (
     CONTEXT_WEIGHT,
     CUE_WEIGHT,
     ChannelHits,
+    DueAt,
+    DueJob,
     IndexDocument,
     IndexedVersions,
     IndexQuery,
@@ -56,6 +60,8 @@ class InMemoryMemoryStore:
         self._memories: dict[tuple[str, str], Memory] = {}
         self._history: dict[tuple[str, str], list[HistoryEvent]] = {}
         self._lineage: dict[tuple[str, str], set[str]] = {}
+        self._fade: dict[tuple[str, str], datetime] = {}
+        """When each memory is next due for decay (`schedule`; a commit sets its `updated_at`)."""
 
     def ensure_schema(self) -> None:
         """Nothing to create."""
@@ -70,6 +76,9 @@ class InMemoryMemoryStore:
             for w in writes:
                 key = (w.memory.tenant_id, w.memory.id)
                 self._memories[key] = w.memory
+                self._fade.pop(key, None)
+                if w.memory.status in DUE_STATUSES:
+                    self._fade[key] = w.memory.updated_at
                 for source_id in w.memory.derived_from:
                     self._lineage.setdefault((w.memory.tenant_id, source_id), set()).add(w.memory.id)
                 if w.event is not None:
@@ -149,6 +158,7 @@ class InMemoryMemoryStore:
             self._memories.pop((tenant_id, memory_id), None)
             self._history.pop((tenant_id, memory_id), None)
             self._lineage.pop((tenant_id, memory_id), None)
+            self._fade.pop((tenant_id, memory_id), None)
             for (tenant, _), derived in self._lineage.items():
                 if tenant == tenant_id:
                     derived.discard(memory_id)
@@ -181,6 +191,33 @@ class InMemoryMemoryStore:
         now = self._clock.now()
         expired = [m for (t, _), m in list(self._memories.items()) if t == tenant_id and m.is_expired(now)]
         return sorted(expired, key=lambda m: (m.expires_at, m.id))[:limit]
+
+    def list_due(
+        self, tenant_id: str, job: DueJob, before: datetime, cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        after = decode_due_cursor(cursor)
+        due: list[tuple[str, str, Memory]] = []
+        for m in self._tenant(tenant_id):
+            when = m.expires_at if job == "archive" else self._fade.get((tenant_id, m.id))
+            if m.status in DUE_STATUSES and when is not None and when <= before:
+                position = (due_text(when), m.id)
+                if after is None or position > after:
+                    due.append((*position, m))
+        due.sort(key=lambda d: (d[0], d[1]))
+        page = due[:limit]
+        more = len(due) > limit
+        return Page(items=[m for *_, m in page], cursor=encode_due_cursor(*page[-1][:2]) if more else None)
+
+    def schedule(self, tenant_id: str, entries: Sequence[DueAt]) -> None:
+        with self._lock:
+            for entry in entries:
+                key = (tenant_id, entry.memory_id)
+                current = self._memories.get(key)
+                if current is None or current.version != entry.version or current.status not in DUE_STATUSES:
+                    continue
+                self._fade.pop(key, None)
+                if entry.due is not None:
+                    self._fade[key] = entry.due
 
     def _tenant(self, tenant_id: str) -> Iterator[Memory]:
         now = self._clock.now()

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rearview.backends.due_order import DUE_STATUSES, decode_due_cursor, encode_due_cursor
 from rearview.backends.sqlite_common import Migration, SQLiteDatabase, epoch, filter_sql
 from rearview.errors import ConflictError, InvalidInputError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryType, Page, StoreStats, Visibility
-from rearview.ports import StoreWrite, Touch
+from rearview.ports import DueAt, DueJob, StoreWrite, Touch
 from rearview.shared.clock import Clock, SystemClock
 from rearview.shared.scopes import scope_key
 
@@ -69,11 +70,17 @@ _MIGRATIONS: list[Migration] = [
     INSERT OR IGNORE INTO lineage
         SELECT m.tenant_id, j.value, m.id FROM memories m, json_each(m.body, '$.derived_from') j
     """,
+    # The decay job's due order (`list_due`): every live memory is due once, at its last write.
+    """
+    ALTER TABLE memories ADD COLUMN fade_at REAL;
+    UPDATE memories SET fade_at = updated_at WHERE status IN ('active', 'superseded');
+    CREATE INDEX memories_by_fade ON memories (tenant_id, fade_at) WHERE fade_at IS NOT NULL
+    """,
 ]
 
 _COLUMNS = (
     "tenant_id, id, scope_key, content_hash, idempotency_key, agent_id, visibility, session_id, type, "
-    "status, tags, created_at, updated_at, event_time, expires_at, version, body"
+    "status, tags, created_at, updated_at, event_time, expires_at, version, body, fade_at"
 )
 
 
@@ -96,6 +103,7 @@ def _row(m: Memory) -> tuple[object, ...]:
         epoch(m.expires_at),
         m.version,
         m.model_dump_json(),
+        epoch(m.updated_at) if m.status in DUE_STATUSES else None,  # due for decay: examined once
     )
 
 
@@ -124,7 +132,7 @@ class SQLiteMemoryStore:
                 if actual != w.expected_version:
                     raise ConflictError(m.id, w.expected_version, actual)
                 conn.execute(
-                    f"INSERT OR REPLACE INTO memories ({_COLUMNS}) VALUES ({','.join('?' * 17)})", _row(m)
+                    f"INSERT OR REPLACE INTO memories ({_COLUMNS}) VALUES ({','.join('?' * 18)})", _row(m)
                 )
                 if m.derived_from:
                     conn.executemany(
@@ -188,6 +196,39 @@ class SQLiteMemoryStore:
         with self._db.reading() as conn:
             rows = conn.execute(sql, (tenant_id, self._now(), limit)).fetchall()
         return [Memory.model_validate_json(r[0]) for r in rows]
+
+    def list_due(
+        self, tenant_id: str, job: DueJob, before: datetime, cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        column, index = (
+            ("expires_at", "memories_by_expiry") if job == "archive" else ("fade_at", "memories_by_fade")
+        )
+        where = f"m.{column} IS NOT NULL AND m.{column} <= ? AND m.status IN ('active', 'superseded')"
+        params: list[object] = [epoch(before)]
+        after = decode_due_cursor(cursor)
+        if after is not None:
+            where += f" AND (m.{column} > ? OR (m.{column} = ? AND m.id > ?))"
+            params += [float(after[0]), float(after[0]), after[1]]
+        source = f"memories m INDEXED BY {index}"
+        sql = (
+            f"SELECT body, {column} FROM {source} WHERE m.tenant_id = ? "
+            f"AND (m.expires_at IS NULL OR m.expires_at > ?) AND {where} "
+            f"ORDER BY m.{column}, m.id LIMIT {limit + 1}"
+        )
+        with self._db.reading() as conn:
+            rows = conn.execute(sql, (tenant_id, self._now(), *params)).fetchall()
+        items = [Memory.model_validate_json(r[0]) for r in rows[:limit]]
+        if len(rows) <= limit:
+            return Page(items=items)
+        return Page(items=items, cursor=encode_due_cursor(repr(rows[limit - 1][1]), items[-1].id))
+
+    def schedule(self, tenant_id: str, entries: Sequence[DueAt]) -> None:
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "UPDATE memories SET fade_at = ? WHERE tenant_id = ? AND id = ? AND version = ?"
+                " AND status IN ('active', 'superseded')",
+                [(epoch(e.due), tenant_id, e.memory_id, e.version) for e in entries],
+            )
 
     def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
         unique = list(dict.fromkeys(keys))

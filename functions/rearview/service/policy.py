@@ -145,6 +145,23 @@ class DecayPolicy:
             anchor = memory.verified_at
         return self.strength_at(memory.strength, memory.importance, anchor, now)
 
+    def fades_at(self, memory: Memory) -> datetime | None:
+        """When the memory's strength falls below the threshold if not recalled again (None: never).
+
+        Recalls only raise strength and move `last_accessed_at` later, so this only moves later.
+        """
+        if memory.importance >= self.protected_importance:
+            return None
+        if memory.strength <= self.archive_threshold:
+            return memory.last_accessed_at
+        days = self.half_life(memory.importance) * math.log2(memory.strength / self.archive_threshold)
+        return memory.last_accessed_at + timedelta(days=days)
+
+    def fingerprint(self) -> str:
+        """What `fades_at` depends on, as text: a due order built with another one must be rebuilt."""
+        lives = ",".join(f"{k}:{v!r}" for k, v in sorted(self.half_life_days.items()))
+        return f"decay-v1;{lives};{self.archive_threshold!r};{self.protected_importance}"
+
     def fades(self, memory: Memory, now: datetime) -> bool:
         """True when the memory is weak enough to archive (never for protected importance)."""
         return memory.importance < self.protected_importance and self.effective(memory, now) < (

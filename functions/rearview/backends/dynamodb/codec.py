@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from rearview.backends.dynamodb.keys import (
     MEMORY_SK,
+    due_key,
+    due_pk,
     history_sk,
     memory_pk,
     session_pk,
@@ -31,7 +33,7 @@ from rearview.backends.dynamodb.keys import (
     updated_key,
 )
 from rearview.errors import InvalidInputError
-from rearview.models import HistoryEvent, Memory
+from rearview.models import HistoryEvent, Memory, MemoryStatus
 
 if TYPE_CHECKING:
     from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -140,6 +142,9 @@ def memory_to_item(memory: Memory) -> Item:
     }
     if memory.session_id is not None:
         item["gsi2pk"] = string_value(session_pk(memory.tenant_id, memory.session_id))
+    item.update(
+        due_attributes(memory.tenant_id, memory.id, memory.status, memory.updated_at, memory.expires_at)
+    )
     as_json = memory.model_dump(mode="json", include=set(_JSON_FIELDS))
     for name, value in memory:
         if value is None or name == "expires_at" or (name in _OMITTED_WHEN_EMPTY and not value):
@@ -149,6 +154,28 @@ def memory_to_item(memory: Memory) -> Item:
         else:
             item[name] = attribute_value(value)
     item.update(expiry_attributes(memory.expires_at))
+    return item
+
+
+DUE_GSI_ATTRIBUTES: Final = {"decay": ("gsi5pk", "fade_key"), "archive": ("gsi4pk", "expiry_key")}
+"""Each lifecycle job's due GSI key attributes (`schema`): sparse, only on memories that can be due."""
+
+
+def due_attributes(
+    tenant_id: str,
+    memory_id: str,
+    status: MemoryStatus,
+    fade_at: datetime | None,
+    expires_at: datetime | None,
+) -> Item:
+    """The due GSIs' keys of a memory: decay at `fade_at`, archive at `expires_at` (none if never due)."""
+    if status not in (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED):
+        return {}
+    item: Item = {}
+    for job, when in (("decay", fade_at), ("archive", expires_at)):
+        if when is not None:
+            pk, sk = DUE_GSI_ATTRIBUTES[job]
+            item[pk], item[sk] = string_value(due_pk(tenant_id, job)), string_value(due_key(when, memory_id))
     return item
 
 

@@ -92,6 +92,16 @@ def type_status_pk(tenant_id: str, memory_type: MemoryType, status: MemoryStatus
     return tenant_pk(tenant_id) + "#" + join_escaped(memory_type.value, status.value)
 
 
+def due_pk(tenant_id: str, job: str) -> str:
+    """`T#<tenant>#DUE#<job>`: `gsi4pk` (archive: by expiry) or `gsi5pk` (decay: by fade time)."""
+    return tenant_pk(tenant_id) + "#DUE#" + escape(job)
+
+
+def due_key(when: datetime, memory_id: str) -> str:
+    """The due GSIs' sort key: `<when>#<id>`, soonest first."""
+    return f"{sortable_time(when)}#{escape(memory_id)}"
+
+
 def updated_key(memory: Memory) -> str:
     """The GSI sort key: newest-first listings order by it, and cursors resume past it."""
     return f"{sortable_time(memory.updated_at)}#{escape(memory.id)}"

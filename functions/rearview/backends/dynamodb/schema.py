@@ -12,13 +12,24 @@ Global secondary indexes (projection ALL; only memory items carry their keys):
 - `gsi2`: `list(session_id=...)`: one session's memories, newest first.
 - `gsi3`: `list(types=..., statuses=...)`: one partition per (type, status) pair, merged
   newest first (used when at most 4 partitions cover the filter, e.g. the default `active`).
+
+Two more, sparse and KEYS_ONLY (a recall's `touch` changes no key of theirs, so it writes neither),
+for the lifecycle jobs' due orders (`due.list_due`: a run reads what is due, not the tenant):
+
+| index | partition key | sort key |
+|---|---|---|
+| `gsi4_due_archive` | `gsi4pk` = `T#<tenant>#DUE#archive` | `expiry_key` = `<expires_at>#<id>` |
+| `gsi5_due_decay` | `gsi5pk` = `T#<tenant>#DUE#decay` | `fade_key` = `<next decay check>#<id>` |
+
+Only active and superseded memories carry them; a commit sets `fade_key` to the memory's
+`updated_at` (examined once) and the decay job moves it to when the memory will have faded.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
-from rearview.backends.dynamodb.codec import TTL_ATTRIBUTE
+from rearview.backends.dynamodb.codec import DUE_GSI_ATTRIBUTES, TTL_ATTRIBUTE
 from rearview.backends.dynamodb.table_client import error_code, store_error
 from rearview.errors import StoreError
 
@@ -30,21 +41,27 @@ if TYPE_CHECKING:
 GSI_TENANT: Final = "gsi1_tenant_updated"
 GSI_SESSION: Final = "gsi2_session_updated"
 GSI_TYPE_STATUS: Final = "gsi3_type_status_updated"
+GSI_DUE: Final = {"archive": "gsi4_due_archive", "decay": "gsi5_due_decay"}
 _INDEXES: Final = {GSI_TENANT: "gsi1pk", GSI_SESSION: "gsi2pk", GSI_TYPE_STATUS: "gsi3pk"}
-"""Every index, by its partition key attribute; all sort by `updated_key`."""
+"""The listing indexes, by their partition key attribute; all sort by `updated_key` (projection ALL)."""
+_DUE_INDEXES: Final = {GSI_DUE[job]: DUE_GSI_ATTRIBUTES[job] for job in ("archive", "decay")}
+"""The due indexes: (partition key, sort key) attributes; projection KEYS_ONLY."""
 
 
-def _gsi(name: str, pk: str, sk: str) -> GlobalSecondaryIndexTypeDef:
+def _gsi(
+    name: str, pk: str, sk: str, projection: Literal["ALL", "KEYS_ONLY"] = "ALL"
+) -> GlobalSecondaryIndexTypeDef:
     return {
         "IndexName": name,
         "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-        "Projection": {"ProjectionType": "ALL"},
+        "Projection": {"ProjectionType": projection},
     }
 
 
 def table_definition(table_name: str) -> CreateTableInputTypeDef:
     """CreateTable arguments equal to `template.yaml`'s `MemoryTable`."""
-    attributes = ("pk", "sk", *_INDEXES.values(), "updated_key")
+    due_keys = [a for keys in _DUE_INDEXES.values() for a in keys]
+    attributes = ("pk", "sk", *_INDEXES.values(), "updated_key", *due_keys)
     return {
         "TableName": table_name,
         "BillingMode": "PAY_PER_REQUEST",
@@ -53,7 +70,10 @@ def table_definition(table_name: str) -> CreateTableInputTypeDef:
             {"AttributeName": "pk", "KeyType": "HASH"},
             {"AttributeName": "sk", "KeyType": "RANGE"},
         ],
-        "GlobalSecondaryIndexes": [_gsi(name, pk, "updated_key") for name, pk in _INDEXES.items()],
+        "GlobalSecondaryIndexes": [
+            *(_gsi(name, pk, "updated_key") for name, pk in _INDEXES.items()),
+            *(_gsi(name, pk, sk, "KEYS_ONLY") for name, (pk, sk) in _DUE_INDEXES.items()),
+        ],
         "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
         "SSESpecification": {"Enabled": True},
     }
@@ -75,7 +95,7 @@ def ensure_table(table: TableClient) -> None:
         _create_table(table)
         return
     present = {gsi["IndexName"] for gsi in described.get("GlobalSecondaryIndexes", [])}
-    missing = set(_INDEXES) - present
+    missing = (set(_INDEXES) | set(_DUE_INDEXES)) - present
     if missing:
         raise StoreError(f"table {table.name} lacks indexes {sorted(missing)}: redeploy template.yaml")
 

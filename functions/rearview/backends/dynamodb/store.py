@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rearview.backends.dynamodb import due
 from rearview.backends.dynamodb.codec import event_from_item, memory_from_item, python_value, string_value
 from rearview.backends.dynamodb.expressions import Expression, not_expired
 from rearview.backends.dynamodb.keys import (
@@ -59,7 +60,7 @@ from rearview.backends.dynamodb.writes import (
 )
 from rearview.errors import ConflictError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
-from rearview.ports import StoreWrite, Touch
+from rearview.ports import DueAt, DueJob, StoreWrite, Touch
 from rearview.shared.clock import Clock, SystemClock
 from rearview.shared.retry import RetryPolicy
 
@@ -293,6 +294,16 @@ class DynamoDBMemoryStore:
     def list_expired(self, tenant_id: str, limit: int = 100) -> list[Memory]:
         """[]: DynamoDB's TTL deletes expired items and the stream archives each (`handlers/stream.py`)."""
         return []
+
+    def list_due(
+        self, tenant_id: str, job: DueJob, before: datetime, cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        """What is due for `job` by `before`: one Query of its due GSI, one BatchGetItem (`due`)."""
+        return due.list_due(self._table, tenant_id, job, before, cursor, limit, self._clock.now())
+
+    def schedule(self, tenant_id: str, entries: Sequence[DueAt]) -> None:
+        """Move each memory in the due GSIs: one conditional UpdateItem each (`due`)."""
+        due.schedule(self._table, tenant_id, entries)
 
     def find_by_idempotency_keys(self, tenant_id: str, keys: Sequence[str]) -> dict[str, Memory]:
         """Each key's idempotency item (BatchGetItem), then their memories (BatchGetItem): two round trips."""

@@ -22,7 +22,10 @@ class JobReport(BaseModel):
     checkpoint. `resumed` is True when this run continued an unfinished one. `conflicts`
     counts memories that changed while the job worked on them: left as they are, for the
     next run. `recovered` counts memories of an interrupted run's pending archive batch that
-    this run settled.
+    this run settled. `scan` is how an archiving job (`decay`, `archive`) read the tenant: `due`,
+    only what the store's due order holds (`MemoryStore.list_due`), or `full`, every memory (its
+    first run, or the first after the decay policy changed: it builds the due order); `scheduled`
+    counts the memories it moved in that order (kept, with their next due time).
     """
 
     job: JobName
@@ -36,6 +39,8 @@ class JobReport(BaseModel):
     archived: int = 0
     conflicts: int = 0
     recovered: int = 0
+    scan: Literal["due", "full"] | None = None
+    scheduled: int = 0
 
 
 class DecayReport(JobReport):

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from rearview.errors import ConflictError
 from rearview.models import HistoryAction, Memory
-from rearview.ports import StoreWrite
+from rearview.ports import DueJob, StoreWrite
 from rearview.service.history import change_event
 from rearview.service.lifecycle.context import JobContext
 from rearview.service.lifecycle.reports import DecayReport, RetentionReport
@@ -27,9 +27,15 @@ from rearview.shared.clock import to_iso
 class DecayRule:
     """Archive what faded below the threshold; record the strengths seen in a `DecayReport`."""
 
+    due_job: DueJob = "decay"
+
     def __init__(self, policy: DecayPolicy, report: DecayReport) -> None:
         self.policy = policy
         self.report = report
+        self.fingerprint = policy.fingerprint()
+
+    def due_before(self, now: datetime) -> datetime:
+        return now
 
     def examine(self, memory: Memory, now: datetime) -> str | None:
         report, decay = self.report, self.policy
@@ -48,6 +54,10 @@ class DecayRule:
 class RetentionRule:
     """Archive what expires before the next run, unless recalled: then renew it (`RetentionReport`)."""
 
+    due_job: DueJob = "archive"
+    fingerprint = "archive-v1"
+    """The archive due order is each memory's own `expires_at`: no policy of this job shapes it."""
+
     def __init__(
         self, ctx: JobContext, policy: RetentionPolicy, lookahead: timedelta, report: RetentionReport
     ) -> None:
@@ -55,6 +65,9 @@ class RetentionRule:
         self.policy = policy
         self.lookahead = lookahead
         self.report = report
+
+    def due_before(self, now: datetime) -> datetime:
+        return now + self.lookahead
 
     def examine(self, memory: Memory, now: datetime) -> str | None:
         if memory.expires_at is None or memory.expires_at > now + self.lookahead:

@@ -8,7 +8,7 @@ The runner owns the rest, for every job alike:
   over from phase 0, keeping when the job last completed;
 - the budget is checked before each step; the position is saved after each one, and when
   the budget runs out (`report.complete` stays False, the next run resumes there);
-- a finished run leaves a checkpoint that only records when it completed.
+- a finished run leaves a checkpoint that only records when it completed (and `schedule`).
 
 The checkpoint is `JobState` as JSON in the `CheckpointStore`, under (tenant, job name).
 """
@@ -48,6 +48,11 @@ class JobState(BaseModel):
     started_at: datetime | None = None
     """Set while a run is unfinished."""
     completed_at: datetime | None = None
+    scan: str | None = None
+    """How this run reads, chosen when it starts (the archiving jobs: `due` or `full`)."""
+    schedule: str | None = None
+    """What the store's due order was last built with (the archiving jobs' policy fingerprint); kept
+    from run to run."""
 
 
 class Checkpoint:
@@ -93,7 +98,9 @@ def run_resumable(job: ResumableJob, checkpoint: Checkpoint, budget: Budget, clo
     state = checkpoint.load()
     report.resumed = state.started_at is not None
     if not report.resumed:
-        state = JobState(started_at=report.started_at, completed_at=state.completed_at)
+        state = JobState(
+            started_at=report.started_at, completed_at=state.completed_at, schedule=state.schedule
+        )
     job.settle(state, checkpoint)
     while not job.done(state):
         if budget.expired():
@@ -104,4 +111,4 @@ def run_resumable(job: ResumableJob, checkpoint: Checkpoint, budget: Budget, clo
         checkpoint.save(state)
     report.finished_at = clock.now()
     report.complete = True
-    checkpoint.save(JobState(completed_at=report.finished_at))
+    checkpoint.save(JobState(completed_at=report.finished_at, schedule=state.schedule))

@@ -94,19 +94,19 @@ class LifecycleService:
     def decay(self, tenant_id: str, budget: Budget | None = None) -> DecayReport:
         """Archive the tenant's memories whose decayed strength is below the threshold."""
         report = DecayReport(tenant_id=tenant_id, started_at=self.service.clock.now())
-        rule = DecayRule(self.service.config.policy(tenant_id).decay, report)
-        self._run(ArchivingScan(self._context(tenant_id), rule), budget)
+        decay = self.service.config.policy(tenant_id).decay
+        self._run(ArchivingScan(self._context(tenant_id), DecayRule(decay, report), decay), budget)
         return report
 
     def apply_retention(self, tenant_id: str, budget: Budget | None = None) -> RetentionReport:
         """Archive (or renew, if recalled) the tenant's memories that expire before the next run."""
         ctx = self._context(tenant_id)
         report = RetentionReport(tenant_id=tenant_id, started_at=ctx.now())
-        retention = self.service.config.policy(tenant_id).retention
-        rule = RetentionRule(ctx, retention, self.config.lookahead, report)
+        policy = self.service.config.policy(tenant_id)
+        rule = RetentionRule(ctx, policy.retention, self.config.lookahead, report)
         archived, erased = sweep_expired(ctx)  # what expired while no run came in time
         report.expired_archived, report.expired_erased = archived, erased
-        self._run(ArchivingScan(ctx, rule), budget)
+        self._run(ArchivingScan(ctx, rule, policy.decay), budget)
         return report
 
     def reconcile(self, tenant_id: str, budget: Budget | None = None) -> ReconcileReport:
