@@ -190,12 +190,12 @@ SCHEMA_PROPERTIES: dict[str, tuple[str, ...]] = {
     "memory_ingest": ("messages", "session_id", "agent_id", "visibility"),
     "memory_search": (
         "query", "alternatives", "top_k", "types", "tags", "session_id", "time_from", "time_to", "min_score",
-        "include_superseded", "include_archived", "reference_time", "explain", "agent_id",
+        "include_superseded", "include_archived", "reference_time", "as_of", "explain", "agent_id",
     ),
     "memory_get": ("memory_id", "agent_id"),
     "memory_update": (
         "memory_id", "content", "tags", "importance", "confidence", "metadata", "event_time", "ttl_days",
-        "expected_version", "cues", "agent_id",
+        "expected_version", "cues", "verified", "agent_id",
     ),
     "memory_forget": ("ids", "session_id", "types", "tags", "time_from", "time_to", "hard", "agent_id"),
     "memory_history": ("memory_id", "agent_id"),
@@ -254,6 +254,7 @@ STRING_PROPERTIES = [
         "expected_version",
         "hard",
         "explain",
+        "verified",
     }
     and prop not in {"type", "types", "visibility"}
     and not prop.startswith("include_")
@@ -311,6 +312,7 @@ OUT_OF_RANGE_TIME = "0001-01-01T00:30:00+01:00"  # UTC conversion overflows
         ("memory_update", "event_time"),
         ("memory_search", "time_from"),
         ("memory_search", "reference_time"),
+        ("memory_search", "as_of"),
         ("memory_forget", "time_to"),
         ("memory_summarize", "time_from"),
     ],

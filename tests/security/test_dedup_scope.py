@@ -17,7 +17,7 @@ import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.backends.sqlite_common import SQLiteDatabase
-from rearview.backends.sqlite_store import _MIGRATIONS, SQLiteMemoryStore
+from rearview.backends.sqlite_store import _COLUMNS, _MIGRATIONS, SQLiteMemoryStore, _row
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import (
     HistoryAction,
@@ -91,6 +91,15 @@ def _plant(store: MemoryStore, memory: Memory) -> None:
     store.commit([StoreWrite(memory, event, None)])
 
 
+def _plant_legacy(path: Path, memory: Memory) -> None:
+    """Store `memory` as the first schema held it: its columns only (later migrations add more)."""
+    db = SQLiteDatabase(path)
+    columns = _COLUMNS.removesuffix(", fade_at")
+    with db.transaction() as conn:
+        conn.execute(f"INSERT INTO memories ({columns}) VALUES ({','.join('?' * 17)})", _row(memory)[:17])
+    db.close()
+
+
 def _victim(key: str) -> Memory:
     """Agent `x/y`'s private working memory in session `z`, stored under `key`."""
     return make_memory(
@@ -149,12 +158,9 @@ def test_the_sqlite_store_migrates_ambiguous_keys(tmp_path: Path) -> None:
     old = SQLiteDatabase(path)
     old.migrate("store", _MIGRATIONS[:1])  # the schema as it was before the keys were escaped
     old.close()
-    before = SQLiteMemoryStore(path)
-    before._db.migrate("store", _MIGRATIONS[:1])
     legacy = legacy_scope_key(MemoryType.WORKING, Visibility.PRIVATE, "x/y", "z")
-    _plant(before, _victim(legacy))
-    _plant(before, make_memory("plain", tenant_id=TENANT, memory_id="plain"))
-    before.close()
+    _plant_legacy(path, _victim(legacy))
+    _plant_legacy(path, make_memory("plain", tenant_id=TENANT, memory_id="plain"))
 
     store = SQLiteMemoryStore(path)
     store.ensure_schema()

@@ -128,6 +128,22 @@ def test_the_newer_moves_right_above_the_older_and_an_unreturned_one_joins() -> 
     assert [r.memory.id for r in newer_first([found_only], [found_only, absent])] == ["absent", "older"]
 
 
+def test_a_chain_of_contests_pulls_in_one_newer_memory_not_the_whole_chain() -> None:
+    """A memory contested by m1, m1 by m2, ... (many writes on one subject): the match keeps its place
+    but for the one newer memory placed above it; the chain's later links do not push it out of top_k."""
+    chain = [_ranked(f"m{i}", 0.1, [f"m{i + 1}"]) for i in range(1, 30)] + [_ranked("m30", 0.1)]
+    match = _ranked("match", 0.9, ["m1"])
+    other = _ranked("other", 0.5)
+    order = [r.memory.id for r in newer_first([match, other], [match, other, *chain])]
+    assert order == ["m1", "match", "other"]
+    many = _ranked("many", 0.9, ["c1", "c2", "c3"])  # contested by three writes: the best goes above
+    contesters = [_ranked("c1", 0.2), _ranked("c2", 0.3), _ranked("c3", 0.1)]
+    placed = newer_first([many, other], [many, other, *contesters])
+    assert [r.memory.id for r in placed] == ["c2", "many", "other"]
+    returned_chain = [_ranked("n1", 0.9, ["n2"]), _ranked("n2", 0.8, ["n3"]), _ranked("n3", 0.7)]
+    assert [r.memory.id for r in newer_first(returned_chain, returned_chain)] == ["n3", "n2", "n1"]
+
+
 def test_a_cycle_of_contests_ends() -> None:
     a, b = _ranked("a", 0.9, ["b"]), _ranked("b", 0.8, ["a"])
     assert sorted(r.memory.id for r in newer_first([a, b], [a, b])) == ["a", "b"]

@@ -30,14 +30,23 @@ def newer_first(returned: Sequence[Ranked], ranked: Sequence[Ranked]) -> list[Ra
     """`returned` with each contested memory's best-scored contester from `ranked` directly above it.
 
     `ranked` is every candidate the search scored (`ranking.rank`), `returned` what it admitted of
-    them, in order. Each memory moves at most once, so chains (a contester itself contested) and
-    cycles end.
+    them, in order. Each memory moves at most once and has at most one contester placed above it,
+    so chains (a contester itself contested) and cycles end; a contester pulled in from below
+    `returned` pulls in no other, so many rewrites on one subject add one memory above the match,
+    never the whole chain or every contester.
     """
     by_id = {r.memory.id: r for r in ranked}
     out = list(returned)
+    was_returned = {r.memory.id for r in returned}
     moved: set[str] = set()
+    placed_for: set[str] = set()  # each memory has one contester placed above it, at most
     i = 0
     while i < len(out):
+        current = out[i].memory.id
+        if current not in was_returned or current in placed_for:  # pulled in, or already served
+            i += 1
+            continue
+        placed_for.add(current)
         contesters = [by_id[c] for c in out[i].memory.contested_by if c in by_id and c not in moved]
         newer = max(contesters, key=lambda r: (r.score, r.memory.id), default=None)
         if newer is None or any(r.memory.id == newer.memory.id for r in out[:i]):

@@ -68,7 +68,7 @@ _CHANGE: Final = re.compile(
 )
 """Words announcing that something changed: the newer text is about a value that was once different."""
 _CJK: Final = re.compile(r"[\u3400-\u9fff]")
-_OPENING_NAME: Final = re.compile(r"\s*[A-Z][^\W\d_]+")
+_OPENING_NAME: Final = re.compile(r"[A-Z][^\W\d_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +112,7 @@ def shared_words(older: str, newer: str) -> float:
     opening word either text also writes in lowercase ("Standup is at 9:45") is no name.
     """
     old, new = _words(older), _words(newer)
-    opening = _OPENING_NAME.match(older)
+    opening = _OPENING_NAME.match(older.lstrip())
     if opening is not None:
         name = " ".join(tokens(opening.group()))
         if name not in _lowercase(older) | _lowercase(newer):
