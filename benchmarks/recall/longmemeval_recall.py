@@ -44,7 +44,7 @@ from typing import Any
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.limits import MAX_CONTENT_CHARS
+from rearview.limits import MAX_CONTENT_CHARS, disallowed_control_chars
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -141,6 +141,9 @@ def load(path: Path, limit: int | None = None) -> tuple[list[Haystack], Counter[
             when = parse_date(date) or hay.asked_at or datetime(2023, 1, 1, tzinfo=UTC)
             for i, turn in enumerate(session):
                 content = f"{turn['role']}: {turn['content'].strip()}"
+                if disallowed_control_chars(content):  # a write refuses them: an agent would drop them
+                    notes["turns with control characters spaced"] += 1
+                    content = "".join(" " if disallowed_control_chars(c) else c for c in content)
                 if len(content) > MAX_CONTENT_CHARS:
                     notes["turns cut to the content limit"] += 1
                     content = content[:MAX_CONTENT_CHARS]
