@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex
-from rearview.backends.sqlite_common import SQLiteDatabase
-from rearview.backends.sqlite_store import _COLUMNS, _MIGRATIONS, SQLiteMemoryStore, _row
+from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import (
     HistoryAction,
@@ -34,6 +33,7 @@ from rearview.shared.clock import ManualClock
 from rearview.shared.scopes import legacy_scope_key, scope_key
 from tests.contract.conftest import STORES
 from tests.factories import T0, make_memory
+from tests.sqlite_schemas import older_store
 
 TENANT = "t1"
 SECRET = "The vault key is in the second drawer"
@@ -91,15 +91,6 @@ def _plant(store: MemoryStore, memory: Memory) -> None:
     store.commit([StoreWrite(memory, event, None)])
 
 
-def _plant_legacy(path: Path, memory: Memory) -> None:
-    """Store `memory` as the first schema held it: its columns only (later migrations add more)."""
-    db = SQLiteDatabase(path)
-    columns = _COLUMNS.removesuffix(", fade_at")
-    with db.transaction() as conn:
-        conn.execute(f"INSERT INTO memories ({columns}) VALUES ({','.join('?' * 17)})", _row(memory)[:17])
-    db.close()
-
-
 def _victim(key: str) -> Memory:
     """Agent `x/y`'s private working memory in session `z`, stored under `key`."""
     return make_memory(
@@ -155,12 +146,9 @@ def test_an_own_legacy_keyed_memory_is_still_merged_and_re_keyed(store: MemorySt
 
 def test_the_sqlite_store_migrates_ambiguous_keys(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
-    old = SQLiteDatabase(path)
-    old.migrate("store", _MIGRATIONS[:1])  # the schema as it was before the keys were escaped
-    old.close()
     legacy = legacy_scope_key(MemoryType.WORKING, Visibility.PRIVATE, "x/y", "z")
-    _plant_legacy(path, _victim(legacy))
-    _plant_legacy(path, make_memory("plain", tenant_id=TENANT, memory_id="plain"))
+    planted = [_victim(legacy), make_memory("plain", tenant_id=TENANT, memory_id="plain")]
+    older_store(path, 1, planted)  # the schema as it was before the keys were escaped
 
     store = SQLiteMemoryStore(path)
     store.ensure_schema()

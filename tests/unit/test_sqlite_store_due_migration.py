@@ -5,24 +5,18 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from rearview.backends.sqlite_common import SQLiteDatabase
-from rearview.backends.sqlite_store import _COLUMNS, _MIGRATIONS, SQLiteMemoryStore, _row
+from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.models import MemoryStatus
 from rearview.shared.clock import ManualClock
 from tests.factories import T0, make_memory
+from tests.sqlite_schemas import older_store
 
 
 def test_memories_stored_before_the_due_order_are_due_for_decay_once(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
-    old = SQLiteDatabase(path)
-    old.migrate("store", _MIGRATIONS[:3])  # the schema before the due order
     live = make_memory("Ann prefers window seats")
     stub = make_memory("an archived one").model_copy(update={"status": MemoryStatus.ARCHIVED})
-    columns = _COLUMNS.removesuffix(", fade_at")
-    with old.transaction() as conn:
-        for memory in (live, stub):
-            conn.execute(f"INSERT INTO memories ({columns}) VALUES ({','.join('?' * 17)})", _row(memory)[:17])
-    old.close()
+    older_store(path, 3, [live, stub])  # the schema before the due order
 
     store = SQLiteMemoryStore(path, ManualClock(T0 + timedelta(days=1)))
     store.ensure_schema()
