@@ -59,10 +59,19 @@ GRID: dict[str, tuple[float, ...]] = {
     "similarity_slack": (1,),
     "phrasing_agreement": (0.0, 1.0),
     "relevant_at": (0.45, 0.475, 0.5),
+    "lead_places": (0, 3),
+    "lead_gap": (0.04,),
+    "confident_at": (0.9,),
 }
 """The points cross-validated: admission (`min_relevance`, `relative_relevance`), the similarity
-floor (`similarity_keep` 0: off), how phrasings combine (`phrasing_agreement` 0: the best one's), and
-the mark of a likely answer (`relevant_at`)."""
+floor (`similarity_keep` 0: off), how phrasings combine (`phrasing_agreement` 0: the best one's),
+the mark of a likely answer (`relevant_at`), and which weak matches are leads (`lead_places` 0: all;
+its gap and confidence are chosen by `lead_split`)."""
+LEAD_GRID: dict[str, tuple[float, ...]] = {
+    "confident_at": (0.8, 0.9, math.inf),
+    "lead_gap": (0.03, 0.04, 0.05, math.inf),
+}
+"""The weak-lead constants (`admission.leads`) that `lead_split` chooses on one half of the users."""
 TOP_K = 10
 Matrix = npt.NDArray[np.float64]
 
@@ -309,6 +318,63 @@ def cross_validate(
     return results
 
 
+def lead_split(folds: Folds, base: RankingPolicy, modes: Mapping[str, Sequence[Labelled]]) -> str:
+    """The weak-lead constants chosen on half the users and scored on the other half, both ways
+    (alternate users, then the first half against the second, by name).
+
+    Chosen: of `LEAD_GRID`'s points with the fewest kinds whose hit@3 on the choosing half is below
+    plain cosine's (in any mode; none, where some point allows it), the best mean precision over the
+    modes. Each user's questions are ranked by its fold's model (fitted without it), so neither the
+    model nor the constants saw the scored half. Printed for that half, leads off -> chosen: precision,
+    hit@3, and how many (mode, kind) pairs fall below plain cosine's hit@3.
+    """
+    models = dict(folds)
+    points = [dict(zip(LEAD_GRID, v, strict=True)) for v in itertools.product(*LEAD_GRID.values())]
+
+    def figures(point: Mapping[str, float], users: Sequence[str], mode: str) -> Figures:
+        per: dict[str, list[tuple[Labelled, list[Ranked]]]] = defaultdict(list)
+        for a in modes[mode]:
+            if a.group in users:
+                policy = replace(base, relevance_model=models[a.group], **point)  # type: ignore[arg-type]
+                kept = ranking.returned(a.candidates, policy)[:TOP_K]
+                per["all"].append((a, kept))
+                per[a.kind].append((a, kept))
+        return {k: _figures(v, base) for k, v in per.items()}
+
+    def below(point: Mapping[str, float], users: Sequence[str]) -> int:
+        """How many (mode, kind) pairs rank below plain cosine's hit@3 on `users`."""
+        count = 0
+        for mode, asked in modes.items():
+            floor = cosine_figures([a for a in asked if a.group in users])
+            got = figures(point, users, mode)
+            kinds = [k for k in floor if k in got and k != "nothing"]
+            count += sum(got[k]["hit@3"] < floor[k]["hit@3"] - 1e-9 for k in kinds)
+        return count
+
+    users = sorted({a.group for asked in modes.values() for a in asked})
+    halves = ((users[::2], users[1::2]), (users[: len(users) // 2], users[len(users) // 2 :]))
+    lines = []
+    for one, other in (h for pair in halves for h in (pair, pair[::-1])):
+        best = min(
+            points,
+            key=lambda p: (below(p, one), -sum(figures(p, one, m)["all"]["precision"] for m in modes)),
+        )
+        off = {"confident_at": math.inf, "lead_gap": math.inf, "lead_places": 0}
+        cells = []
+        for mode in modes:
+            before, after = figures(off, other, mode)["all"], figures(best, other, mode)["all"]
+            cells.append(
+                f"{mode}: precision {before['precision']:.3f} -> {after['precision']:.3f}, "
+                f"hit@3 {before['hit@3']:.3f} -> {after['hit@3']:.3f}"
+            )
+        lines.append(
+            f"chosen on {','.join(one)}: {label(best)}; on {','.join(other)}: "
+            + "; ".join(cells)
+            + f"; kinds below cosine {below(off, other)} -> {below(best, other)}"
+        )
+    return "\n".join(lines)
+
+
 def render(results: list[tuple[dict[str, float], dict[str, dict[str, float]]]]) -> str:
     lines = []
     for point, figures in sorted(results, key=lambda r: (-r[1]["all"]["hit@3"], -r[1]["all"]["precision"])):
@@ -397,6 +463,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "plain cosine with help:",
             {k: round(v["hit@3"], 3) for k, v in cosine_figures(modes["with"]).items()},
         )
+    if {"without", "with"} <= modes.keys():
+        print("weak leads (admission.leads) chosen on half the users, scored on the other half:")
+        print(lead_split(folds, base, modes))
     if args.write:
         figures = {mode: next(f for p, f in r if p == shipped) for mode, r in results.items()}
         write_model(everyday, locomo, shipped, figures, fixed)

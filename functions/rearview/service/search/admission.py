@@ -1,15 +1,18 @@
 """Admission: which ranked memories are answers at all, and the similarity floor that keeps recall.
 
 `admitted` drops what is no answer (`min_relevance`, `relative_relevance` behind a likely answer);
-`similarity_floor` keeps plain cosine's best matches within reach. Pure functions of ranked lists.
+`similarity_floor` keeps plain cosine's best matches within reach; `leads` keeps a weak match only
+where it is a lead worth the caller's reading. Pure functions of ranked lists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rearview.models import MemoryStatus
 from rearview.service.search.candidates import Candidates, Ranked
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
+from rearview.text import is_cjk_text
 
 
 def admitted(ranked: Sequence[Ranked], policy: RankingPolicy = DEFAULT_RANKING) -> list[Ranked]:
@@ -77,11 +80,55 @@ def _by_deadlines(order: Sequence[Ranked], due: Sequence[str], deadline: Sequenc
     return out
 
 
-def cosine_order(candidates: Candidates) -> list[str]:
-    """The held candidates by their best cosine over every phrasing's vector hits, best first."""
+def leads(kept: Sequence[Ranked], candidates: Candidates, policy: RankingPolicy) -> list[Ranked]:
+    """`kept` less the standalone weak matches that are no lead.
+
+    A weak match (relevance under `relevant_at`) of a memory outside any session (a standalone
+    statement, which answers on its own or not at all) is returned only while the first result is
+    not a sure answer (relevance `confident_at` or more), within the first `lead_places` places, and
+    within `lead_gap` cosine of the nearest memory in its script (Latin or CJK; cosine is the best
+    over every phrasing and cue): behind a sure answer, or far below the nearest memory, it is noise
+    the caller pays to read.
+    A session's turn is always kept: a conversation's answer comes in pieces, each one weak on its
+    own (LoCoMo's evidence turns past the third place have a relevance under 0.05); so is an archived
+    memory (the caller asked for those, and they match by keyword alone). Likely answers are never
+    touched, so the marks and an empty answer's meaning stay what they were.
+    """
+    if policy.lead_places <= 0:
+        return list(kept)
+    confident = bool(kept) and kept[0].fused.relevance >= policy.confident_at
+    cosine = best_cosines(candidates)
+    nearest: dict[bool, float] = {}
+    for memory_id, value in cosine.items():
+        script = is_cjk_text(candidates.memories[memory_id].content)
+        nearest[script] = max(nearest.get(script, value), value)
+
+    def lead(place: int, r: Ranked) -> bool:
+        if (
+            r.fused.relevance >= policy.relevant_at
+            or r.memory.session_id is not None
+            or r.memory.status is MemoryStatus.ARCHIVED
+        ):
+            return True
+        if confident or place >= policy.lead_places:
+            return False
+        own = cosine.get(r.memory.id)
+        return own is not None and nearest[is_cjk_text(r.memory.content)] - own <= policy.lead_gap
+
+    return [r for place, r in enumerate(kept) if lead(place, r)]
+
+
+def best_cosines(candidates: Candidates) -> dict[str, float]:
+    """Each held candidate's best cosine over every phrasing's hits (each the best of text and cues)."""
     best: dict[str, float] = {}
     for hits in (candidates.vector, *(a.vector for a in candidates.alternatives)):
         for memory_id, cosine in hits or ():
             if memory_id in candidates.memories and cosine > best.get(memory_id, -2.0):
                 best[memory_id] = cosine
+    return best
+
+
+def cosine_order(candidates: Candidates) -> list[str]:
+    """The held candidates by their best cosine over every phrasing's vector hits, best first."""
+    best = best_cosines(candidates)
     return sorted(best, key=lambda i: (-best[i], i))

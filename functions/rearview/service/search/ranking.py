@@ -65,6 +65,10 @@ Only the speaker counts, not the writer's `entities`: "who said it" is what the 
 measured on LoCoMo rewards; an entity is any topic (a tool, a place), for which "the query names
 another one" does not make a memory less relevant, and the keyword channel already matches it.
 
+Leads (`admission.leads`, in `returned`): a weak match of a standalone memory (no session) is
+returned only while the first result is not `confident_at`, within the first `lead_places` places and
+`lead_gap` cosine of the nearest memory in its script; a session's turns keep every weak match.
+
 Coverage (`coverage`, in `returned`): a question asking for several facts ("how many", "in total",
 "which came first, A or B") is admitted down to the absolute floor (`several_relative_relevance`),
 and its first `spread_window` places are shared among sessions (`session_cap`, `spread_share`); only
@@ -104,7 +108,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rearview.models import Memory
-from rearview.service.search.admission import admitted, similarity_floor
+from rearview.service.search.admission import admitted, leads, similarity_floor
 from rearview.service.search.candidates import Candidates, Fused, Ranked
 from rearview.service.search.contested import newer_first
 from rearview.service.search.coverage import for_query, spread_sessions
@@ -167,14 +171,15 @@ def returned(candidates: Candidates, policy: RankingPolicy = DEFAULT_RANKING) ->
     """What a search returns of `candidates`, in order, before `top_k`.
 
     Ranked, admitted (a question asking for several facts with its own relative floor:
-    `coverage.for_query`), spread over sessions (`coverage.spread_sessions`), floored; last, the
-    newer of two conflicting memories is placed above the older (`contested.newer_first`).
+    `coverage.for_query`), spread over sessions (`coverage.spread_sessions`), floored, less the weak
+    matches that are no lead (`admission.leads`); last, the newer of two conflicting memories is
+    placed above the older (`contested.newer_first`).
     """
     ranked = rank(candidates, policy)
     yield_point()
     policy = for_query(candidates.query, policy)
     kept = similarity_floor(ranked, spread_sessions(admitted(ranked, policy), policy), candidates, policy)
-    return newer_first(kept, ranked)
+    return newer_first(leads(kept, candidates, policy), ranked)
 
 
 def _advice_factor(memory: Memory, advice: bool, policy: RankingPolicy) -> float:

@@ -94,6 +94,13 @@ class RankingPolicy:
     cue) that are always returned, as weak matches if nothing marks them likely; 0: off."""
     similarity_slack: int = 0
     """How far below its cosine rank the floor lets one of those memories stay (`similarity_floor`)."""
+    lead_places: int = 0
+    """How many of the first places a standalone weak match may take (`admission.leads`); 0: off."""
+    lead_gap: float = math.inf
+    """Cosine (e5's scale) below the nearest memory of its script past which a standalone weak match is
+    no lead (`admission.leads`)."""
+    confident_at: float = math.inf
+    """Relevance of the best match from which standalone weak matches are not returned at all."""
     session_cap: int = 2
     """For a question asking for several facts (`coverage.for_query`): how many of the first
     `spread_window` places one session may hold while memories of other sessions within `spread_share`
@@ -127,16 +134,20 @@ LEARNED_ADMISSION: dict[str, float] = {
     "similarity_slack": 1,
     "phrasing_agreement": 1.0,
     "relevant_at": 0.5,
+    "lead_places": 3,
+    "lead_gap": 0.04,
+    "confident_at": 0.9,
 }
-"""The admission, floor and marking constants of the learned relevance, chosen by
+"""The admission, floor, lead and marking constants of the learned relevance, chosen by
 benchmarks/recall/relevance_fit.py (`choose`): leave one everyday user out over `relevance_fit.GRID`,
 with and without the agent's cues and alternatives; of the points where every question kind's hit@3
 is at least plain cosine's in both modes and LoCoMo's development R@10 at least 0.78, the best mean
 of precision, questions about nothing stored with no likely answer, and answerable ones with a
-likely answer in the first three. Held-out figures without / with help: hit@1 .711 / .939, hit@3
-.861 / .988 (plain cosine .853 / .971), no likely answer to a `nothing` question .550 / .617, a
-likely answer in the first three .514 / .835, precision .321 / .292; LoCoMo development R@10 .780
-(before: .782)."""
+likely answer in the first three. The lead constants (`lead_gap`, `confident_at`) are also chosen on
+half the users and scored on the other (`relevance_fit.lead_split`). Held-out figures without / with
+help: hit@1 .708 / .939, hit@3 .858 / .986 (plain cosine .853 / .971), no likely answer to a
+`nothing` question .550 / .617, a likely answer in the first three .514 / .835, precision .460 /
+.651 (.320 / .281 without the leads rule); LoCoMo development R@10 .781."""
 
 
 def with_learned_relevance(policy: RankingPolicy) -> RankingPolicy:
@@ -156,4 +167,7 @@ def with_learned_relevance(policy: RankingPolicy) -> RankingPolicy:
         similarity_slack=int(chosen["similarity_slack"]),
         phrasing_agreement=chosen["phrasing_agreement"],
         relevant_at=chosen["relevant_at"],
+        lead_places=int(chosen["lead_places"]),
+        lead_gap=chosen["lead_gap"],
+        confident_at=chosen["confident_at"],
     )
