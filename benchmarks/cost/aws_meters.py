@@ -10,7 +10,8 @@
     removes costs 1 WRU per 1 KB of its projected entry (a key change is a delete and a put; a
     KEYS_ONLY index is not written when its keys do not change);
   - reads: 1 RRU per 4 KB, rounded up, strongly consistent (half eventually consistent);
-    GetItem and BatchGetItem round each item, a Query rounds the sum of the items it evaluated
+    GetItem and BatchGetItem round each item (each key asked for: a missing item costs the
+    minimum, a projected one its whole size), a Query rounds the sum of the items it evaluated
     (those a filter dropped included: scaled by ScannedCount / Count), at least one unit.
   Item sizes come from `codec.item_size` (attribute names + values, an upper bound).
 - `S3Meter`: requests by operation and bytes put and got.
@@ -178,9 +179,8 @@ class DynamoDBMeter:
             item = parsed.get("Item")
             usage.rru += read_units(item_size(item) if item else 0, bool(params.get("ConsistentRead")))
         elif operation == "BatchGetItem":
-            consistent = all(r.get("ConsistentRead") for r in params["RequestItems"].values())
-            for items in parsed.get("Responses", {}).values():
-                usage.rru += sum(read_units(item_size(i), consistent) for i in items)
+            for table, request in params["RequestItems"].items():
+                usage.rru += self._batch_get_units(request, parsed.get("Responses", {}).get(table, []))
         elif operation == "Query":
             items = parsed.get("Items", [])
             size = sum(item_size(i) for i in items)
@@ -190,6 +190,19 @@ class DynamoDBMeter:
             elif scanned > count:
                 size = scanned * 1024  # all filtered out: a 1 KB guess per evaluated item
             usage.rru += read_units(size, bool(params.get("ConsistentRead")))
+
+    def _batch_get_units(self, request: Mapping[str, Any], found: list[Mapping[str, Any]]) -> float:
+        """Each key asked for, as a GetItem: a missing item still costs the minimum, and a projected
+        one is charged at the whole item's size (a projection does not change what is read)."""
+        consistent = bool(request.get("ConsistentRead"))
+        if "ProjectionExpression" in request:  # what a key found is read whole
+            found = [i for i in (self._get(_key(k)) for k in request["Keys"]) if i is not None]
+        returned = {repr(sorted(_key(i).items())): i for i in found}
+        units = 0.0
+        for key in request["Keys"]:
+            item = returned.get(repr(sorted(_key(key).items())))
+            units += read_units(item_size(item) if item is not None else 0, consistent)
+        return units
 
     def _price_writes(self) -> None:
         for kind, key, before in self._before.values():
