@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -126,7 +127,8 @@ class DynamoDBMeter:
         self.raw = raw
         self.table = table
         self.shapes = index_shapes(raw.describe_table(TableName=table)["Table"])
-        self._before: dict[str, Any] = {}
+        self._calls = threading.local()  # one call in flight per thread: its params and before-images
+        self._lock = threading.Lock()  # around `usage`: a store may send calls from several threads
         client.meta.events.register("provide-client-params.dynamodb.*", self._on_params)
         client.meta.events.register("after-call.dynamodb.*", self._on_result)
 
@@ -155,26 +157,30 @@ class DynamoDBMeter:
 
     def _on_params(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         operation = model.name
-        self._before = {
+        self._calls.before = {
             repr(sorted(key.items())): (kind, key, self._get(key))
             for kind, key in self._writes(operation, params)
         }
-        self._params = params
+        self._calls.params = params
 
     def _on_result(self, http_response: Any, parsed: Mapping[str, Any], model: Any, **_: Any) -> None:
-        operation, usage = model.name, self.usage
+        with self._lock:
+            self._price(http_response, parsed, model.name)
+
+    def _price(self, http_response: Any, parsed: Mapping[str, Any], operation: str) -> None:
+        usage, before = self.usage, self._calls.before
         usage.ddb_calls[operation] += 1
         capacity = parsed.get("ConsumedCapacity")
         for entry in capacity if isinstance(capacity, list) else [capacity] if capacity else []:
             usage.moto_units += float(entry.get("CapacityUnits", 0.0))
-        if self._before:
+        if before:
             if "Error" in parsed or http_response.status_code >= 400:
-                usage.wru += sum(1 for kind, *_ in self._before.values() if kind == "std")
+                usage.wru += sum(1 for kind, *_ in before.values() if kind == "std")
             else:
-                self._price_writes()
-            self._before = {}
+                self._price_writes(before)
+            self._calls.before = {}
             return
-        params = self._params
+        params = self._calls.params
         if operation == "GetItem":
             item = parsed.get("Item")
             usage.rru += read_units(item_size(item) if item else 0, bool(params.get("ConsistentRead")))
@@ -204,8 +210,8 @@ class DynamoDBMeter:
             units += read_units(item_size(item) if item is not None else 0, consistent)
         return units
 
-    def _price_writes(self) -> None:
-        for kind, key, before in self._before.values():
+    def _price_writes(self, writes: Mapping[str, Any]) -> None:
+        for kind, key, before in writes.values():
             after = self._get(key)
             units = write_units(item_size(before or {}), item_size(after or {}))
             self.usage.wru += units * (2 if kind in ("txn", "check") else 1)
@@ -286,11 +292,11 @@ class MotoClock:
         meter = self
 
         def timed(stubber: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.process_time()
+            started = time.thread_time()  # moto runs in the calling thread, which may not be the only one
             try:
                 return original(stubber, *args, **kwargs)
             finally:
-                meter.spent += time.process_time() - started
+                meter.spent += time.thread_time() - started
 
         botocore_stubber.BotocoreStubber.__call__ = timed  # type: ignore[method-assign]
 

@@ -8,6 +8,7 @@ memory item and its index entries.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -18,6 +19,7 @@ from rearview.backends.dynamodb import DynamoDBMemoryStore
 from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import SearchRequest, WriteRequest
+from rearview.ports import Touch
 from rearview.service.memory_service import MemoryService
 from rearview.shared.clock import ManualClock
 from tests.factories import T0
@@ -63,3 +65,15 @@ def test_the_meter_charges_every_key_a_batch_get_asks_for(dynamodb_client: Any, 
     request = {"Keys": keys, "ConsistentRead": True, "ProjectionExpression": "pk"}
     dynamodb_client.batch_get_item(RequestItems={dynamodb_table: request})
     assert meter.usage.rru == 2 + 1  # 5 KB: two units of 4 KB; the missing item: the minimum
+
+
+def test_touching_many_memories_at_once_writes_one_unit_each(
+    dynamodb_client: Any, dynamodb_table: str
+) -> None:
+    service, meter, _ = metered_service(dynamodb_client, dynamodb_table)
+    ids = [service.write("t1", WriteRequest(content=f"fact {i}: {FILLER * 40}")).memory.id for i in range(12)]
+    meter.usage.wru = 0.0
+    touches = [Touch(memory_id, 1.5, T0 + timedelta(minutes=5), 1) for memory_id in ids]
+    service.store.touch("t1", touches)  # more than one thread's worth, sent side by side
+    assert meter.usage.wru == len(ids)
+    assert {m.strength for m in service.store.get_many("t1", ids)} == {1.5}

@@ -18,7 +18,8 @@ a read taken before a recall does not erase that recall. Items written before re
 simply have none: they read as they were stored.
 
 Writes (`record`): one conditional UpdateItem per touch that only moves the recall forward (a
-touch older than the one recorded changes nothing, as on every backend). A touch never leaves a
+touch older than the one recorded changes nothing, as on every backend), sent side by side from a
+few threads, so a search waits about one round trip, not one per memory. A touch never leaves a
 recall item for a memory that is gone: a touch that *created* the item (the memory's first
 recall) then reads whether the memory still exists (strongly consistent) and deletes the item if
 not; `purge` deletes the recall item once more after the memory item. Whichever order a touch and a
@@ -33,8 +34,9 @@ eventually consistent BatchGetItem (GSI listings are eventually consistent anywa
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from rearview.backends.dynamodb.codec import number_value, python_value, string_value
 from rearview.backends.dynamodb.expressions import Expression
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
 
 FIELDS = ("strength", "last_accessed_at", "access_count")
 """The memory fields a recall sets, and the recall item's attributes."""
+MAX_PARALLEL_TOUCHES: Final = 8
+"""UpdateItems in flight at once for one `touch` (a search reinforces at most its top hits)."""
 
 
 def recall_key(pk: str) -> Item:
@@ -105,7 +109,13 @@ def recalls_of(table: TableClient, memory_items: Sequence[Mapping[str, Any]]) ->
 
 def record(table: TableClient, tenant_id: str, touches: Sequence[Touch]) -> None:
     """`MemoryStore.touch`: each touch moves its memory's recall item forward (see the module docstring)."""
-    created = [t.memory_id for t in touches if _update(table, tenant_id, t)]
+    if len(touches) > 1:
+        table.client  # noqa: B018 - made once here, not by each thread (low-level clients are thread-safe)
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_TOUCHES, len(touches))) as pool:
+            made = list(pool.map(lambda touch: _update(table, tenant_id, touch), touches))
+    else:
+        made = [_update(table, tenant_id, touch) for touch in touches]
+    created = [t.memory_id for t, new in zip(touches, made, strict=True) if new]
     if not created:
         return
     memory_keys = [
