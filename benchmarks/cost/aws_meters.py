@@ -10,7 +10,8 @@
     removes costs 1 WRU per 1 KB of its projected entry (a key change is a delete and a put; a
     KEYS_ONLY index is not written when its keys do not change);
   - reads: 1 RRU per 4 KB, rounded up, strongly consistent (half eventually consistent);
-    GetItem and BatchGetItem round each item, a Query rounds the sum of the items it evaluated
+    GetItem and BatchGetItem round each item (each key asked for: a missing item costs the
+    minimum, a projected one its whole size), a Query rounds the sum of the items it evaluated
     (those a filter dropped included: scaled by ScannedCount / Count), at least one unit.
   Item sizes come from `codec.item_size` (attribute names + values, an upper bound).
 - `S3Meter`: requests by operation and bytes put and got.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -125,7 +127,8 @@ class DynamoDBMeter:
         self.raw = raw
         self.table = table
         self.shapes = index_shapes(raw.describe_table(TableName=table)["Table"])
-        self._before: dict[str, Any] = {}
+        self._calls = threading.local()  # one call in flight per thread: its params and before-images
+        self._lock = threading.Lock()  # around `usage`: a store may send calls from several threads
         client.meta.events.register("provide-client-params.dynamodb.*", self._on_params)
         client.meta.events.register("after-call.dynamodb.*", self._on_result)
 
@@ -154,33 +157,36 @@ class DynamoDBMeter:
 
     def _on_params(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         operation = model.name
-        self._before = {
+        self._calls.before = {
             repr(sorted(key.items())): (kind, key, self._get(key))
             for kind, key in self._writes(operation, params)
         }
-        self._params = params
+        self._calls.params = params
 
     def _on_result(self, http_response: Any, parsed: Mapping[str, Any], model: Any, **_: Any) -> None:
-        operation, usage = model.name, self.usage
+        with self._lock:
+            self._price(http_response, parsed, model.name)
+
+    def _price(self, http_response: Any, parsed: Mapping[str, Any], operation: str) -> None:
+        usage, before = self.usage, self._calls.before
         usage.ddb_calls[operation] += 1
         capacity = parsed.get("ConsumedCapacity")
         for entry in capacity if isinstance(capacity, list) else [capacity] if capacity else []:
             usage.moto_units += float(entry.get("CapacityUnits", 0.0))
-        if self._before:
+        if before:
             if "Error" in parsed or http_response.status_code >= 400:
-                usage.wru += sum(1 for kind, *_ in self._before.values() if kind == "std")
+                usage.wru += sum(1 for kind, *_ in before.values() if kind == "std")
             else:
-                self._price_writes()
-            self._before = {}
+                self._price_writes(before)
+            self._calls.before = {}
             return
-        params = self._params
+        params = self._calls.params
         if operation == "GetItem":
             item = parsed.get("Item")
             usage.rru += read_units(item_size(item) if item else 0, bool(params.get("ConsistentRead")))
         elif operation == "BatchGetItem":
-            consistent = all(r.get("ConsistentRead") for r in params["RequestItems"].values())
-            for items in parsed.get("Responses", {}).values():
-                usage.rru += sum(read_units(item_size(i), consistent) for i in items)
+            for table, request in params["RequestItems"].items():
+                usage.rru += self._batch_get_units(request, parsed.get("Responses", {}).get(table, []))
         elif operation == "Query":
             items = parsed.get("Items", [])
             size = sum(item_size(i) for i in items)
@@ -191,8 +197,21 @@ class DynamoDBMeter:
                 size = scanned * 1024  # all filtered out: a 1 KB guess per evaluated item
             usage.rru += read_units(size, bool(params.get("ConsistentRead")))
 
-    def _price_writes(self) -> None:
-        for kind, key, before in self._before.values():
+    def _batch_get_units(self, request: Mapping[str, Any], found: list[Mapping[str, Any]]) -> float:
+        """Each key asked for, as a GetItem: a missing item still costs the minimum, and a projected
+        one is charged at the whole item's size (a projection does not change what is read)."""
+        consistent = bool(request.get("ConsistentRead"))
+        if "ProjectionExpression" in request:  # what a key found is read whole
+            found = [i for i in (self._get(_key(k)) for k in request["Keys"]) if i is not None]
+        returned = {repr(sorted(_key(i).items())): i for i in found}
+        units = 0.0
+        for key in request["Keys"]:
+            item = returned.get(repr(sorted(_key(key).items())))
+            units += read_units(item_size(item) if item is not None else 0, consistent)
+        return units
+
+    def _price_writes(self, writes: Mapping[str, Any]) -> None:
+        for kind, key, before in writes.values():
             after = self._get(key)
             units = write_units(item_size(before or {}), item_size(after or {}))
             self.usage.wru += units * (2 if kind in ("txn", "check") else 1)
@@ -273,11 +292,11 @@ class MotoClock:
         meter = self
 
         def timed(stubber: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.process_time()
+            started = time.thread_time()  # moto runs in the calling thread, which may not be the only one
             try:
                 return original(stubber, *args, **kwargs)
             finally:
-                meter.spent += time.process_time() - started
+                meter.spent += time.thread_time() - started
 
         botocore_stubber.BotocoreStubber.__call__ = timed  # type: ignore[method-assign]
 

@@ -85,6 +85,13 @@ class Touch:
     last_accessed_at: datetime
     access_count: int
 
+    def is_after(self, last_accessed_at: datetime, access_count: int) -> bool:
+        """Whether this recall comes after the one a memory holds (by time, then count).
+
+        Only then does a store apply it, so a late touch never moves a memory's recall back.
+        """
+        return (self.last_accessed_at, self.access_count) > (last_accessed_at, access_count)
+
 
 MAX_WRITES_PER_COMMIT = 24
 """The most `StoreWrite`s one `MemoryStore.commit` is guaranteed to accept: creates, merges,
@@ -176,7 +183,11 @@ class MemoryStore(Protocol):
         """The memory's events, oldest first (empty once hard-deleted)."""
 
     def touch(self, tenant_id: str, touches: Sequence[Touch]) -> None:
-        """Record recalls (strength, last access) without a new version; best effort."""
+        """Record recalls (strength, last access) without a new version; best effort.
+
+        A touch that is not `Touch.is_after` the recall the memory holds changes nothing; a touch
+        of a memory that does not exist is skipped, never re-creating anything of it.
+        """
 
     def purge(self, tenant_id: str, memory_id: str) -> None:
         """Hard delete: the memory, its history and its lookup keys. Idempotent."""

@@ -260,6 +260,66 @@ def test_touch_records_recall_without_new_version(store: MemoryStore) -> None:
     assert (got.strength, got.last_accessed_at, got.access_count, got.version) == (1.3, T0 + minutes(5), 4, 1)
 
 
+def test_a_touch_older_than_the_recall_held_changes_nothing(store: MemoryStore) -> None:
+    m = make_memory()
+    store.commit([created(m)])
+    store.touch("t1", [Touch(m.id, 1.3, T0 + minutes(5), 4)])
+    store.touch("t1", [Touch(m.id, 0.9, T0 + minutes(2), 5)])  # a late search's older recall
+    store.touch("t1", [Touch(m.id, 0.8, T0 + minutes(5), 4)])  # the same recall again
+    got = store.get("t1", m.id)
+    assert got is not None and (got.strength, got.last_accessed_at, got.access_count) == (
+        1.3,
+        T0 + minutes(5),
+        4,
+    )
+    store.touch("t1", [Touch(m.id, 1.2, T0 + minutes(5), 5)])  # same instant, one recall more
+    got = store.get("t1", m.id)
+    assert got is not None and (got.strength, got.access_count) == (1.2, 5)
+
+
+def test_every_read_returns_the_recall_a_touch_recorded(store: MemoryStore, clock: ManualClock) -> None:
+    m = make_memory(session_id="s1").model_copy(update={"idempotency_key": "k"})
+    store.commit([created(m)])
+    store.touch("t1", [Touch(m.id, 1.4, T0 + minutes(5), 1)])
+    recalled = (1.4, T0 + minutes(5), 1)
+    clock.advance(minutes=10)
+    reads = [
+        store.get("t1", m.id),
+        *store.get_many("t1", [m.id]),
+        store.find_by_hash("t1", m.scope_key, m.content_hash),
+        store.find_by_idempotency_key("t1", "k"),
+        *store.list_memories("t1", MemoryFilter()).items,
+        *store.list_memories("t1", MemoryFilter(session_id="s1")).items,
+        *store.list_memories("t1", MemoryFilter(types=(MemoryType.SEMANTIC,))).items,
+        *store.list_due("t1", "decay", T0 + minutes(10)).items,
+    ]
+    assert [(r.strength, r.last_accessed_at, r.access_count) if r else None for r in reads] == [recalled] * 8
+
+
+def test_a_commit_keeps_the_recall_its_writer_read_and_a_later_one_wins(store: MemoryStore) -> None:
+    m = make_memory()
+    store.commit([created(m)])
+    store.touch("t1", [Touch(m.id, 1.4, T0 + minutes(5), 1)])
+    read = store.get("t1", m.id)
+    assert read is not None
+    tagged = read.model_copy(update={"tags": ["x"], "version": 2, "updated_at": T0 + minutes(6)})
+    store.commit([StoreWrite(tagged, None, 1)])
+    assert store.get("t1", m.id) == tagged  # the recall it read, kept
+    merged = tagged.model_copy(
+        update={
+            "strength": 1.9,
+            "last_accessed_at": T0 + minutes(7),
+            "version": 3,
+            "updated_at": T0 + minutes(7),
+        }
+    )
+    store.commit([StoreWrite(merged, None, 2)])  # a merge reinforces it: a later recall than the touch's
+    assert store.get("t1", m.id) == merged
+    store.touch("t1", [Touch(m.id, 2.0, T0 + minutes(8), 2)])
+    got = store.get("t1", m.id)
+    assert got is not None and (got.strength, got.access_count, got.version) == (2.0, 2, 3)
+
+
 def test_purge_removes_memory_and_history(store: MemoryStore) -> None:
     m = make_memory().model_copy(update={"idempotency_key": "k"})
     store.commit([created(m)])

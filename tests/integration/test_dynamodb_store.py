@@ -24,6 +24,7 @@ from rearview.backends.dynamodb import (
     memory_to_item,
     table_definition,
 )
+from rearview.backends.dynamodb.codec import item_size
 from rearview.errors import ConflictError, InvalidInputError, StoreError
 from rearview.models import (
     SERVICE_CUE_AUTHOR,
@@ -61,6 +62,7 @@ REQUEST_PATH_OPERATIONS = {
     "TransactWriteItems",
     "BatchWriteItem",
     "DeleteItem",
+    "UpdateItem",  # a recall's touch of its small recall item
 }
 
 
@@ -455,7 +457,65 @@ def test_touch_skips_missing_memories_without_creating_items(
     store.touch("t1", [Touch("ghost", 1.0, T0, 1), Touch(m.id, 1.5, T0 + minutes(3), 2)])
     got = store.get("t1", m.id)
     assert got is not None and (got.strength, got.access_count, got.version) == (1.5, 2, 1)
-    assert len(memory_items(dynamodb_client, store.table_name)) == 3  # memory, its event, its lookup
+    kinds = sorted(i["item_type"]["S"] for i in memory_items(dynamodb_client, store.table_name))
+    assert kinds == ["hash_lookup", "history_event", "memory", "recall"]  # nothing of the ghost
+
+
+def test_a_touch_writes_only_a_small_recall_item(store: DynamoDBMemoryStore, dynamodb_client: Any):
+    m = make_memory("tea " * 900)
+    store.commit([created(m)])
+    before = {i["sk"]["S"]: i for i in memory_items(dynamodb_client, store.table_name)}
+    store.touch("t1", [Touch(m.id, 1.5, T0 + minutes(3), 1)])
+    after = {i["sk"]["S"]: i for i in memory_items(dynamodb_client, store.table_name)}
+    assert {k: v for k, v in after.items() if k != "RECALL"} == before  # the memory item is untouched
+    assert set(after["RECALL"]) == {"pk", "sk", "item_type", "strength", "last_accessed_at", "access_count"}
+    assert item_size(after["RECALL"]) < 1024 and not any(k.startswith("gsi") for k in after["RECALL"])
+
+
+def test_a_recall_racing_a_purge_leaves_nothing(
+    store: DynamoDBMemoryStore, dynamodb_client: Any, dynamodb_table: str
+):
+    m = make_memory()
+    store.commit([created(m)])
+    store.touch("t1", [Touch(m.id, 1.2, T0 + minutes(1), 1)])
+    searcher = DynamoDBMemoryStore(dynamodb_table, boto3.client("dynamodb", region_name=REGION))
+    raced: list[str] = []
+
+    def recall_midway(params: dict[str, Any], **_: Any) -> None:
+        requests = params["RequestItems"][dynamodb_table]
+        deleted = [r["DeleteRequest"]["Key"]["sk"]["S"] for r in requests if "DeleteRequest" in r]
+        if deleted == ["MEMORY"] and not raced:  # its recall item is gone, the memory item not yet
+            raced.append(m.id)
+            searcher.touch("t1", [Touch(m.id, 1.5, T0 + minutes(2), 2)])  # a search that read it before
+
+    dynamodb_client.meta.events.register("provide-client-params.dynamodb.BatchWriteItem", recall_midway)
+    store.purge("t1", m.id)
+    searcher.touch("t1", [Touch(m.id, 1.7, T0 + minutes(3), 3)])  # and one that lands after the purge
+    assert raced == [m.id]
+    assert memory_items(dynamodb_client, store.table_name) == []
+
+
+def test_a_memory_item_from_before_recall_items_reads_as_stored(
+    store: DynamoDBMemoryStore, dynamodb_client: Any, dynamodb_table: str
+):
+    """Old tables: a recall was written on the memory item itself, and there is no recall item."""
+    m = make_memory().model_copy(
+        update={"strength": 1.4, "last_accessed_at": T0 + minutes(60), "access_count": 3}
+    )
+    store.commit([created(make_memory("registers the tenant"))])
+    dynamodb_client.put_item(TableName=dynamodb_table, Item=memory_to_item(m))  # as an old touch left it
+    assert store.get("t1", m.id) == m
+    assert store.get_many("t1", [m.id]) == [m]
+    assert m in store.list_memories("t1", MemoryFilter()).items
+    store.touch("t1", [Touch(m.id, 0.5, T0 + minutes(30), 4)])  # older than the recall it holds
+    assert store.get("t1", m.id) == m
+    store.touch("t1", [Touch(m.id, 1.6, T0 + minutes(90), 4)])
+    got = store.get("t1", m.id)
+    assert got is not None and (got.strength, got.last_accessed_at, got.access_count) == (
+        1.6,
+        T0 + minutes(90),
+        4,
+    )
 
 
 def test_tenants_come_from_the_registry(
@@ -632,8 +692,8 @@ def test_stubber_unprocessed_batch_keys_are_retried(stubbed, sleeps: RecordingSl
 
 def test_stubber_read_errors_are_store_errors(stubbed):
     store, stubber = stubbed
-    stubber.add_client_error("get_item", service_error_code="ProvisionedThroughputExceededException")
-    stubber.add_client_error("get_item", service_error_code="ResourceNotFoundException")
+    stubber.add_client_error("query", service_error_code="ProvisionedThroughputExceededException")
+    stubber.add_client_error("query", service_error_code="ResourceNotFoundException")  # `get` is a Query
     with stubber:
         with pytest.raises(StoreError, match="ProvisionedThroughputExceeded"):
             store.get("t1", "x")

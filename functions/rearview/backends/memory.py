@@ -144,7 +144,7 @@ class InMemoryMemoryStore:
         with self._lock:
             for t in touches:
                 current = self._memories.get((tenant_id, t.memory_id))
-                if current is not None:
+                if current is not None and t.is_after(current.last_accessed_at, current.access_count):
                     self._memories[(tenant_id, t.memory_id)] = current.model_copy(
                         update={
                             "strength": t.strength,

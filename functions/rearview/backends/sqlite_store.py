@@ -278,8 +278,16 @@ class SQLiteMemoryStore:
         return [HistoryEvent.model_validate_json(r[0]) for r in rows]
 
     def touch(self, tenant_id: str, touches: Sequence[Touch]) -> None:
+        """Set each memory's recall fields in its body, where the touch `is_after` the recall it holds."""
         with self._db.transaction() as conn:
             for t in touches:
+                held = conn.execute(
+                    "SELECT json_extract(body, '$.last_accessed_at'), json_extract(body, '$.access_count')"
+                    " FROM memories WHERE tenant_id = ? AND id = ?",
+                    (tenant_id, t.memory_id),
+                ).fetchone()
+                if held is None or not t.is_after(datetime.fromisoformat(held[0]), int(held[1] or 0)):
+                    continue
                 conn.execute(
                     "UPDATE memories SET body = json_set(body, '$.strength', ?, '$.last_accessed_at', ?,"
                     " '$.access_count', ?) WHERE tenant_id = ? AND id = ?",

@@ -9,6 +9,7 @@ Modules, by seam:
 - `schema`: `table_definition()` (mirrors `template.yaml`) and `ensure_table()`;
 - `table_client`: SDK calls, error translation and bounded retries;
 - `writes`: the transaction of one commit and what a cancelled one means;
+- `recall`: a memory's recall bookkeeping on a small item of its own (what a search writes);
 - `store`: `DynamoDBMemoryStore`; `checkpoints`: `DynamoDBCheckpointStore`.
 """
 

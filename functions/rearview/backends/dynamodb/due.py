@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rearview.backends.due_order import DUE_STATUSES, decode_due_cursor, encode_due_cursor
+from rearview.backends.dynamodb import recall
 from rearview.backends.dynamodb.codec import (
     DUE_GSI_ATTRIBUTES,
     due_attributes,
@@ -68,14 +69,13 @@ def list_due(
         if len(keys) > limit:
             break
     page, more = keys[:limit], len(keys) > limit
-    fetched = {
-        str(item["pk"]["S"]): item
-        for item in table.batch_get([{"pk": {"S": k["pk"]}, "sk": {"S": k["sk"]}} for _, k in page])
-    }
+    wanted = recall.keys_with_recalls({"pk": {"S": k["pk"]}, "sk": {"S": k["sk"]}} for _, k in page)
+    found_items, recalls = recall.split(table.batch_get(wanted))  # each memory with its recall item
+    fetched = {str(item["pk"]["S"]): item for item in found_items}
     items: list[Memory] = []
     for _, key in page:  # in due order; gone, expired or no longer due-able memories are skipped
         found = fetched.get(key["pk"])
-        memory = memory_from_item(found) if found is not None else None
+        memory = recall.merged(memory_from_item(found), recalls.get(key["pk"])) if found is not None else None
         if memory is not None and memory.status in DUE_STATUSES and not memory.is_expired(now):
             items.append(memory)
     next_cursor = encode_due_cursor(page[-1][0], page[-1][1]["pk"]) if more else None

@@ -13,6 +13,8 @@ from typing import Final
 from rearview.models import Memory, MemoryStatus, MemoryType
 
 MEMORY_SK: Final = "MEMORY"
+RECALL_SK: Final = "RECALL"
+"""A memory's recall bookkeeping (`recall`): sorts right after `MEMORY` in its collection, nothing between."""
 IDEMPOTENCY_SK: Final = "IDEM"
 CHECKPOINT_SK: Final = "CHECKPOINT"
 HISTORY_PREFIX: Final = "H#"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
+from rearview.backends.dynamodb import recall
 from rearview.backends.dynamodb.codec import memory_from_item, string_value
 from rearview.backends.dynamodb.expressions import Expression, all_of, filter_conditions
 from rearview.backends.dynamodb.keys import session_pk, tenant_pk, type_status_pk
@@ -173,7 +174,8 @@ def list_memories(
     merged = heapq.merge(*partitions, key=lambda item: str(item[_SORT_KEY]["S"]), reverse=not oldest_first)
     items = list(itertools.islice(merged, limit + 1))
     more = len(items) > limit
+    recalls = recall.recalls_of(table, items[:limit])
     return Page(
-        items=[memory_from_item(item) for item in items[:limit]],
+        items=[recall.merged(memory_from_item(i), recalls.get(str(i["pk"]["S"]))) for i in items[:limit]],
         cursor=encode_cursor(str(items[limit - 1][_SORT_KEY]["S"])) if more else None,
     )

@@ -13,8 +13,9 @@ Global secondary indexes (projection ALL; only memory items carry their keys):
 - `gsi3`: `list(types=..., statuses=...)`: one partition per (type, status) pair, merged
   newest first (used when at most 4 partitions cover the filter, e.g. the default `active`).
 
-Two more, sparse and KEYS_ONLY (a recall's `touch` changes no key of theirs, so it writes neither),
-for the lifecycle jobs' due orders (`due.list_due`: a run reads what is due, not the tenant):
+A recall writes none of them: it goes to the memory's small `RECALL` item, which carries no index
+key (`recall`). Two more, sparse and KEYS_ONLY, for the lifecycle jobs' due orders
+(`due.list_due`: a run reads what is due, not the tenant):
 
 | index | partition key | sort key |
 |---|---|---|

@@ -5,6 +5,7 @@ Item types (base table: `pk` + `sk`, both strings; layouts in `codec`, `writes` 
 | item | `pk` | `sk` |
 |---|---|---|
 | memory | `T#<tenant>#M#<id>` | `MEMORY` |
+| recall bookkeeping (`recall`) | `T#<tenant>#M#<id>` | `RECALL` |
 | history event | `T#<tenant>#M#<id>` | `H#<version:010d>#<event id>` |
 | lineage (a memory derived from this one) | `T#<tenant>#M#<source id>` | `D#<derived id>` |
 | content-hash lookup | `T#<tenant>#HASH#<scope_key>#<hash>` | `M#<id>` |
@@ -27,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rearview.backends.dynamodb import due
+from rearview.backends.dynamodb import due, recall
 from rearview.backends.dynamodb.codec import event_from_item, memory_from_item, python_value, string_value
 from rearview.backends.dynamodb.expressions import Expression, not_expired
 from rearview.backends.dynamodb.keys import (
@@ -35,6 +36,7 @@ from rearview.backends.dynamodb.keys import (
     IDEMPOTENCY_SK,
     LINEAGE_PREFIX,
     MEMORY_SK,
+    RECALL_SK,
     REGISTRY_PK,
     hash_lookup_pk,
     hash_lookup_sk,
@@ -51,13 +53,7 @@ from rearview.backends.dynamodb.table_client import (
     error_code,
     store_error,
 )
-from rearview.backends.dynamodb.writes import (
-    MAX_TRANSACTION_ITEMS,
-    CommitPlan,
-    StoredState,
-    check_writes,
-    touch_action,
-)
+from rearview.backends.dynamodb.writes import CommitPlan, StoredState, check_writes
 from rearview.errors import ConflictError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
 from rearview.ports import DueAt, DueJob, StoreWrite, Touch
@@ -66,11 +62,7 @@ from rearview.shared.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import (
-        AttributeValueTypeDef,
-        QueryInputTypeDef,
-        TransactWriteItemTypeDef,
-    )
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
 
 
 class DynamoDBMemoryStore:
@@ -193,31 +185,19 @@ class DynamoDBMemoryStore:
     def touch(self, tenant_id: str, touches: Sequence[Touch]) -> None:
         """Set strength, last access and access count; no version bump, no history.
 
-        Memories that no longer exist are skipped (never re-created). Each chunk of up to 100
-        touches is one transaction; `StoreError` if the backend keeps failing.
+        On each memory's recall item (`recall`): one conditional UpdateItem of a small item per
+        touch, one write unit whatever the memory's size, no index entry written. A touch older
+        than the recall recorded changes nothing; memories that no longer exist keep no trace.
+        `StoreError` if the backend keeps failing.
         """
-        pending = list({t.memory_id: t for t in touches}.values())
-        for start in range(0, len(pending), MAX_TRANSACTION_ITEMS):
-            chunk = pending[start : start + MAX_TRANSACTION_ITEMS]
-            self._touch_existing([touch_action(self._table.name, tenant_id, t) for t in chunk])
-
-    def _touch_existing(self, actions: list[TransactWriteItemTypeDef]) -> None:
-        """Transact the touches, dropping those of memories that no longer exist until the rest land."""
-        while actions:
-            try:
-                self._table.transact(actions)
-                return
-            except TransactionCancelledError as cancelled:
-                gone = {
-                    i for i, r in enumerate(cancelled.reasons) if r.get("Code") == "ConditionalCheckFailed"
-                }
-                actions = [a for i, a in enumerate(actions) if i not in gone]
+        recall.record(self._table, tenant_id, list({t.memory_id: t for t in touches}.values()))
 
     def purge(self, tenant_id: str, memory_id: str) -> None:
-        """Delete the memory, its history, its lineage, its hash lookup and its idempotency key. Idempotent.
+        """Delete the memory, its history, lineage, recall item, hash lookup and idempotency key.
 
-        Not atomic: the memory item goes last, so a purge interrupted by `StoreError` can simply
-        be repeated to finish (the memory item still names the lookups to remove).
+        Idempotent. Not atomic: the memory item goes last, so a purge interrupted by `StoreError`
+        can simply be repeated to finish (the memory item still names the lookups to remove); then
+        the recall item once more, so that a recall racing the purge leaves nothing (`recall`).
         """
         collection = list(query_items(self._table, self._collection_query(memory_pk(tenant_id, memory_id))))
         memory_item = next((i for i in collection if python_value(i["sk"]) == MEMORY_SK), None)
@@ -235,6 +215,7 @@ class DynamoDBMemoryStore:
         self._table.batch_delete(keys)
         if memory_item is not None:
             self._table.batch_delete([{"pk": memory_item["pk"], "sk": memory_item["sk"]}])
+        self._table.batch_delete([recall.recall_key(memory_pk(tenant_id, memory_id))])
 
     def _release_idempotency_key(self, tenant_id: str, key: str, memory_id: str) -> None:
         """Delete the idempotency item unless another memory owns the key by now."""
@@ -257,14 +238,23 @@ class DynamoDBMemoryStore:
     # ------------------------------------------------------------------ reads
 
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:
-        """The memory (strongly consistent read), or None if absent or past `expires_at`."""
-        item = self._table.get_item(self._memory_key(tenant_id, memory_id))
-        return self._live(tenant_id, item) if item is not None else None
+        """The memory (strongly consistent read), or None if absent or past `expires_at`.
+
+        One Query of its collection from the memory item to its recall item (nothing sorts between).
+        """
+        query = self._collection_query(memory_pk(tenant_id, memory_id), sk_between=(MEMORY_SK, RECALL_SK))
+        memories, recalls = recall.split(query_items(self._table, query))
+        item = memories[0] if memories else None
+        return self._live(tenant_id, item, recalls) if item is not None else None
 
     def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-        """Existing, unexpired memories among `memory_ids` (BatchGetItem, unprocessed keys retried)."""
+        """Existing, unexpired memories among `memory_ids` (BatchGetItem, unprocessed keys retried).
+
+        Each memory's recall item is asked for in the same BatchGetItem.
+        """
         keys = [self._memory_key(tenant_id, memory_id) for memory_id in dict.fromkeys(memory_ids)]
-        found = (self._live(tenant_id, item) for item in self._table.batch_get(keys))
+        memories, recalls = recall.split(self._table.batch_get(recall.keys_with_recalls(keys)))
+        found = (self._live(tenant_id, item, recalls) for item in memories)
         return [m for m in found if m is not None]
 
     def find_by_hash(
@@ -387,24 +377,34 @@ class DynamoDBMemoryStore:
 
     # ------------------------------------------------------------------ helpers
 
-    def _live(self, tenant_id: str, item: Mapping[str, Any]) -> Memory | None:
+    def _live(
+        self, tenant_id: str, item: Mapping[str, Any], recalls: Mapping[str, Mapping[str, Any]]
+    ) -> Memory | None:
         memory = memory_from_item(item)
         if memory.tenant_id != tenant_id or memory.is_expired(self._clock.now()):
             return None
-        return memory
+        return recall.merged(memory, recalls.get(str(item["pk"]["S"])))
 
     @staticmethod
     def _memory_key(tenant_id: str, memory_id: str) -> dict[str, AttributeValueTypeDef]:
         return {"pk": string_value(memory_pk(tenant_id, memory_id)), "sk": string_value(MEMORY_SK)}
 
     def _collection_query(
-        self, pk: str, *, sk_prefix: str | None = None, consistent: bool = True
+        self,
+        pk: str,
+        *,
+        sk_prefix: str | None = None,
+        sk_between: tuple[str, str] | None = None,
+        consistent: bool = True,
     ) -> QueryInputTypeDef:
-        """A Query of one base-table partition, or of its `sk_prefix` items; consistent by default."""
+        """A Query of one partition, or of its `sk_prefix` / `sk_between` items (consistent by default)."""
         expr = Expression()
         condition = f"{expr.name('pk')} = {expr.string(pk)}"
         if sk_prefix is not None:
             condition += f" AND begins_with({expr.name('sk')}, {expr.string(sk_prefix)})"
+        if sk_between is not None:
+            low, high = (expr.string(bound) for bound in sk_between)
+            condition += f" AND {expr.name('sk')} BETWEEN {low} AND {high}"
         return {
             "TableName": self._table.name,
             "KeyConditionExpression": condition,

@@ -141,12 +141,14 @@ class TableClient:
                 raise store_error("TransactWriteItems", exc) from exc
             self._retry.backoff(attempt)
 
-    def batch_get(self, keys: Sequence[Key], projection: Sequence[str] | None = None) -> Iterator[Item]:
-        """The items that exist among `keys` (strongly consistent): by 100, unprocessed keys retried."""
+    def batch_get(
+        self, keys: Sequence[Key], projection: Sequence[str] | None = None, *, consistent: bool = True
+    ) -> Iterator[Item]:
+        """The items that exist among `keys` (consistent unless told): by 100, unprocessed keys retried."""
         for start in range(0, len(keys), _BATCH_GET_MAX):
             request: KeysAndAttributesTypeDef = {
                 "Keys": list(keys[start : start + _BATCH_GET_MAX]),
-                "ConsistentRead": True,
+                "ConsistentRead": consistent,
             }
             if projection is not None:
                 request["ProjectionExpression"] = ", ".join(f"#{a}" for a in projection)

@@ -34,18 +34,16 @@ from rearview.backends.dynamodb.codec import (
 from rearview.backends.dynamodb.expressions import Expression
 from rearview.backends.dynamodb.keys import (
     IDEMPOTENCY_SK,
-    MEMORY_SK,
     REGISTRY_PK,
     hash_lookup_pk,
     hash_lookup_sk,
     idempotency_pk,
-    memory_pk,
     optional_sortable_time,
     sortable_time,
 )
 from rearview.errors import ConflictError, InvalidInputError, StoreError
 from rearview.models import MemoryStatus
-from rearview.ports import StoreWrite, Touch
+from rearview.ports import StoreWrite
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
@@ -258,24 +256,3 @@ def check_writes(writes: Sequence[StoreWrite]) -> None:
         event = write.event
         if event is not None and (event.tenant_id, event.memory_id) != key:
             raise InvalidInputError("event", f"event {event.id} does not belong to memory {write.memory.id}")
-
-
-def touch_action(table: str, tenant_id: str, touch: Touch) -> TransactWriteItemTypeDef:
-    """Update recall bookkeeping of a memory that exists (the condition skips deleted ones)."""
-    expr = Expression()
-    memory_exists = f"attribute_exists({expr.name('pk')})"
-    update = (
-        f"SET {expr.name('strength')} = {expr.value(number_value(touch.strength))}, "
-        f"{expr.name('last_accessed_at')} = {expr.string(sortable_time(touch.last_accessed_at))}, "
-        f"{expr.name('access_count')} = {expr.value(number_value(touch.access_count))}"
-    )
-    return {
-        "Update": {
-            "TableName": table,
-            "Key": {"pk": string_value(memory_pk(tenant_id, touch.memory_id)), "sk": string_value(MEMORY_SK)},
-            "UpdateExpression": update,
-            "ConditionExpression": memory_exists,
-            "ExpressionAttributeNames": expr.names,
-            "ExpressionAttributeValues": expr.values,
-        }
-    }
