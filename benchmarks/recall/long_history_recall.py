@@ -43,7 +43,7 @@ import statistics
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -61,6 +61,7 @@ from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.service.search.coverage import asks_for_several
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.searcher import Searcher
 
@@ -96,13 +97,12 @@ ALTERNATIVES = " +alt"
 
 ALTERNATIVE_CHOICES: dict[str, dict[str, Any]] = {
     f"after{ALTERNATIVES}": {},
-    f"mean of phrasings{ALTERNATIVES}": {"several_phrasing_agreement": 1.0},
-    f"several: best{ALTERNATIVES}": {"several_phrasing_agreement": 0.0},
     f"best phrasing{ALTERNATIVES}": {"phrasing_agreement": 0.0},
 }
-"""The choices asked with alternatives (`--alternatives`): how a memory's relevance combines the
-phrasings (`RankingPolicy.phrasing_agreement`, and `several_phrasing_agreement` for a question asking
-for several facts, whose alternatives may be its parts)."""
+"""The choices asked with alternatives (`--alternatives`): the shipped mean over phrasings, and each
+memory scored by its best phrasing (`RankingPolicy.phrasing_agreement` 0). Scoring only a
+several-facts question by its best phrasing (its alternatives may be its parts, each matching another
+memory) moved pieces both ways and no figure (benchmarks/findings/recall.md)."""
 
 
 def served_config(engine: str) -> ServiceConfig:
@@ -418,15 +418,22 @@ def load_alternatives(path: Path) -> dict[str, list[str]]:
     return {str(k): list(v) for k, v in data.items()}
 
 
+def by_ask(rows: Rows, several: Set[str]) -> Rows:
+    """`rows` grouped by what the question asks (`coverage.asks_for_several`: ids in `several`)."""
+    return [(q, "asks for several" if q in several else "asks for one", r) for q, _, r in rows]
+
+
 def print_alternatives(
-    summaries: Mapping[str, Mapping[str, Mapping[str, float]]], rows: Mapping[str, Rows]
+    summaries: Mapping[str, Mapping[str, Mapping[str, float]]], rows: Mapping[str, Rows], several: Set[str]
 ) -> None:
-    """The shipped ranking without / with alternatives per type, and the half split over both modes."""
+    """The shipped ranking without / with alternatives per type and per what the question asks
+    (`several`: the ids of those asking for several facts), and the half split over both modes."""
     after = f"after{ALTERNATIVES}"
     print(f"\n{after}:\n{render(summaries[after])}")
-    print(
-        f"\nwithout/with alternatives (after):\n{render_side_by_side(summaries['after'], summaries[after])}"
-    )
+    sides = render_side_by_side(summaries["after"], summaries[after])
+    print(f"\nwithout/with alternatives (after):\n{sides}")
+    asks = {name: summarize(by_ask(rows[name], several)) for name in ("after", after)}
+    print(f"\nby what the question asks:\n{render_side_by_side(asks['after'], asks[after])}")
     both = {n: r for n, r in rows.items() if n in ALTERNATIVE_CHOICES or n in ("after", "before")}
     print("\nper half (turn recall_all@10):")
     print("\n".join(per_half(both)))
@@ -471,7 +478,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\nleave-half-out (turn recall_all@10):")
     print("\n".join(leave_half_out({n: r for n, r in rows.items() if n in SPREAD_GRID})))
     if alternatives:
-        print_alternatives(report["longmemeval"], rows)
+        several = {h.question_id for h in load(args.lme, args.limit)[0] if asks_for_several(h.question)}
+        print_alternatives(report["longmemeval"], rows, several)
     if not args.no_locomo:
         report["locomo"] = run_locomo(args.locomo, {n: policies[n] for n in ("before", "after")})
         print(f"\nLoCoMo {args.locomo.name} (turn recall@k):\n{render_locomo(report['locomo'])}")

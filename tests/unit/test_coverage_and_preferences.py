@@ -11,9 +11,8 @@ from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
-from rearview.service.search.candidates import Candidates, Phrasing
+from rearview.service.search.candidates import Candidates
 from rearview.service.search.coverage import asks_for_several, for_query
-from rearview.service.search.fusion import calibrated_fuse
 from rearview.service.search.preferences import asks_for_advice, states_preference
 from rearview.service.search.ranking import rank
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
@@ -144,23 +143,3 @@ def test_a_several_facts_question_finds_the_other_sessions_piece_in_the_first_pl
     assert _first_sessions(on, query) == ["japan", "japan", "chicago"]
     one_fact = "Which days did my trips to Japan and Chicago take?"  # no count, no total: no spread
     assert _first_sessions(on, one_fact) == _first_sessions(off, one_fact)
-
-
-def _relevances(query: str, policy: RankingPolicy) -> dict[str, float]:
-    """Each memory's fused relevance when the query finds `first` and its one alternative `part`."""
-    memories = {i: make_memory(f"note {i}", memory_id=i) for i in ("first", "part")}
-    alternative = Phrasing("the part", keyword=[("part", 2.0)], vector=None)
-    candidates = Candidates(
-        query, T0, memories, keyword=[("first", 2.0)], vector=None, alternatives=(alternative,)
-    )
-    return {f.memory_id: f.relevance for f in calibrated_fuse(candidates, policy)}
-
-
-def test_a_several_facts_questions_part_keeps_its_best_phrasings_relevance() -> None:
-    mean = RankingPolicy(phrasing_agreement=1.0, several_phrasing_agreement=1.0)
-    best = replace(mean, several_phrasing_agreement=0.0)
-    several = "How many trips did I take in total?"
-    assert _relevances(several, mean) == {"first": 0.5, "part": 0.5}  # each found by one of two
-    assert _relevances(several, best) == {"first": 1.0, "part": 1.0}  # a part matched is a piece
-    one_fact = "Which trip did I take?"  # its alternatives are rephrasings: the mean still applies
-    assert _relevances(one_fact, best) == {"first": 0.5, "part": 0.5}

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from rearview.service.search.candidates import Candidates, ChannelScores, Fused
-from rearview.service.search.coverage import asks_for_several
 from rearview.service.search.factors import asked_time, temporal_factor
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, HOP_SEED_SHARE, RankingPolicy
 from rearview.service.search.relevance import Evidence, shipped_model
@@ -44,20 +43,10 @@ def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused
             kept = best.get(f.memory_id)
             if kept is None or f.relevance > kept.relevance:
                 best[f.memory_id] = replace(f, phrasing=n)
-    a, phrasings = agreement(candidates.query, policy), 1 + len(candidates.alternatives)
+    a, phrasings = policy.phrasing_agreement, 1 + len(candidates.alternatives)
     if a <= 0:
         return list(best.values())
     return [replace(f, relevance=(1 - a) * f.relevance + a * total[i] / phrasings) for i, f in best.items()]
-
-
-def agreement(query: str, policy: RankingPolicy) -> float:
-    """The `phrasing_agreement` that applies to `query` (`calibrated_fuse`).
-
-    For a question asking for several facts (`coverage.asks_for_several`), the lower of it and
-    `several_phrasing_agreement`.
-    """
-    a = policy.phrasing_agreement
-    return min(a, policy.several_phrasing_agreement) if asks_for_several(query) else a
 
 
 def _with_cues(fused: list[Fused], cues: Mapping[str, int]) -> list[Fused]:

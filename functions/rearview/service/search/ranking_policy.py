@@ -111,9 +111,6 @@ class RankingPolicy:
     """`relative_relevance` for a question asking for several facts (`coverage.for_query`): 0 leaves
     only the absolute floor (`min_relevance`), since a piece of the answer may share few of its
     words; at or above `relative_relevance`, every question is admitted alike."""
-    several_phrasing_agreement: float = 1.0
-    """`phrasing_agreement` for a question asking for several facts (`fusion.calibrated_fuse`), when
-    lower: its alternatives may be its parts, each matching another memory, not rephrasings of it."""
 
     @property
     def recency_lambda(self) -> float:
