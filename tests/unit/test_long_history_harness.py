@@ -1,20 +1,12 @@
-"""benchmarks/recall/long_history_recall.py: the leave-half-out split and its pick, and `--alternatives`."""
+"""long_history_recall.py and its tables: the leave-half-out split and its pick, and `--alternatives`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from benchmarks.recall.long_history_recall import (
-    Rows,
-    ask,
-    halves,
-    leave_half_out,
-    load_alternatives,
-    per_half,
-    served_config,
-    write_haystack,
-)
+from benchmarks.recall.long_history_recall import ask, load_alternatives, served_config, write_haystack
+from benchmarks.recall.long_history_tables import Rows, halves, leave_half_out, per_half
 from benchmarks.recall.longmemeval_recall import Haystack, Turn
 
 from rearview.bootstrap import build_config
