@@ -21,25 +21,28 @@ issue's changes turned off (`BEFORE`), and `after`, the shipped ranking. It prin
   spread choice of `SPREAD_GRID` picked on one half (best overall recall_all@10 whose single-session
   recall_all@10 is no lower than `before`'s) and scored on the other;
 - LoCoMo R@5/10/20 per category, and per conversation half (conversations 1-2 vs 3-5);
+- with `--alternatives PATH` (JSON, question id -> the agent's alternatives, at most 3), every
+  question asked again with them, as `memory_search` takes them (`SearchRequest.alternatives`, each
+  embedded by the engine and cached like the turns), under `ALTERNATIVE_CHOICES`: per type without /
+  with side by side, each choice, and leave-half-out over the choices of both modes;
 - the writing rate into a 500-turn haystack (the first 500 turns of the first haystacks whose
   vectors are cached; any haystacks' with the engine embedding them, `--engine-writes`) and the
   search p50 there under both policies, asked alternately, each query embedded by the engine.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/recall/long_history_recall.py
         [--lme PATH] [--locomo PATH] [--limit N] [--cached-only] [--no-locomo] [--no-timing]
-        [--engine-writes] [--json OUT]
+        [--engine-writes] [--alternatives PATH] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -50,6 +53,16 @@ from benchmarks.common.locomo import CATEGORIES, DEFAULT_DATASET, load_locomo
 from benchmarks.common.machine import cpu_model, loadavg
 from benchmarks.common.paths import SHARED_DATA
 from benchmarks.recall.locomo_cache import VectorCache, open_locomo
+from benchmarks.recall.long_history_tables import (
+    Rows,
+    by_ask,
+    leave_half_out,
+    per_half,
+    render,
+    render_choices,
+    render_side_by_side,
+    summarize,
+)
 from benchmarks.recall.longmemeval_recall import Haystack, load, session_recall, turn_recall
 from benchmarks.recall.vector_shards import ShardedVectors
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
@@ -57,6 +70,7 @@ from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
+from rearview.service.search.coverage import asks_for_several
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.searcher import Searcher
 
@@ -64,8 +78,6 @@ DEFAULT_LME = SHARED_DATA / "longmemeval" / "longmemeval_s_dev50.json"
 TENANT = "longmemeval"
 TOP_K = 50
 LOCOMO_KS = (5, 10, 20)
-SINGLE = ("single-session-user", "single-session-assistant", "knowledge-update")
-"""The types whose one piece of evidence must stay found (recall_all@10 no lower than before)."""
 
 BEFORE: dict[str, Any] = {"session_cap": 0, "several_relative_relevance": 1.0, "advice_factor": 1.0}
 """The constants that turn this issue's ranking changes off: the shipped ranking before it (the
@@ -86,6 +98,18 @@ SPREAD_GRID: dict[str, dict[str, Any]] = {
     "advice off": {"advice_factor": 1.0},
 }
 """The choices the leave-half-out split picks among (name -> constants over the shipped ones)."""
+
+ALTERNATIVES = " +alt"
+"""The suffix of a choice asked with the question's alternatives."""
+
+ALTERNATIVE_CHOICES: dict[str, dict[str, Any]] = {
+    f"after{ALTERNATIVES}": {},
+    f"best phrasing{ALTERNATIVES}": {"phrasing_agreement": 0.0},
+}
+"""The choices asked with alternatives (`--alternatives`): the shipped mean over phrasings, and each
+memory scored by its best phrasing (`RankingPolicy.phrasing_agreement` 0). Scoring only a
+several-facts question by its best phrasing (its alternatives may be its parts, each matching another
+memory) moved pieces both ways and no figure (benchmarks/findings/recall.md)."""
 
 
 def served_config(engine: str) -> ServiceConfig:
@@ -120,103 +144,35 @@ def write_haystack(hay: Haystack, embedder: Embedder, config: ServiceConfig) -> 
     return Written(hay, service, turns_of)
 
 
-def ask(written: Written, policy: RankingPolicy) -> dict[str, float]:
-    """The question searched under `policy` over the written haystack, scored (`longmemeval_recall`)."""
+def ask(written: Written, policy: RankingPolicy, alternatives: Sequence[str] = ()) -> dict[str, float]:
+    """The question searched under `policy` (with `alternatives`, if any) over the written haystack,
+    scored (`longmemeval_recall`)."""
     service, hay = written.service, written.hay
     searcher = Searcher(
         service.store, service.index, service.embedder, service.clock, replace(service.config, ranking=policy)
     )
-    result = searcher.search(
-        TENANT, SearchRequest(query=hay.question, top_k=TOP_K, reinforce=False, reference_time=hay.asked_at)
-    )
+    request = SearchRequest(
+        query=hay.question, top_k=TOP_K, reinforce=False, reference_time=hay.asked_at,
+        alternatives=list(alternatives) or None,
+    )  # fmt: skip
+    result = searcher.search(TENANT, request)
     held = [pair for hit in result.results for pair in written.turns_of.get(hit.id, [])]
     return turn_recall([t for t, _ in held], hay.evidence_turns) | session_recall(
         [s for _, s in held], hay.evidence_sessions
     )
 
 
-Rows = list[tuple[str, str, dict[str, float]]]
-"""(question id, question type, scores) per question."""
-
-
-def summarize(rows: Rows) -> dict[str, dict[str, float]]:
-    groups: dict[str, list[Mapping[str, float]]] = defaultdict(list)
-    for _, question_type, row in rows:
-        groups["overall"].append(row)
-        groups[question_type].append(row)
-    return {
-        g: {m: fmean(r[m] for r in rs) for m in rs[0]} | {"n": float(len(rs))}
-        for g, rs in sorted(groups.items(), key=lambda kv: (kv[0] != "overall", kv[0]))
-    }
-
-
-def render(summary: Mapping[str, Mapping[str, float]]) -> str:
-    metrics = [m for m in next(iter(summary.values())) if m != "n"]
-    short = [m.replace("recall_", "").replace("session_recall", "sess") for m in metrics]
-    head = f"{'question type':<26}{'n':>4}" + "".join(f"{m:>9}" for m in short)
-    lines = [head]
-    for group, values in summary.items():
-        lines.append(f"{group:<26}{int(values['n']):>4}" + "".join(f"{values[m]:>9.3f}" for m in metrics))
-    return "\n".join(lines)
-
-
-def render_choices(by_choice: Mapping[str, Rows]) -> str:
-    """Overall any@10, all@10 and all@50, and all@10 of the several-piece types, per choice."""
-    types = ("multi-session", "temporal-reasoning", "single-session-preference")
-    lines = [
-        f"{'choice':<24}{'any@10':>8}{'all@10':>8}{'all@50':>8}" + "".join(f"{t[:14]:>16}" for t in types)
-    ]
-    for name, rows in by_choice.items():
-        mean = {
-            m: fmean(r[m] for _, _, r in rows) for m in ("recall_any@10", "recall_all@10", "recall_all@50")
-        }
-        lines.append(
-            f"{name:<24}" + "".join(f"{v:>8.3f}" for v in mean.values())
-            + "".join(f"{all_at_10(rows, [t]):>16.3f}" for t in types)
-        )  # fmt: skip
-    return "\n".join(lines)
-
-
-def halves(rows: Rows) -> tuple[Rows, Rows]:
-    """The rows split in two by a hash of the question id, alternating within each type."""
-    by_type: dict[str, list[tuple[str, str, dict[str, float]]]] = defaultdict(list)
-    for row in sorted(rows, key=lambda r: hashlib.sha1(r[0].encode()).hexdigest()):
-        by_type[row[1]].append(row)
-    a: Rows = []
-    b: Rows = []
-    for typed in by_type.values():
-        for n, row in enumerate(typed):
-            (a if n % 2 == 0 else b).append(row)
-    return a, b
-
-
-def all_at_10(rows: Rows, types: Sequence[str] | None = None) -> float:
-    chosen = [r for _, t, r in rows if types is None or t in types]
-    return fmean(r["recall_all@10"] for r in chosen) if chosen else 1.0
-
-
-def leave_half_out(by_choice: Mapping[str, Rows]) -> list[str]:
-    """Each half picks a choice (best overall all@10 keeping single-session all@10); scored on the other."""
-    lines = [
-        f"{'chosen on':<10}{'choice':<22}{'other half all@10':>19}{'before there':>14}{'single there':>14}"
-    ]
-    for name, pick_half in (("half A", 0), ("half B", 1)):
-        split = {c: halves(rows) for c, rows in by_choice.items()}
-        base = split["before"][pick_half]
-        allowed = [c for c, h in split.items() if all_at_10(h[pick_half], SINGLE) >= all_at_10(base, SINGLE)]
-        pick = max(allowed, key=lambda c: (all_at_10(split[c][pick_half]), c == "before"))
-        other = split[pick][1 - pick_half]
-        lines.append(
-            f"{name:<10}{pick:<22}{all_at_10(other):>19.3f}{all_at_10(split['before'][1 - pick_half]):>14.3f}"
-            f"{all_at_10(other, SINGLE):>14.3f}"
-        )
-    return lines
-
-
 def run_lme(
-    path: Path, limit: int | None, policies: Mapping[str, RankingPolicy], cached_only: bool = False
+    path: Path,
+    limit: int | None,
+    policies: Mapping[str, RankingPolicy],
+    cached_only: bool = False,
+    alternatives: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Rows]:
+    """Each question's scores under each policy; a policy whose name ends in `ALTERNATIVES` is asked
+    with the question's `alternatives` (none for a question the mapping lacks)."""
     haystacks, notes = load(path, limit)
+    alternatives = alternatives or {}
     embedder = ShardedVectors("onnx")
     if cached_only:
         haystacks = [h for h in haystacks if embedder.has([t.content for t in h.turns])]
@@ -227,10 +183,15 @@ def run_lme(
         written = write_haystack(hay, embedder, config)
         embedder.save(f"q-{hay.question_id}")
         for name, policy in policies.items():
-            rows[name].append((hay.question_id, hay.question_type, ask(written, policy)))
+            asked = alternatives.get(hay.question_id, ()) if name.endswith(ALTERNATIVES) else ()
+            rows[name].append((hay.question_id, hay.question_type, ask(written, policy, asked)))
+        embedder.save(f"alt-{hay.question_id}")  # the queries' vectors (alternatives': new ones)
         if n % 10 == 0:
             print(f"  {n} haystacks, {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
     print(f"LongMemEval {path.name}: {len(haystacks)} questions, {embedder.model_id}; {dict(notes)}")
+    if alternatives:
+        lacking = sum(h.question_id not in alternatives for h in haystacks)
+        print(f"alternatives: {len(alternatives)} questions' ({lacking} of these questions have none)")
     return rows
 
 
@@ -350,6 +311,34 @@ def timing(
 # ------------------------------------------------------------------------------------ main
 
 
+def load_alternatives(path: Path) -> dict[str, list[str]]:
+    """question id -> its alternatives, each list as `SearchRequest.alternatives` accepts it."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not all(
+        isinstance(v, list) and all(isinstance(a, str) for a in v) for v in data.values()
+    ):
+        raise SystemExit(f"{path}: expected a JSON object of question id -> list of strings")
+    return {str(k): list(v) for k, v in data.items()}
+
+
+def print_alternatives(
+    summaries: Mapping[str, Mapping[str, Mapping[str, float]]], rows: Mapping[str, Rows], several: Set[str]
+) -> None:
+    """The shipped ranking without / with alternatives per type and per what the question asks
+    (`several`: the ids of those asking for several facts), and the half split over both modes."""
+    after = f"after{ALTERNATIVES}"
+    print(f"\n{after}:\n{render(summaries[after])}")
+    sides = render_side_by_side(summaries["after"], summaries[after])
+    print(f"\nwithout/with alternatives (after):\n{sides}")
+    asks = {name: summarize(by_ask(rows[name], several)) for name in ("after", after)}
+    print(f"\nby what the question asks:\n{render_side_by_side(asks['after'], asks[after])}")
+    both = {n: r for n, r in rows.items() if n in ALTERNATIVE_CHOICES or n in ("after", "before")}
+    print("\nper half (turn recall_all@10):")
+    print("\n".join(per_half(both)))
+    print("\nleave-half-out over both modes (turn recall_all@10; base: after, without alternatives):")
+    print("\n".join(leave_half_out(both, "after")))
+
+
 def policies_of(choices: Mapping[str, Mapping[str, Any]]) -> dict[str, RankingPolicy]:
     shipped = served_config("onnx").ranking
     return {name: replace(shipped, **constants) for name, constants in choices.items()}
@@ -368,19 +357,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--engine-writes", action="store_true", help="time writes with the engine embedding each turn"
     )
+    parser.add_argument(
+        "--alternatives", type=Path, default=None, metavar="PATH",
+        help="JSON: question id -> the agent's alternatives; every question is asked with them too",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, metavar="OUT")
     args = parser.parse_args(argv)
     print(f"machine: {cpu_model()}; load average {loadavg()} at start")
-    choices = {"after": {}, **SPREAD_GRID}
+    alternatives = load_alternatives(args.alternatives) if args.alternatives else None
+    choices = {"after": {}, **SPREAD_GRID, **(ALTERNATIVE_CHOICES if alternatives else {})}
     policies = policies_of(choices)
     report: dict[str, Any] = {}
-    rows = run_lme(args.lme, args.limit, policies, args.cached_only)
+    rows = run_lme(args.lme, args.limit, policies, args.cached_only, alternatives)
     report["longmemeval"] = {name: summarize(r) for name, r in rows.items()}
     for name in ("before", "after"):
         print(f"\n{name}:\n{render(report['longmemeval'][name])}")
     print(f"\neach choice (turn recall):\n{render_choices(rows)}")
     print("\nleave-half-out (turn recall_all@10):")
-    print("\n".join(leave_half_out({n: r for n, r in rows.items() if n != "after"})))
+    print("\n".join(leave_half_out({n: r for n, r in rows.items() if n in SPREAD_GRID})))
+    if alternatives:
+        several = {h.question_id for h in load(args.lme, args.limit)[0] if asks_for_several(h.question)}
+        print_alternatives(report["longmemeval"], rows, several)
     if not args.no_locomo:
         report["locomo"] = run_locomo(args.locomo, {n: policies[n] for n in ("before", "after")})
         print(f"\nLoCoMo {args.locomo.name} (turn recall@k):\n{render_locomo(report['locomo'])}")
