@@ -185,3 +185,22 @@ def test_the_similarity_floor_keeps_plain_cosines_three_best_within_their_places
 class _Ranked:
     def __init__(self, memory_id: str) -> None:
         self.memory = type("M", (), {"id": memory_id})()
+
+
+def test_an_alternative_is_searched_less_deep_than_the_query(service: MemoryService) -> None:
+    """Each alternative reads `candidates_per_alternative` (at least top_k), the query the full depth."""
+    service.write("t1", WriteRequest(content="The user is allergic to peanuts"))
+    limits: list[int] = []
+    search = service.index.search
+
+    def spy(query: Any) -> Any:
+        limits.append(query.limit)
+        return search(query)
+
+    service.index.search = spy  # type: ignore[method-assign]
+    _search(service, "nuts allowed?", alternatives=["peanut allergy", "Erdnüsse"])
+    policy = service.config.ranking
+    assert limits[:3] == [policy.candidates_per_channel] + [policy.candidates_per_alternative] * 2
+    limits.clear()
+    _search(service, "nuts allowed?", alternatives=["peanut allergy"], top_k=30)
+    assert limits[:2] == [60, 30]  # the query 2 x top_k, an alternative top_k

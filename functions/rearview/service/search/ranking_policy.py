@@ -53,6 +53,12 @@ class RankingPolicy:
     strength_scale: float = 2.0
     candidates_per_channel: int = 40
     """How deep each channel is read before fusion (at least 2 x `top_k`); ~40 was enough on LoCoMo."""
+    candidates_per_alternative: int = 20
+    """How deep each channel is read for an alternative phrasing (at least `top_k`): a memory an
+    alternative alone ranks past 20th is no answer its mean over phrasings lifts into the first
+    ten. Half the depth cuts the CPU two alternatives add to a 2,000-memory search by about a fifth
+    (benchmarks/speed/concurrent_search.py); the everyday set's hit@1/hit@3 are the same at 40, 20
+    and 10 (its tenants hold ~45 memories, so this is no test of larger ones)."""
     # The absolute scales (`calibrated_fuse`) and admission: chosen on the small-tenant set's train
     # users (benchmarks/recall/small_tenant_recall.py --sweep) under the constraint that LoCoMo's development
     # half keeps R@10 >= 0.80, reported on the held-out test users.

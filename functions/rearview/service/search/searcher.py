@@ -132,12 +132,13 @@ class Searcher:
         flt = req.filter if req.as_of is None else as_of_filter(req.filter, req.as_of)
         req = req.model_copy(update={"filter": scoped(flt, req.agent_id)})
         depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
+        depths = (depth, max(self.config.ranking.candidates_per_alternative, top_k))
         channels = _Channels(None, None)
         archived_ceiling = 0.0
         live = tuple(s for s in req.filter.statuses if s is not MemoryStatus.ARCHIVED)
         if live:
             flt = req.filter.model_copy(update={"statuses": live})
-            channels = self._live_channels(tenant_id, req, flt, depth, reasons)
+            channels = self._live_channels(tenant_id, req, flt, depths, reasons)
         archived: ChannelScores = []
         if MemoryStatus.ARCHIVED in req.filter.statuses:
             flt = req.filter.model_copy(update={"statuses": (MemoryStatus.ARCHIVED,)})
@@ -223,12 +224,18 @@ class Searcher:
         return then if then is not None and matching.matches(then) else None
 
     def _live_channels(
-        self, tenant_id: str, req: SearchRequest, flt: MemoryFilter, depth: int, reasons: list[str]
+        self,
+        tenant_id: str,
+        req: SearchRequest,
+        flt: MemoryFilter,
+        depths: tuple[int, int],
+        reasons: list[str],
     ) -> _Channels:
         """The index's channels for the query and each alternative, or the store's keyword fallback.
 
-        Every phrasing is embedded in one embedder call and searched on both channels; with the
-        index down, the store's fallback answers the query alone.
+        Every phrasing is embedded in one embedder call and searched on both channels, the query
+        `depths[0]` deep and each alternative `depths[1]`; with the index down, the store's
+        fallback answers the query alone.
         """
         phrasings = req.phrasings
         vectors = self._embed_queries(phrasings, reasons) if "vector" in req.channels else None
@@ -239,14 +246,16 @@ class Searcher:
             try:
                 hits = self.index.search(
                     IndexQuery(
-                        tenant_id=tenant_id, filter=flt, limit=depth, vector=vector,
+                        tenant_id=tenant_id, filter=flt, limit=depths[n > 0], vector=vector,
                         text=text if "keyword" in req.channels else None,
                     )
                 )  # fmt: skip
             except IndexUnavailableError as exc:
                 reasons.append(f"index unavailable ({exc}); answered from the store's recent memories")
                 limit = self.config.fallback_scan_limit
-                keyword, ceiling = store_keyword_search(self.store, tenant_id, flt, req.query, depth, limit)
+                keyword, ceiling = store_keyword_search(
+                    self.store, tenant_id, flt, req.query, depths[0], limit
+                )
                 return _Channels(keyword, None, ceiling)
             channels.append(
                 _Channels(
