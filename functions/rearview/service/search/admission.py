@@ -90,7 +90,7 @@ def leads(kept: Sequence[Ranked], candidates: Candidates, policy: RankingPolicy)
     over every phrasing and cue): behind a sure answer, or far below the nearest memory, it is noise
     the caller pays to read.
     A session's turn is always kept: a conversation's answer comes in pieces, each one weak on its
-    own (LoCoMo's evidence turns past the third place have a relevance under 0.05); so is an archived
+    own (LoCoMo's evidence turns are mostly weak matches past the third place); so is an archived
     memory (the caller asked for those, and they match by keyword alone). Likely answers are never
     touched, so the marks and an empty answer's meaning stay what they were.
     """
