@@ -1,12 +1,13 @@
-"""What a cold MCP Lambda loads before it answers `initialize` and `tools/list`: not numpy.
+"""What a cold MCP Lambda loads before it answers `initialize` and `tools/list`: not numpy, no capability.
 
-A fresh process imports `handlers.mcp`, builds the runtime (what the Lambda init phase does, what
-SnapStart snapshots) and serves `initialize` and `tools/list`, the first requests of every session.
-None of that computes with a vector, so numpy (about 130 ms of CPU, a tenth of the init measured by
-`benchmarks/speed/cold_start.py`) must load on the first write or search, not before. Checked by the
-modules loaded, not by timing: in the benchmark's configuration (in-memory backends, the hashing
-embedder) and in the deployed one (DynamoDB, OpenSearch, Bedrock; AWS unreachable, which also proves
-that none of it makes an AWS call).
+A fresh process imports `handlers.mcp`, builds the runtime (what an on-demand Lambda init does) and
+serves `initialize` and `tools/list`, the first requests of every session. None of that computes with
+a vector or runs a capability, so numpy (about 130 ms of CPU, a tenth of the init measured by
+`benchmarks/speed/cold_start.py`) and the write, search and ingest paths (their regexes, models and
+tables) must load on the first tool call that needs them. Checked by the modules loaded, not by
+timing: in the benchmark's configuration (in-memory backends, the hashing embedder) and in the
+deployed one (DynamoDB, OpenSearch, Bedrock; AWS unreachable, which also proves that none of it makes
+an AWS call). Where init is pre-paid (provisioned concurrency, SnapStart) it loads them all.
 """
 
 from __future__ import annotations
@@ -67,7 +68,15 @@ DEPLOYED = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
 }
-HEAVY = ("numpy",)
+HEAVY = (
+    "numpy",
+    "rearview.service.write.writer",
+    "rearview.service.write.summarizing",
+    "rearview.service.search.searcher",
+    "rearview.service.ingest.ingester",
+    "rearview.service.ingest.extraction",
+    "rearview.service.changes",
+)
 
 
 def _cold_process(overrides: dict[str, str]) -> tuple[dict[str, list[str]], bool | None]:
@@ -90,9 +99,15 @@ def _cold_process(overrides: dict[str, str]) -> tuple[dict[str, list[str]], bool
 
 
 @pytest.mark.parametrize("overrides", [{}, DEPLOYED], ids=["benchmark", "deployed"])
-def test_init_and_the_first_requests_load_no_numpy(overrides: dict[str, str]) -> None:
+def test_init_and_the_first_requests_load_no_numpy_and_no_capability(overrides: dict[str, str]) -> None:
     loaded, computed = _cold_process(overrides)
     for phase in ("init", "first_requests"):
         assert [m for m in HEAVY if m in loaded[phase]] == [], phase
     assert "rearview.api.app" in loaded["init"]  # the runtime was built, not deferred
     assert computed is (True if not overrides else None)
+
+
+def test_a_pre_paid_init_loads_everything_the_first_calls_need() -> None:
+    loaded, computed = _cold_process({"AWS_LAMBDA_INITIALIZATION_TYPE": "provisioned-concurrency"})
+    assert [m for m in HEAVY if m not in loaded["init"]] == []
+    assert computed is True
