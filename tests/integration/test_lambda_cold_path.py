@@ -7,7 +7,8 @@ a vector or runs a capability, so numpy (about 130 ms of CPU, a tenth of the ini
 tables) must load on the first tool call that needs them. Checked by the modules loaded, not by
 timing: in the benchmark's configuration (in-memory backends, the hashing embedder) and in the
 deployed one (DynamoDB, OpenSearch, Bedrock; AWS unreachable, which also proves that none of it makes
-an AWS call). Where init is pre-paid (provisioned concurrency, SnapStart) it loads them all.
+an AWS call). The models' validators are built on first use too. Where init is pre-paid
+(provisioned concurrency, SnapStart) it loads them all.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ class Context:
 
 from handlers import mcp
 mcp.runtime()
-loaded = {"init": sorted(sys.modules)}
+import rearview.models
+models = [v for v in vars(rearview.models).values() if isinstance(v, type) and hasattr(v, "model_fields")]
+loaded = {"init": sorted(sys.modules), "built": sorted(m.__name__ for m in models if m.__pydantic_complete__)}
 with contextlib.redirect_stdout(io.StringIO()):  # EMF blobs
     for name in ("mcp-2025-11-25/initialize", "mcp-2025-11-25/tools-list", "mcp-2026-07-28/tools-list"):
         result = mcp.handler(load_event(name), Context())
@@ -110,6 +113,7 @@ def test_init_and_the_first_requests_load_no_numpy_and_no_capability(overrides: 
     for phase in ("init", "first_requests"):
         assert [m for m in HEAVY if m in loaded[phase]] == [], phase
     assert "rearview.api.app" in loaded["init"]  # the runtime was built, not deferred
+    assert loaded["built"] == []  # each model's validator is built on its first use (`defer_build`)
     assert computed is (True if not overrides else None)
 
 
