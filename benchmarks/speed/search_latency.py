@@ -222,7 +222,7 @@ def _stage_clocks(service: MemoryService) -> Iterator[dict[str, float]]:
     as keyword); store: `Searcher._held` (store read, decay, filter re-check); rank; reinforce.
     """
     spent = dict.fromkeys(STAGES, 0.0)
-    searcher = service._searcher  # a benchmark looks inside
+    searcher = service._searcher.get()  # a benchmark looks inside
     index = searcher.index
 
     def timed(label: str, fn: Callable[..., object]) -> Callable[..., object]:

@@ -159,6 +159,12 @@ class McpRuntime:
         if isinstance(self.resolver, RefreshingKeyResolver):
             self.resolver.expire()
 
+    def preload(self) -> None:
+        """Load now what the first tool calls would load: every capability of the service, and numpy."""
+        import numpy  # noqa: F401 - the first vector's import, paid here
+
+        self.service.load_capabilities()
+
     def close(self) -> None:
         self.bridge.close()
 
@@ -187,13 +193,17 @@ def _init_in_lambda() -> None:
     """Build the runtime in Lambda's init phase: SnapStart snapshots it, provisioned concurrency pre-pays it.
 
     `AWS_LAMBDA_INITIALIZATION_TYPE` is set by Lambda only (on-demand, provisioned-concurrency,
-    snap-start); tests and benchmarks import this module without it and build lazily. Under
+    snap-start); tests and benchmarks import this module without it and build lazily. An on-demand
+    init loads what `initialize` and `tools/list` need, and each capability (and numpy) loads on its
+    first call; where init is pre-paid, everything loads here (`McpRuntime.preload`). Under
     SnapStart, the runtime's `snapshot_restore_py` hook makes a restored instance re-fetch the keys.
     """
     kind = os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE")
     if not kind:
         return
     runtime()
+    if kind in ("snap-start", "provisioned-concurrency"):
+        runtime().preload()
     if kind == "snap-start":
         from snapshot_restore_py import register_after_restore  # type: ignore[import-not-found]
 

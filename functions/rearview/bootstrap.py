@@ -10,7 +10,6 @@ from rearview.config.settings import Settings, TenantLifecycle
 from rearview.embedders.wrapping import QueryBatchEmbedder
 from rearview.errors import ConfigurationError, EmbedderError
 from rearview.ports import Archive, CheckpointStore, Embedder, LanguageModel, MemoryIndex, MemoryStore
-from rearview.service.ingest.extraction import Extractor, RulesExtractor
 from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.policy import DecayPolicy, RetentionPolicy, TenantPolicy
@@ -20,6 +19,7 @@ from rearview.shared.clock import Clock, SystemClock
 from rearview.shared.distribution import install_command
 
 if TYPE_CHECKING:
+    from rearview.service.ingest.extraction import Extractor
     from rearview.service.lifecycle.service import LifecycleService
 
 log = logging.getLogger(__name__)
@@ -262,6 +262,8 @@ def build_consolidator(settings: Settings, model: LanguageModel | None = None) -
 def build_extractor(model: LanguageModel | None) -> Extractor:
     """What `memory_ingest` extracts with: the language model when there is one, else the offline rules."""
     if model is None:
+        from rearview.service.ingest.extraction import RulesExtractor
+
         return RulesExtractor()
     from rearview.service.ingest.llm_extraction import LanguageModelExtractor
 
@@ -373,7 +375,8 @@ def build_service(
     model = build_language_model(settings)
     return MemoryService(
         store, index, embedder, clock, build_config(settings, embedder), archive,
-        build_consolidator(settings, model), build_extractor(model),
+        build_consolidator(settings, model),
+        build_extractor(model) if model else None,  # None: the service's offline rules, on the first ingest
     )  # fmt: skip
 
 

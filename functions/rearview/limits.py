@@ -22,6 +22,7 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
+    ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
@@ -423,6 +424,8 @@ class ValidRequest(BaseModel):
     and the limit instead of pydantic's `ValidationError`, so every caller gets the service's
     error. `model_copy(update=...)` does not validate: build a new request instead.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     @model_validator(mode="wrap")
     @classmethod

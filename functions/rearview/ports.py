@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol, runtime_checkable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
 
 from rearview.models import HistoryEvent, Memory, MemoryFilter, Page, StoreStats
 from rearview.shared.clock import Clock
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # numpy loads where a vector is computed, not in every process's init
+    import numpy as np
+    import numpy.typing as npt
+
+Vector: TypeAlias = "npt.NDArray[np.float32]"
 """An L2-normalized float32 embedding (1-D), or a (n, dim) matrix of them; never the zero vector."""
 
 __all__ = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,6 +11,8 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
 
 from rearview.api.app import build_mcp
+from rearview.api.arguments import compact_schema
+from rearview.api.tools import strict_tools
 from rearview.limits import (
     MAX_AGENT_ID_CHARS,
     MAX_CONTENT_CHARS,
@@ -62,6 +65,15 @@ async def test_every_tool_schema_forbids_unknown_keys(mcp: MCPServer[Any]) -> No
     listed = await mcp.list_tools()
     assert {t.name for t in listed} == set(VALID)
     assert all(t.input_schema.get("additionalProperties") is False for t in listed)
+
+
+def test_each_input_schema_is_what_pydantic_writes_for_the_strict_model(service: MemoryService) -> None:
+    """`forbidding_extra` derives the strict schema from the SDK's: the very JSON pydantic would write."""
+    tools = strict_tools(service)
+    assert not any(t.fn_metadata.arg_model.__pydantic_complete__ for t in tools)  # built on first call
+    for tool in tools:
+        generated = tool.fn_metadata.arg_model.model_json_schema(by_alias=True)
+        assert json.dumps(tool.parameters) == json.dumps(compact_schema(generated, keep_descriptions=True))
 
 
 @pytest.mark.parametrize("tool", sorted(VALID))

@@ -26,6 +26,7 @@ from rearview.service.write.batch import WriteBatch
 from rearview.service.write.decision import Embedded
 from rearview.service.write.writer import Writer
 from rearview.shared.clock import ManualClock
+from rearview.shared.lazy import Lazy
 from rearview.testing import BrokenEmbedder, Fault, FlakyMemoryStore, InjectedError
 from tests.factories import T0
 
@@ -74,8 +75,8 @@ def _service(
     embedder = embedder or HashingEmbedder(256)
     service = MemoryService(store or InMemoryMemoryStore(clock), CountingIndex(), embedder, clock)
     if one_by_one:
-        writer, extractor = service._writer, service._ingester.extractor
-        service._ingester = Ingester(writer, extractor, lambda t: OneByOne(writer, t))
+        writer, extractor = service._writer.get(), service._ingester.get().extractor
+        service._ingester = Lazy(lambda: Ingester(writer, extractor, lambda t: OneByOne(writer, t)))
     return service
 
 
@@ -192,12 +193,12 @@ def _indexed(service: MemoryService) -> list[IndexDocument]:
 
 def test_a_batch_refuses_a_chunk_no_store_guarantees() -> None:
     with pytest.raises(ValueError, match="chunk must be"):
-        WriteBatch(_service()._writer, "t1", chunk=MAX_WRITES_PER_COMMIT + 1)
+        WriteBatch(_service()._writer.get(), "t1", chunk=MAX_WRITES_PER_COMMIT + 1)
 
 
 def test_nothing_is_stored_before_flush() -> None:
     service = _service()
-    batch = WriteBatch(service._writer, "t1")
+    batch = WriteBatch(service._writer.get(), "t1")
     result = batch.write(WriteRequest(content="Ann likes jazz", session_id="s1"), Embedded(None))
     assert service.store.get("t1", result.memory.id) is None
     assert batch.flush() is False  # stored, but without a vector: unindexed

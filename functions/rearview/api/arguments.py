@@ -77,9 +77,23 @@ def _one_error(detail: ErrorDetails, valid: Sequence[str]) -> InvalidInputError:
 
 
 def forbid_extra(model: type[ArgModelBase]) -> type[ArgModelBase]:
-    """`model` with unknown keys refused (`additionalProperties: false` in its JSON schema)."""
-    attrs = {"model_config": ConfigDict(extra="forbid"), "__module__": model.__module__}
+    """`model` with unknown keys refused (`additionalProperties: false` in its JSON schema).
+
+    Its validator is built on its first use (`defer_build`): the tool's first call, not every cold start.
+    """
+    config = ConfigDict(extra="forbid", defer_build=True)
+    attrs = {"model_config": config, "__module__": model.__module__}
     return cast(type[ArgModelBase], type(model.__name__, (model,), attrs))
+
+
+def forbidding_extra(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` (a model's, as pydantic writes it) as `forbid_extra(model)`'s: the same JSON text.
+
+    What pydantic adds for `extra="forbid"`, in its (sorted) key order, so that the SDK's schema of a
+    tool's lenient model is not generated twice; `tests/unit/test_tool_arguments.py` checks every
+    tool's against pydantic's own.
+    """
+    return dict(sorted({**schema, "additionalProperties": False}.items()))
 
 
 def compact_schema(schema: Any, keep_descriptions: bool) -> Any:
@@ -149,7 +163,7 @@ class StrictTool(Tool):
         tool = cls.from_function(fn, annotations=annotations, structured_output=True)
         model = forbid_extra(tool.fn_metadata.arg_model)
         tool.fn_metadata.arg_model = model  # read live by the SDK on every call
-        tool.parameters = compact_schema(model.model_json_schema(by_alias=True), keep_descriptions=True)
+        tool.parameters = compact_schema(forbidding_extra(tool.parameters), keep_descriptions=True)
         output = tool.fn_metadata.output_schema  # not `tool.output_schema`: a cached property
         if output is not None:
             tool.fn_metadata.output_schema = compact_schema(output, keep_descriptions=False)

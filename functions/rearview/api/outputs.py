@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rearview.api.arguments import dump_output
 from rearview.models import (
@@ -45,6 +45,8 @@ class WriteReceipt(BaseModel):
     the writer's own copy (`corroborated`, `corroborates` naming the other), never merged into it.
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     action: WriteAction
     id: str
     agent_id: str
@@ -67,6 +69,8 @@ class WriteReceipt(BaseModel):
 
 class SummarySource(BaseModel):
     """One consolidated memory, compactly: what an agent reads to write its own consolidation."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     at: str
@@ -100,6 +104,8 @@ AGENT_SUMMARY_REQUEST = (
 class HitOutput(BaseModel):
     """One recalled memory as a tool result: what an agent acts on, and its provenance."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     content: str
     type: MemoryType
@@ -125,6 +131,8 @@ class HitOutput(BaseModel):
 
 class SearchOutput(BaseModel):
     """`memory_search`'s structured result; the context block is the text content beside it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     results: list[HitOutput]
     token_estimate: int

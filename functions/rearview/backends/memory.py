@@ -12,8 +12,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import numpy as np
-
 from rearview.backends.due_order import DUE_STATUSES, decode_due_cursor, due_text, encode_due_cursor
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
@@ -290,6 +288,8 @@ class InMemoryMemoryIndex:
         return IndexedVersions(page, cursor_after(page[-1][0]) if len(pairs) > limit else None)
 
     def search(self, query: IndexQuery) -> ChannelHits:
+        import numpy as np
+
         candidates = [
             d
             for (tenant, _), d in list(self._docs.items())
@@ -336,6 +336,8 @@ class _Indexed:
 
 def _cues(doc: IndexDocument, dimension: int | None) -> tuple[list[str], Vector | None]:
     """A document's cue terms and checked cue vectors (none without `cue_vectors`)."""
+    import numpy as np
+
     if doc.cue_vectors is None or not doc.memory.cues:
         return [], None
     vectors = np.stack([check_vector(v, dimension) for v in doc.cue_vectors])
@@ -344,6 +346,8 @@ def _cues(doc: IndexDocument, dimension: int | None) -> tuple[list[str], Vector 
 
 def check_vector(vector: Vector, dimension: int | None) -> Vector:
     """A 1-D float32 vector of the index's dimension, or InvalidInputError naming `vector`."""
+    import numpy as np
+
     arr = np.asarray(vector, dtype=np.float32)
     if arr.ndim != 1 or (dimension is not None and arr.shape[0] != dimension):
         raise InvalidInputError("vector", f"has shape {arr.shape}; this index holds {dimension}-d vectors")

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-
 from rearview.backends.bedrock_calls import call_bedrock, create_bedrock_client
 from rearview.errors import EmbedderError, InvalidInputError
 from rearview.ports import Vector
@@ -85,6 +83,8 @@ class BedrockTitanEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
         """A (len(texts), dimension) float32 matrix, row i for texts[i]; identical texts embed once."""
+        import numpy as np
+
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
         for text in unique:
@@ -150,6 +150,8 @@ class BedrockTitanEmbedder:
         return payload
 
     def _vector(self, payload: dict[str, Any]) -> Vector:
+        import numpy as np
+
         embedding = payload.get("embedding")
         if not isinstance(embedding, list):
             raise EmbedderError(f"Bedrock {self._model} response has no `embedding` list")

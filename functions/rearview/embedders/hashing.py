@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-import numpy as np
-
 from rearview.ports import Vector
 from rearview.text import tokens
 
@@ -30,6 +28,8 @@ class HashingEmbedder:
         return self._dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
+        import numpy as np
+
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             out[row] = self._embed(text)
@@ -43,6 +43,8 @@ class HashingEmbedder:
         return self.embed_documents(texts)
 
     def _embed(self, text: str) -> Vector:
+        import numpy as np
+
         vec = np.zeros(self._dimension, dtype=np.float32)
         toks = tokens(text)
         features = toks + [f"#{t[i : i + 3]}" for t in toks for i in range(max(1, len(t) - 2))]

@@ -17,6 +17,9 @@ the wire format are generated from them); the limits they are built from are in 
 
 Import from here (`from rearview.models import Memory`): this package re-exports every public name,
 and the modules' split is not part of the API.
+
+Every model builds its validator on first use (`defer_build=True`): a process, a cold Lambda's init
+above all, builds only those it uses (a tool's schema is generated without it).
 """
 
 from __future__ import annotations

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from rearview.models.memory import Memory
 
 
 class StoreStats(BaseModel):
     """Counts a store can answer for one tenant without scanning other tenants."""
+
+    model_config = ConfigDict(defer_build=True)
 
     total: int
     by_type: dict[str, int]
@@ -30,6 +32,8 @@ class Stats(StoreStats):
 
 class Page(BaseModel):
     """One page of a listing; pass `cursor` back to get the next, None when done."""
+
+    model_config = ConfigDict(defer_build=True)
 
     items: list[Memory]
     cursor: str | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rearview.limits import (
     AgentIdText,
@@ -70,6 +70,8 @@ class ForgetResult(BaseModel):
     those that no longer carried its words (rewritten by their writer): kept, their lineage to it
     dropped. `archive_copies_erased` counts the archive objects it was erased from.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     forgotten: list[str]
     hard: bool

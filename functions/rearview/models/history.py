@@ -27,7 +27,7 @@ class HistoryAction(StrEnum):
 class HistoryEvent(BaseModel):
     """One append-only change to a memory: what it was before, what it became, and why."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     tenant_id: str
@@ -42,6 +42,8 @@ class HistoryEvent(BaseModel):
 
 class HistoryResult(BaseModel):
     """Output of `memory_history`: the memory (if it still exists) and its events, oldest first."""
+
+    model_config = ConfigDict(defer_build=True)
 
     memory_id: str
     memory: MemoryView | None

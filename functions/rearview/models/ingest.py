@@ -31,7 +31,7 @@ class IngestMessage(BaseModel):
     `message_id` is the caller's id of the message, what makes re-sending it a no-op.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     content: ContentText
     role: Annotated[str | None, Visible] = None
@@ -91,6 +91,8 @@ class MessageOutcome(BaseModel):
     `replayed`: memories an earlier ingest of the same message already wrote (nothing changed).
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     index: int
     message_id: str | None = None
     memory_id: str
@@ -107,6 +109,8 @@ class MessageOutcome(BaseModel):
 class RefusedMessage(BaseModel):
     """A message of an ingest that was not stored (it holds a credential); the call's others were."""
 
+    model_config = ConfigDict(defer_build=True)
+
     index: int
     message_id: str | None = None
     field: str
@@ -116,6 +120,8 @@ class RefusedMessage(BaseModel):
 
 class IngestResult(BaseModel):
     """Output of `memory_ingest`: one outcome per stored message, in order, and the totals."""
+
+    model_config = ConfigDict(defer_build=True)
 
     session_id: str
     mode: ExtractionMode

@@ -65,7 +65,7 @@ class Cue(BaseModel):
     as the best of content and cues), shown with it, never part of it: dedup compares content only.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     text: str
     by: str
@@ -90,7 +90,7 @@ MemoryTypes = Annotated[list[MemoryType], Field(max_length=len(MemoryType))]
 class MemoryView(BaseModel):
     """A memory as the API shows it (no tenant or internal keys)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     type: MemoryType

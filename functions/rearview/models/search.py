@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rearview.errors import InvalidInputError
 from rearview.limits import AgentIdText, Alternatives, QueryText, TopK, ValidRequest
@@ -63,6 +63,8 @@ class HitExplanation(BaseModel):
     `relevance` includes any second-hop lift or archived share.
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     relevance: float = 0.0
     keyword_score: float
     """The share of the query's BM25 scale the memory matches, saturated to [0, 1); 0 when the keyword
@@ -86,6 +88,8 @@ class HitExplanation(BaseModel):
 
 class SearchHit(BaseModel):
     """One recalled memory. `score` is the final ranking score (higher is better, in [0, 1])."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     content: str
@@ -128,6 +132,8 @@ class SearchHit(BaseModel):
 
 class SearchResult(BaseModel):
     """Output of `memory_search`: ranked hits, a ready-to-inject context block and its size."""
+
+    model_config = ConfigDict(defer_build=True)
 
     query: str
     results: list[SearchHit]

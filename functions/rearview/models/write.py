@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rearview.limits import (
     AgentIdText,
@@ -70,6 +70,8 @@ class WriteRequest(ValidRequest):
 class Conflicting(BaseModel):
     """An older active memory a write states another value for (`WriteResult.conflicts`)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     content: str
     written_at: datetime
@@ -77,6 +79,8 @@ class Conflicting(BaseModel):
 
 class WriteResult(BaseModel):
     """What `memory_write` did. `memory` is the stored record after the operation."""
+
+    model_config = ConfigDict(defer_build=True)
 
     action: WriteAction
     memory: MemoryView

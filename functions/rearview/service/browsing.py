@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from rearview.errors import InvalidInputError
 from rearview.models import Memory, MemoryFilter, MemoryView
@@ -37,6 +37,8 @@ DUE_SCAN_LIMIT = 1000
 class BrowsePage(BaseModel):
     """One page of memories, newest `updated_at` first; pass `cursor` back for the next (None: done)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     items: list[MemoryView]
     cursor: str | None = None
     agent_id: str | None = None
@@ -46,12 +48,16 @@ class BrowsePage(BaseModel):
 class DueMemory(BaseModel):
     """A memory the next lifecycle run would archive, and the rule's reason."""
 
+    model_config = ConfigDict(defer_build=True)
+
     memory: MemoryView
     reason: str
 
 
 class DueList(BaseModel):
     """Memories due for archival; `complete` is False when the scan stopped before the end."""
+
+    model_config = ConfigDict(defer_build=True)
 
     items: list[DueMemory]
     scanned: int

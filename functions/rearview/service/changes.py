@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-import numpy as np
-
 from rearview.errors import (
     ArchiveError,
     ConflictError,
@@ -172,6 +170,8 @@ class Changes:
         The whole document re-embedded when the content changed (None if the embedder failed), the
         cues alone when only they did, else the fields alone.
         """
+        import numpy as np
+
         if content_changed:
             return indexing.embed_memory(self.embedder, updated)
         if not cues_changed:

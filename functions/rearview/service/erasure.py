@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-import numpy as np
-
 from rearview.errors import ConflictError, EmbedderError
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryFilter, MemorySource, MemoryStatus
 from rearview.ports import (
@@ -207,6 +205,8 @@ class Erasure:
 
     def _rederived_text(self, derived: Memory, sources: Sequence[Memory]) -> str:
         """The extractive summary of `sources`, as `MemoryService.summarize` makes it."""
+        import numpy as np
+
         try:
             vectors = self.embedder.embed_documents([m.content for m in sources])
         except EmbedderError:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from rearview.errors import (
     IndexUnavailableError,
@@ -55,24 +56,27 @@ from rearview.ports import (
     MemoryStore,
 )
 from rearview.service.browsing import BrowsePage, DueList, DueMemory, browse_page, due_scan
-from rearview.service.changes import Changes
 from rearview.service.config import ServiceConfig
-from rearview.service.ingest.extraction import Extractor, RulesExtractor
-from rearview.service.ingest.ingester import NEVER, Cancelled, Ingester
+from rearview.service.ingest.cancellation import NEVER, Cancelled
 from rearview.service.lifecycle.archival import (
     RestoreResult,
 )
 from rearview.service.lifecycle.context import LifecycleConfig
 from rearview.service.lifecycle.strength import StrengthPoint, strength_points
-from rearview.service.search.searcher import Searcher
 from rearview.service.tenant_slots import TenantSlots
 from rearview.service.visibility import load_visible, scoped
-from rearview.service.write.batch import WriteBatch
 from rearview.service.write.consolidation import Consolidator
-from rearview.service.write.summarizing import Summarizer
-from rearview.service.write.writer import Writer
 from rearview.shared.clock import Clock, SystemClock
+from rearview.shared.lazy import Lazy
 from rearview.shared.scopes import scope_key
+
+if TYPE_CHECKING:  # each capability's package loads with it, on first use (`MemoryService`)
+    from rearview.service.changes import Changes
+    from rearview.service.ingest.extraction import Extractor
+    from rearview.service.ingest.ingester import Ingester
+    from rearview.service.search.searcher import Searcher
+    from rearview.service.write.summarizing import Summarizer
+    from rearview.service.write.writer import Writer
 
 __all__ = ["MemoryService", "ServiceConfig", "scope_key"]
 
@@ -92,6 +96,10 @@ class MemoryService:
     contradictions when it has a language model; by default it is extractive only. `extractor` reads
     ingested messages for facts (by default the offline rules of `extraction`). The
     collaborators are fixed at construction (the write and search paths hold them too).
+
+    Each capability (write, search, ingest, summarize, update/forget/restore) is built, and its
+    package imported, on its first call: a process that never searches never loads the search
+    path, and a cold Lambda answers `initialize` and `tools/list` without any of them.
     """
 
     def __init__(
@@ -112,20 +120,48 @@ class MemoryService:
         self.config = config or ServiceConfig()
         self.archive = archive
         self.consolidator = consolidator or Consolidator()
-        self._writer = Writer(store, index, embedder, self.clock, self.config, self.consolidator)
-        self._searcher = Searcher(store, index, embedder, self.clock, self.config)
-        self._ingester = Ingester(
-            self._writer,
-            extractor or RulesExtractor(),
-            lambda tenant_id: WriteBatch(self._writer, tenant_id),
-        )
+        self._extractor = extractor
+        self._writer = Lazy(self._new_writer)
+        self._searcher = Lazy(self._new_searcher)
+        self._ingester = Lazy(self._new_ingester)
         self._ingest_slots = TenantSlots("memory_ingest", self.config.tenant_ingest_concurrency)
-        self._summarizer = Summarizer(
-            store, embedder, self.consolidator, self.clock, self.write, self._present
-        )
-        self._changes = Changes(
-            store, index, embedder, self.clock, self.config, archive, self._writer, self._present
-        )
+        self._summarizer = Lazy(self._new_summarizer)
+        self._changes = Lazy(self._new_changes)
+
+    def load_capabilities(self) -> None:
+        """Build every capability now (where init is pre-paid: SnapStart, provisioned concurrency)."""
+        for capability in (self._writer, self._searcher, self._ingester, self._summarizer, self._changes):
+            capability.get()
+
+    def _new_writer(self) -> Writer:
+        from rearview.service.write.writer import Writer
+
+        return Writer(self.store, self.index, self.embedder, self.clock, self.config, self.consolidator)
+
+    def _new_searcher(self) -> Searcher:
+        from rearview.service.search.searcher import Searcher
+
+        return Searcher(self.store, self.index, self.embedder, self.clock, self.config)
+
+    def _new_ingester(self) -> Ingester:
+        from rearview.service.ingest.extraction import RulesExtractor
+        from rearview.service.ingest.ingester import Ingester
+        from rearview.service.write.batch import WriteBatch
+
+        writer = self._writer.get()
+        extractor = self._extractor or RulesExtractor()
+        return Ingester(writer, extractor, lambda tenant_id: WriteBatch(writer, tenant_id))
+
+    def _new_summarizer(self) -> Summarizer:
+        from rearview.service.write.summarizing import Summarizer
+
+        return Summarizer(self.store, self.embedder, self.consolidator, self.clock, self.write, self._present)
+
+    def _new_changes(self) -> Changes:
+        from rearview.service.changes import Changes
+
+        store, index, embedder, writer = self.store, self.index, self.embedder, self._writer.get()
+        return Changes(store, index, embedder, self.clock, self.config, self.archive, writer, self._present)
 
     @property
     def language_model(self) -> LanguageModel | None:
@@ -134,7 +170,7 @@ class MemoryService:
 
     def write(self, tenant_id: str, req: WriteRequest) -> WriteResult:
         """Store one memory, or merge it into a duplicate, or supersede an older one: see `Writer.write`."""
-        return self._writer.write(tenant_id, req)
+        return self._writer.get().write(tenant_id, req)
 
     def ingest(self, tenant_id: str, req: IngestRequest, cancelled: Cancelled = NEVER) -> IngestResult:
         """Turn a conversation's messages into memories, idempotently and in bounds: see `Ingester`.
@@ -142,12 +178,13 @@ class MemoryService:
         At most `config.tenant_ingest_concurrency` run per tenant at once; one more is `BusyError`.
         `cancelled` (polled between messages) stops it early with what it stored.
         """
+        ingester = self._ingester.get()
         with self._ingest_slots.slot(tenant_id):
-            return self._ingester.ingest(tenant_id, req, cancelled)
+            return ingester.ingest(tenant_id, req, cancelled)
 
     def search(self, tenant_id: str, req: SearchRequest) -> SearchResult:
         """Hybrid recall that never fails for an index or embedder outage: see `Searcher.search`."""
-        return self._searcher.search(tenant_id, req)
+        return self._searcher.get().search(tenant_id, req)
 
     # ------------------------------------------------------------------ get/update/forget/restore
 
@@ -165,17 +202,17 @@ class MemoryService:
 
     def update(self, tenant_id: str, req: UpdateRequest) -> MemoryView:
         """A new version of an active memory (versioned, authorship checked): see `Changes.update`."""
-        return self._changes.update(tenant_id, req)
+        return self._changes.get().update(tenant_id, req)
 
     def forget(self, tenant_id: str, req: ForgetRequest) -> ForgetResult:
         """Soft or hard deletion by ids or a filter, reaching every copy when hard: see `Changes.forget`."""
-        return self._changes.forget(tenant_id, req)
+        return self._changes.get().forget(tenant_id, req)
 
     def restore(
         self, tenant_id: str, memory_id: str, agent_id: str = DEFAULT_AGENT, *, agent_bound: bool = False
     ) -> RestoreResult:
         """Bring an archived or soft-forgotten memory back: see `Changes.restore`."""
-        return self._changes.restore(tenant_id, memory_id, agent_id, agent_bound=agent_bound)
+        return self._changes.get().restore(tenant_id, memory_id, agent_id, agent_bound=agent_bound)
 
     # ------------------------------------------------------------------------- history/stats
 
@@ -262,7 +299,7 @@ class MemoryService:
         language model writes one, else the offline extract, whose result lists its `sources`. See
         `write.summarizing`.
         """
-        return self._summarizer.summarize(
+        return self._summarizer.get().summarize(
             tenant_id, session_id, time_from, time_to, summary_type, agent_id, agent_bound, summary
         )
 

@@ -19,17 +19,29 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
+from functools import cache
 from typing import Protocol, TypeVar
 
 _WS = re.compile(r"\s+")
 _TRAILING_PUNCT = re.compile(r"(?<![\s.!?。！？])[\s.!?。！？]++$")
 # CJK ideographs, kana and hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)
-_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+_TOKEN = rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?"
+_CJK_RUN = rf"^[{_CJK}]+$"
 # C0 controls except tab, newline and carriage return; DEL; C1 controls.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """Unicode's category Cc (U+0000-001F, U+007F-009F) less tab, newline and carriage return."""
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """`pattern`, compiled on its first use.
+
+    The Unicode classes of `tokens` and `is_cjk_text` take ~15 ms to compile: every process, a cold
+    Lambda's init too, paid that at import, whether it tokenized anything or not.
+    """
+    return re.compile(pattern)
+
 
 _KEPT_FORMAT = frozenset("\u200c\u200d")
 """Format characters text needs: zero-width non-joiner and joiner (Persian, Indic scripts, emoji)."""
@@ -90,9 +102,10 @@ def tokens(text: str) -> list[str]:
     phrase "caroline s", found only where someone wrote the possessive).
     """
     out: list[str] = []
-    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
+    cjk_run = _compiled(_CJK_RUN)
+    for match in _compiled(_TOKEN).finditer(unicodedata.normalize("NFKC", text).casefold()):
         word = match.group(0)
-        if _CJK_RUN.match(word):
+        if cjk_run.match(word):
             out.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
         else:
             out.append(word.replace("\u2019", "'").removesuffix("'s"))
@@ -106,8 +119,8 @@ def query_tokens(text: str) -> list[str]:
     return kept or toks
 
 
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
-_WORD = re.compile(rf"[^\W_{_CJK}]+", re.UNICODE)
+_CJK_CHAR = rf"[{_CJK}]"
+_WORD = rf"[^\W_{_CJK}]+"
 
 
 def is_cjk_text(text: str) -> bool:
@@ -115,8 +128,8 @@ def is_cjk_text(text: str) -> bool:
 
     "用户的 JavaScript 项目用 pnpm 作为包管理器" is (12 characters, 2 words); "Caroline: 我下个月去北京" too.
     """
-    cjk = len(_CJK_CHAR.findall(text))
-    return cjk > 0 and cjk >= len(_WORD.findall(text))
+    cjk = len(_compiled(_CJK_CHAR).findall(text))
+    return cjk > 0 and cjk >= len(_compiled(_WORD).findall(text))
 
 
 def estimate_tokens(text: str) -> int:

@@ -40,7 +40,7 @@ from rearview.models import IngestMessage, IngestRequest, MemoryType, Visibility
 class MessageArg(BaseModel):
     """One message of `memory_ingest` as the model sends it (timestamps as ISO-8601 text)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     content: Annotated[
         ContentText,

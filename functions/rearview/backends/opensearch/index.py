@@ -35,7 +35,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Literal
 
-import numpy as np
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, RequestError
 
@@ -333,12 +332,16 @@ class OpenSearchMemoryIndex:
 
     def _check_cue_vectors(self, cue_vectors: Vector | None) -> Vector | None:
         """A document's cue vectors as a (cues, dimension) float32 matrix, each row checked as a vector."""
+        import numpy as np
+
         if cue_vectors is None:
             return None
         rows = [self._check_vector(row) for row in cue_vectors]
         return np.stack(rows) if rows else np.zeros((0, self._config.dimension), np.float32)
 
     def _check_vector(self, vector: Vector) -> Vector:
+        import numpy as np
+
         arr = np.asarray(vector, dtype=np.float32)
         if arr.ndim != 1 or arr.shape[0] != self._config.dimension:
             raise InvalidInputError(

@@ -68,6 +68,7 @@ from rearview.models import (
     WriteRequest,
     WriteResult,
 )
+from rearview.service.ingest.cancellation import NEVER, Cancelled
 from rearview.service.ingest.extraction import Extraction, Extractor, Fact, Turn
 from rearview.service.ingest.llm_extraction import EXTRACTED_CONFIDENCE, EXTRACTION_PROMPT_VERSION
 from rearview.service.visibility import agent_idempotency_key
@@ -127,15 +128,6 @@ class Batch(Protocol):
 
 BatchFn = Callable[[str], Batch]
 """A new batch of writes for the tenant (`MemoryService`: a `WriteBatch`)."""
-
-
-Cancelled = Callable[[], bool]
-"""Polled between messages: True once the caller has gone (`api/tools/lanes.py` sets it on cancellation)."""
-
-
-def NEVER() -> bool:  # noqa: N802 - a constant-like default
-    """The default `Cancelled`: an ingest runs to the end."""
-    return False
 
 
 class Ingester:

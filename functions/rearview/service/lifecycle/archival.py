@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from rearview.errors import ArchiveError, InvalidInputError
 from rearview.limits import ContentText, checked
@@ -35,6 +35,8 @@ ARCHIVABLE_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
 
 class RestoreResult(BaseModel):
     """Output of `memory_restore`: the memory as it is again, and whether it is searchable yet."""
+
+    model_config = ConfigDict(defer_build=True)
 
     memory: MemoryView
     restored_from: str

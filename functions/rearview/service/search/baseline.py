@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
-
 from rearview.ports import Embedder, Vector
 from rearview.text import is_cjk_text
 
@@ -93,6 +91,8 @@ class Baselines:
 
         Raises what the embedder raises (`EmbedderError`) on the first call if it cannot embed.
         """
+        import numpy as np
+
         latin, cjk = self._background()
         q = np.asarray(query_vector, dtype=np.float32)
         return (
@@ -101,6 +101,8 @@ class Baselines:
         )
 
     def _background(self) -> tuple[Vector, Vector]:
+        import numpy as np
+
         with self._lock:
             if self._vectors is None:
                 matrix = np.asarray(

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from rearview.service.search.relevance import RelevanceModel, shipped_model
+if TYPE_CHECKING:  # the model loads with its first use (`with_learned_relevance`), not with the constants
+    from rearview.service.search.relevance import RelevanceModel
 
 HOP_SEED_SHARE = 0.5
 """A second-hop seed's relevance is at least this share of the best candidate's."""
@@ -163,6 +165,8 @@ def with_learned_relevance(policy: RankingPolicy) -> RankingPolicy:
     The shipped model is read here, when the service is built, so a damaged `relevance_model.json`
     stops the process at start (ConfigurationError) instead of failing its first search.
     """
+    from rearview.service.search.relevance import shipped_model
+
     chosen = LEARNED_ADMISSION
     return replace(
         policy,

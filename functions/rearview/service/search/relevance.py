@@ -27,12 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rearview.errors import ConfigurationError
 from rearview.text import is_cjk_text, query_tokens, tokens
 from rearview.text.fts_terms import fts_terms
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _TURN = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?: ")
 """A conversation turn as written ("Caroline: ..."), a message rather than a distilled memory (as
@@ -192,6 +194,8 @@ class RelevanceModel:
 
         The same numbers as `probability` per row, computed as one matrix product.
         """
+        import numpy as np
+
         table = features(evidence)
         if not table:
             return {}
@@ -219,6 +223,8 @@ class RelevanceModel:
 @lru_cache(maxsize=8)
 def _arrays(*columns: tuple[float, ...]) -> tuple[np.ndarray, ...]:
     """A model's coefficient tuples as arrays, built once per model (not once per search)."""
+    import numpy as np
+
     return tuple(np.asarray(c, dtype=np.float64) for c in columns)
 
 

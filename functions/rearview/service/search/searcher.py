@@ -13,8 +13,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import NamedTuple
 
-import numpy as np
-
 from rearview.errors import EmbedderError, IndexUnavailableError, StoreError
 from rearview.limits import query_terms_problem
 from rearview.models import (
@@ -283,6 +281,8 @@ class Searcher:
 
     def _embed_queries(self, texts: list[str], reasons: list[str]) -> Vector | None:
         """The phrasings' query vectors in one embedder call (row i: `texts[i]`), or None if it fails."""
+        import numpy as np
+
         try:
             if len(texts) == 1:
                 return self.embedder.embed_query(texts[0])[None, :]

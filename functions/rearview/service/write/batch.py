@@ -27,8 +27,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from rearview.models import Memory, MemoryStatus, WriteRequest, WriteResult
 from rearview.ports import MAX_WRITES_PER_COMMIT, IndexDocument, StoreWrite, Vector
 from rearview.service import indexing, keyword_context
@@ -140,6 +138,8 @@ class WriteBatch:
 
     def _depends_on_pending(self, draft: Draft) -> bool:
         """Whether a memory of the chunk could be this write's exact or near duplicate."""
+        import numpy as np
+
         pending = self._pending
         if (draft.scope_key, draft.digest) in pending.digests:
             return True

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import numpy as np
-
 from rearview.limits import MAX_CONTENT_CHARS
 from rearview.models import Memory
 from rearview.ports import Vector
@@ -87,6 +85,8 @@ def extractive_summary(memories: Sequence[Memory], vectors: Vector, label: str) 
     alone is over the budget, it is cut at a word boundary (marked with an ellipsis), so a summary
     is never empty.
     """
+    import numpy as np
+
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = vectors / np.where(norms == 0, 1.0, norms)
     centroid = unit.mean(axis=0)

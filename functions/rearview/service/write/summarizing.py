@@ -20,8 +20,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Final
 
-import numpy as np
-
 from rearview.errors import ConflictError, EmbedderError, InvalidInputError
 from rearview.limits import MAX_TAGS, AgentIdText, ContentText, checked
 from rearview.models import (
@@ -159,6 +157,8 @@ class Summarizer:
 
     def _made(self, sources: Sequence[Memory], label: str) -> Summary:
         """The deployment's consolidation: abstractive with a model, else the offline extract."""
+        import numpy as np
+
         try:
             vectors = self.embedder.embed_documents([m.content for m in sources])
         except EmbedderError:
