@@ -43,7 +43,9 @@ proof that nothing else is known.
 
 Help recall along: memories may be worded differently from your question, or in the user's other
 language. Give memory_search `alternatives`: a plain rephrasing (how a note about it would read)
-and the question in the user's other language. Give memory_write `cues`: a question someone might
+and the question in the user's other language. When a question asks about several things (how
+many, in total, which came first, what changed), give one alternative per part instead, each worded
+as the user would have mentioned that part at the time. Give memory_write `cues`: a question someone might
 later ask that this memory answers, in other words; the same in the user's other language; a
 short topic phrase.
 
