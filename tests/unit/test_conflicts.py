@@ -54,6 +54,10 @@ NEW = "Priya's manager is now Hana Kobayashi."
         ("李娜的直属领导是王强。", "李娜的直属领导现在是赵敏。", InformationKind.NAME),
         ("钢琴课每小时 200 元。", "从 9 月起钢琴课涨到每小时 240 元。", InformationKind.NUMBER),
         ("小明周三下午上钢琴课。", "小明的钢琴课改到周日上午。", InformationKind.DATE),
+        # a labelled number in the predicate is still a value of the subject
+        ("The offsite is in room 204.", "The offsite is now in room 305.", None),
+        ("The staging DB runs Postgres 14.", "The staging DB now runs Postgres 16.", None),
+        ("Priya lives at 12 Baker Street.", "Priya now lives at 40 Elm Road.", None),
     ],
 )
 def test_another_value_about_the_same_subject_is_a_conflict(
@@ -91,6 +95,13 @@ def test_another_value_about_the_same_subject_is_a_conflict(
             "李娜在准备 PMP 认证考试，考试时间是 2027 年 3 月。",
             "从 2026 年 10 月起李娜直接向副总裁赵敏汇报。",
         ),
+        # the number names which thing the memory is about: two orders, two tickets, not one changed
+        ("Order 1234 shipped on Monday.", "Order 5678 shipped on Monday."),
+        ("Ticket #4521 is closed.", "Ticket #4599 is now closed."),
+        ("PR 812 was merged into main.", "PR 815 was merged into main."),
+        ("Flight LH 455 departs from gate B12.", "Flight LH 460 departs from gate B12."),
+        ("Invoice INV-2031 was paid in full.", "Invoice INV-2032 was paid in full."),
+        ("The sprint 14 demo is on Friday.", "The sprint 15 demo is on Friday."),
     ],
 )
 def test_a_shared_topic_another_attribute_or_a_paraphrase_is_no_conflict(older: str, newer: str) -> None:

@@ -20,6 +20,12 @@ The rule (`conflict_with`), for the newer text and an older active memory:
    (`SAME_FRAME` of their words shared: "Priya's manager is Tomás" and "Priya's manager is Hana";
    not "Priya's dentist is Dr Lee").
 
+4. **Not another thing**: a differing value that labels the subject itself ("Order 1234 shipped",
+   "Ticket #4521 is closed", "the sprint 14 demo": a label noun (`LABELS`) and its number open the
+   text) names which order or ticket the memory is about: two such memories are about two things,
+   whatever else they share. A labelled number later in the text ("the offsite is in room 204") is
+   a value of the subject, and still conflicts.
+
 Two memories that merely share a topic (two preferences about different things) differ in no
 recognized value, or share too few words, or neither says the same thing nor announces a change.
 Of the candidates that pass, the one sharing most words is the conflict: a write names at most one.
@@ -47,7 +53,7 @@ from rearview.service.write.duplicates import Draft
 from rearview.service.write.merge_safety import InformationDifference, InformationKind, information_difference
 from rearview.text import STOPWORDS, tokens
 
-__all__ = ["CANDIDATES", "Conflict", "conflict_with", "find_conflict", "states_change"]
+__all__ = ["CANDIDATES", "LABELS", "Conflict", "conflict_with", "find_conflict", "states_change"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +73,18 @@ _CHANGE: Final = re.compile(
     re.IGNORECASE,
 )
 """Words announcing that something changed: the newer text is about a value that was once different."""
+LABELS: Final = (
+    "order|ticket|issue|pr|pull request|invoice|receipt|flight|train|room|bug|case|incident|task|job"
+    "|build|run|booking|reservation|item|shipment|package|parcel|claim|sprint|release|story|epic"
+    "|commit|batch|patient|student|customer|account|table|seat|episode|chapter|lesson|step|phase"
+)
+"""Nouns whose number names the thing itself (rule 4): "order 1234" is an order, not a quantity."""
+_LABELLED_OPENING: Final = (
+    r"^\W*(?:(?:the|my|our|your|their|this|that)\s+)?(?:[\w'-]+\s+)?(?:"
+    + LABELS
+    + r")\W{0,3}(?:[A-Z]{1,4}\s*)?#?\s*"
+)
+"""A text's opening up to a labelled value: an optional determiner and word, the label, a code ("LH")."""
 _CJK: Final = re.compile(r"[\u3400-\u9fff]")
 _OPENING_NAME: Final = re.compile(r"[A-Z][^\W\d_]+")
 
@@ -93,7 +111,7 @@ def conflict_with(older: str, newer: str) -> InformationDifference | None:
     difference = information_difference(older, newer)
     if difference is None or difference.kind is InformationKind.CONTENT:
         return None
-    if shared_words(older, newer) < MIN_SHARED:
+    if shared_words(older, newer) < MIN_SHARED or _labels_the_subject(difference, older, newer):
         return None
     old, new = _words(older), _words(newer)
     if states_change(newer):
@@ -154,6 +172,17 @@ def find_conflict(
         if difference is not None:
             conflicts.append(Conflict(older, similarity, difference))
     return max(conflicts, key=lambda c: shared_words(c.memory.content, req.content), default=None)
+
+
+def _labels_the_subject(difference: InformationDifference, older: str, newer: str) -> bool:
+    """Whether each text opens with a label noun and one of its differing values (rule 4)."""
+    return any(_opens_with_label(older, v) for v in difference.only_existing) and any(
+        _opens_with_label(newer, v) for v in difference.only_incoming
+    )
+
+
+def _opens_with_label(text: str, value: str) -> bool:
+    return re.match(_LABELLED_OPENING + re.escape(value) + r"\b", text, re.IGNORECASE) is not None
 
 
 def _same_scope(older: Memory, draft: Draft) -> bool:
