@@ -26,7 +26,7 @@ import pytest
 import rearview
 from rearview.service.ingest.extraction import RulesExtractor
 from rearview.service.search.expansion import names_in
-from rearview.text import normalize, tokens
+from rearview.text import LazyPattern, normalize, tokens
 
 SMALL, LARGE = 1000, 16000
 MAX_RATIO = 64.0
@@ -60,9 +60,12 @@ AnyPattern = re.Pattern[str] | re.Pattern[bytes]
 
 
 def _walk(value: object, name: str, depth: int = 0) -> Iterator[tuple[str, AnyPattern]]:
-    """The patterns in `value`: itself, or inside its tuples, lists and dicts (three levels deep)."""
+    """The patterns in `value`: itself (a lazy one compiled now), or inside its tuples, lists and dicts
+    (three levels deep)."""
     if isinstance(value, re.Pattern):
         yield name, value
+    elif isinstance(value, LazyPattern):
+        yield name, value.pattern
     elif isinstance(value, tuple | list) and depth < 3:
         for i, item in enumerate(value):
             yield from _walk(item, f"{name}[{i}]", depth + 1)

@@ -19,29 +19,40 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
-from functools import cache
 from typing import Protocol, TypeVar
 
 _WS = re.compile(r"\s+")
 _TRAILING_PUNCT = re.compile(r"(?<![\s.!?。！？])[\s.!?。！？]++$")
 # CJK ideographs, kana and hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?"
-_CJK_RUN = rf"^[{_CJK}]+$"
 # C0 controls except tab, newline and carriage return; DEL; C1 controls.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """Unicode's category Cc (U+0000-001F, U+007F-009F) less tab, newline and carriage return."""
 
 
-@cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    """`pattern`, compiled on its first use.
+class LazyPattern:
+    """A regular expression compiled on its first use (`pattern`).
 
     The Unicode classes of `tokens` and `is_cjk_text` take ~15 ms to compile: every process, a cold
-    Lambda's init too, paid that at import, whether it tokenized anything or not.
+    Lambda's init too, paid that at import, whether it tokenized anything or not. The security scan
+    of every module-level pattern (tests/security/test_linear_time.py) reads these too.
     """
-    return re.compile(pattern)
 
+    __slots__ = ("_compiled", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source)  # a race compiles twice, both the same
+        return self._compiled
+
+
+_TOKEN = LazyPattern(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?")
+_CJK_RUN = LazyPattern(rf"^[{_CJK}]+$")
 
 _KEPT_FORMAT = frozenset("\u200c\u200d")
 """Format characters text needs: zero-width non-joiner and joiner (Persian, Indic scripts, emoji)."""
@@ -102,8 +113,8 @@ def tokens(text: str) -> list[str]:
     phrase "caroline s", found only where someone wrote the possessive).
     """
     out: list[str] = []
-    cjk_run = _compiled(_CJK_RUN)
-    for match in _compiled(_TOKEN).finditer(unicodedata.normalize("NFKC", text).casefold()):
+    cjk_run = _CJK_RUN.pattern
+    for match in _TOKEN.pattern.finditer(unicodedata.normalize("NFKC", text).casefold()):
         word = match.group(0)
         if cjk_run.match(word):
             out.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
@@ -119,8 +130,8 @@ def query_tokens(text: str) -> list[str]:
     return kept or toks
 
 
-_CJK_CHAR = rf"[{_CJK}]"
-_WORD = rf"[^\W_{_CJK}]+"
+_CJK_CHAR = LazyPattern(rf"[{_CJK}]")
+_WORD = LazyPattern(rf"[^\W_{_CJK}]+")
 
 
 def is_cjk_text(text: str) -> bool:
@@ -128,8 +139,8 @@ def is_cjk_text(text: str) -> bool:
 
     "用户的 JavaScript 项目用 pnpm 作为包管理器" is (12 characters, 2 words); "Caroline: 我下个月去北京" too.
     """
-    cjk = len(_compiled(_CJK_CHAR).findall(text))
-    return cjk > 0 and cjk >= len(_compiled(_WORD).findall(text))
+    cjk = len(_CJK_CHAR.pattern.findall(text))
+    return cjk > 0 and cjk >= len(_WORD.pattern.findall(text))
 
 
 def estimate_tokens(text: str) -> int:
