@@ -57,16 +57,17 @@ GRID: dict[str, tuple[float, ...]] = {
     "relative_relevance": (0.5, 0.6),
     "similarity_keep": (0, 3),
     "similarity_slack": (1,),
-    "phrasing_agreement": (0.0, 1.0),
+    "phrasing_agreement": (0.8, 0.9, 1.0),
     "relevant_at": (0.45, 0.475, 0.5),
-    "lead_places": (0, 3),
+    "lead_places": (3,),
     "lead_gap": (0.04,),
     "confident_at": (0.9,),
 }
 """The points cross-validated: admission (`min_relevance`, `relative_relevance`), the similarity
-floor (`similarity_keep` 0: off), how phrasings combine (`phrasing_agreement` 0: the best one's),
-the mark of a likely answer (`relevant_at`), and which weak matches are leads (`lead_places` 0: all;
-its gap and confidence are chosen by `lead_split`)."""
+floor (`similarity_keep` 0: off), how phrasings combine (`phrasing_agreement` 1: the mean over
+phrasings; 0, the best one's, is no longer in the grid: it marked noise likely), the mark of a likely
+answer (`relevant_at`), and which weak matches are leads (`lead_places`; `lead_split` compares it
+with none and chooses its gap and confidence on half the users)."""
 LEAD_GRID: dict[str, tuple[float, ...]] = {
     "confident_at": (0.8, 0.9, math.inf),
     "lead_gap": (0.03, 0.04, 0.05, math.inf),
