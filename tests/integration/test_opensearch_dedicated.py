@@ -18,7 +18,7 @@ from rearview.cli import main
 from rearview.config.settings import Settings
 from rearview.errors import ConfigurationError
 from rearview.models import MemoryFilter, SearchRequest, WriteRequest
-from rearview.ports import IndexDocument, IndexQuery
+from rearview.ports import IndexDocument, IndexQuery, VersionedIndex
 from tests.factories import make_memory, unit_vector
 
 DIMENSION = 32
@@ -136,7 +136,8 @@ def test_a_dedicated_tenant_lives_in_its_own_index_and_nowhere_else(opensearch_u
         assert _docs_in(index.client, own, "Big Co") == {"b2"}
         assert _docs_in(index.client, alias, "small") == set()
 
-        # A rebuild fills and switches every alias (`rearview reindex`).
+        # A rebuild fills and switches every alias (`rearview reindex`, which takes a VersionedIndex).
+        assert isinstance(index, VersionedIndex)
         assert index.current_version() == 1
         index.create_version(2)
         index.upsert_into(

@@ -11,6 +11,7 @@ documents' delete markers, which outrank it: `copy_tenant` then says so and asks
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,6 +27,8 @@ __all__ = ["MOVE_TIMEOUT_S", "CopyReport", "copy_tenant", "own_index", "remove_t
 
 MOVE_TIMEOUT_S = 3600.0
 """How long one `_reindex` or `_delete_by_query` may run (a 100k-memory tenant takes minutes)."""
+_POLL_S = 1.0
+"""Between two looks at a running task."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +65,14 @@ def copy_tenant(source: OpenSearchMemoryIndex, dest: OpenSearchMemoryIndex, tena
         "dest": {"index": dest.config.index_name(version), "version_type": "external_gte"},
         "conflicts": "proceed",
     }
-    response = _call(
+    response = _run_task(
+        source,
         "copy tenant",
         lambda: source.client.reindex(
-            body=body, refresh=True, wait_for_completion=True, request_timeout=MOVE_TIMEOUT_S
+            body=body,
+            refresh=True,
+            wait_for_completion=False,
+            request_timeout=source.config.bulk_timeout_s,
         ),
     )
     failures = response.get("failures")
@@ -87,14 +94,16 @@ def copy_tenant(source: OpenSearchMemoryIndex, dest: OpenSearchMemoryIndex, tena
 def remove_tenant(index: OpenSearchMemoryIndex, tenant_id: str) -> int:
     """Delete every document of `tenant_id` from `index`'s alias; returns how many (0 when none are left)."""
     _check_mode(index)
-    response = _call(
+    response = _run_task(
+        index,
         "remove tenant",
         lambda: index.client.delete_by_query(
             index=index.config.alias,
             body={"query": {"term": {"tenant_id": tenant_id}}},
             conflicts="proceed",
             refresh=True,
-            request_timeout=MOVE_TIMEOUT_S,
+            wait_for_completion=False,
+            request_timeout=index.config.bulk_timeout_s,
         ),
     )
     failures = response.get("failures")
@@ -114,9 +123,28 @@ def _check_mode(index: OpenSearchMemoryIndex) -> None:
         )
 
 
-def _call(action: str, request: Any) -> Mapping[str, Any]:
+def _run_task(index: OpenSearchMemoryIndex, action: str, start: Any) -> Mapping[str, Any]:
+    """Start `action` as an engine task and poll it to the end; its response.
+
+    A task, not one request held open for minutes: no proxy or client timeout cuts it, and a
+    transport retry of a long request cannot start the work a second time.
+    """
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
     try:
-        return as_mapping(request())
+        task = as_mapping(start()).get("task")
+        if not isinstance(task, str):
+            raise IndexUnavailableError(f"OpenSearch {action} started no task")
+        while True:
+            status = as_mapping(
+                index.client.tasks.get(task_id=task, request_timeout=index.config.bulk_timeout_s)
+            )
+            if status.get("completed"):
+                if status.get("error"):
+                    raise IndexUnavailableError(f"OpenSearch {action} failed: {status['error']}")
+                return as_mapping(status.get("response"))
+            if time.monotonic() > deadline:
+                raise IndexUnavailableError(f"OpenSearch {action} still running after {MOVE_TIMEOUT_S:.0f} s")
+            time.sleep(_POLL_S)
     except OpenSearchException as exc:
         raise IndexUnavailableError(f"OpenSearch {action} failed: {exc}") from exc
 
