@@ -11,7 +11,10 @@ searches of the small probe tenants run one at a time through `OpenSearchMemoryI
 service calls it (text + vector, agent-scoped filter, 40 candidates a channel). At the end it also
 times the big tenant's searches, both again while the loader writes `--extra` more memories, the
 k-NN's recall@10 against exact cosine (`--recall-queries` each for the big tenant and the probes,
-vector channel alone), the index's bytes on disk per memory, and the load rate.
+vector channel alone), the index's bytes on disk per memory, and the load rate. `--big N` sizes the
+big tenant (default a tenth); `--dedicated-big` then times both kinds of search again, moves the big
+tenant to an index of its own as `rearview move-tenant` does, and times them a third time through
+`TenantRoutedIndex` (JSON: `dedicated`, `big_p95_dedicated_ms`, `small_p95_dedicated_ms`).
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/scale/scale_search.py --memories 100000 --tenants 1000
 
