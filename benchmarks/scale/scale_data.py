@@ -80,12 +80,15 @@ class Plan:
     centres: np.ndarray
 
     @classmethod
-    def of(cls, memories: int, tenants: int, extra: int = 0, seed: int = 49) -> Plan:
-        """The plan for `memories` over `tenants` (2 or more), and `extra` later writes."""
-        if tenants < 2 or memories < 10 * tenants:
-            raise ValueError("need at least 2 tenants and 10 memories a tenant")
+    def of(cls, memories: int, tenants: int, extra: int = 0, seed: int = 49, big: int | None = None) -> Plan:
+        """The plan for `memories` over `tenants` (2 or more), and `extra` later writes.
+
+        `big`: the big tenant's memories (default `BIG_SHARE` of them); the others share the rest.
+        """
+        big = max(1, int(memories * BIG_SHARE)) if big is None else big
+        if tenants < 2 or memories < 10 * tenants or not 1 <= big <= memories - (tenants - 1):
+            raise ValueError("need at least 2 tenants, 10 memories a tenant, and one for each small tenant")
         rng = np.random.default_rng(seed)
-        big = max(1, int(memories * BIG_SHARE))
         rest = memories - big
         even = np.full(tenants - 1, rest // 2 // (tenants - 1), dtype=np.int64)
         zipf = 1.0 / np.arange(1, tenants, dtype=np.float64) ** 1.1

@@ -11,7 +11,10 @@ searches of the small probe tenants run one at a time through `OpenSearchMemoryI
 service calls it (text + vector, agent-scoped filter, 40 candidates a channel). At the end it also
 times the big tenant's searches, both again while the loader writes `--extra` more memories, the
 k-NN's recall@10 against exact cosine (`--recall-queries` each for the big tenant and the probes,
-vector channel alone), the index's bytes on disk per memory, and the load rate.
+vector channel alone), the index's bytes on disk per memory, and the load rate. `--big N` sizes the
+big tenant (default a tenth); `--dedicated-big` then times both kinds of search again, moves the big
+tenant to an index of its own as `rearview move-tenant` does, and times them a third time through
+`TenantRoutedIndex` (JSON: `dedicated`, `big_p95_dedicated_ms`, `small_p95_dedicated_ms`).
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/scale/scale_search.py --memories 100000 --tenants 1000
 
@@ -47,6 +50,8 @@ from benchmarks.scale.aggregated_stats import aggregated_body, aggregated_stats
 from benchmarks.scale.scale_data import DIMENSION, Plan, memory_at, memory_id, query_text, tenant_id
 from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
 from rearview.backends.opensearch.keyword_queries import corpus_bodies, tenant_corpus
+from rearview.backends.opensearch.tenant_indexes import TenantRoutedIndex
+from rearview.backends.opensearch.tenant_moves import copy_tenant, own_index, remove_tenant
 from rearview.models import MemoryFilter
 from rearview.ports import IndexDocument, IndexQuery
 from rearview.text.bm25 import query_phrases
@@ -58,6 +63,7 @@ DEPTH = 40
 LOAD_CHUNK = 1000
 """Memories per `upsert` call of the loader (the adapter sends them in `bulk_chunk_docs` requests)."""
 FIRST_CHECKPOINT = 10_000
+AnyIndex = OpenSearchMemoryIndex | TenantRoutedIndex
 
 
 class TookClient(OpenSearch):
@@ -118,7 +124,7 @@ def _loader(cfg: OpenSearchConfig, plan: Plan, commands: Any, done: Any) -> None
 # ---------------------------------------------------------------------------------- searching
 
 
-def _search_once(index: OpenSearchMemoryIndex, client: TookClient, query: IndexQuery) -> tuple[float, float]:
+def _search_once(index: AnyIndex, client: TookClient, query: IndexQuery) -> tuple[float, float]:
     """Wall seconds of one adapter search, and the engine's `took` (ms) summed over its round trips."""
     client.took_ms.clear()
     started = time.perf_counter()
@@ -139,7 +145,7 @@ def _queries(plan: Plan, tenants: list[int], n: int, seed: int) -> list[IndexQue
 
 
 def _timed(
-    index: OpenSearchMemoryIndex,
+    index: AnyIndex,
     client: TookClient,
     queries: list[IndexQuery],
     until: Callable[[], bool] | None = None,
@@ -164,9 +170,7 @@ def _timed(
     }
 
 
-def _recall(
-    index: OpenSearchMemoryIndex, plan: Plan, tenants: list[int], upto: int, n: int, seed: int
-) -> float:
+def _recall(index: AnyIndex, plan: Plan, tenants: list[int], upto: int, n: int, seed: int) -> float:
     """Mean recall@10 of the vector channel against exact cosine over each tenant's first `upto` memories."""
     wanted = {t: plan.positions(t, upto) for t in set(tenants)}
     vectors = {t: np.empty((len(p), DIMENSION), np.float32) for t, p in wanted.items()}
@@ -259,14 +263,14 @@ def checkpoints(memories: int) -> list[int]:
 
 def run(args: argparse.Namespace, url: str, node: OpenSearchNode | None) -> dict[str, Any]:
     extra = args.extra if args.extra is not None else max(5_000, args.memories // 50)
-    plan = Plan.of(args.memories, args.tenants, extra=extra)
+    plan = Plan.of(args.memories, args.tenants, extra=extra, big=args.big)
     cfg = config(url, args)
     client = TookClient(hosts=[url], timeout=60)
     client.took_ms = []
     index = OpenSearchMemoryIndex(cfg, client)
     client.indices.delete(
-        index=f"{cfg.alias}-v*", ignore=[404]
-    )  # this benchmark's own index, from a past run
+        index=f"{cfg.alias}-*", ignore=[404]
+    )  # this benchmark's own indexes, from a past run
     index.ensure_schema()
     ctx = mp.get_context("fork")
     commands, done = ctx.Queue(), ctx.Queue()
@@ -330,10 +334,65 @@ def run(args: argparse.Namespace, url: str, node: OpenSearchNode | None) -> dict
     result["load_s"] = round(load_s, 1)
     result["small_p95_ms"], result["big_p95_ms"] = result["small"]["p95_ms"], result["big"]["p95_ms"]
     result["small_growth_ratio"] = round(result["small_p95_ms"] / result["small_p95_at_10k_ms"], 2)
+    if args.dedicated_big:
+        result["dedicated"] = _dedicated_big(index, client, plan, args)
+        result["big_p95_dedicated_ms"] = result["dedicated"]["after"]["big"]["p95_ms"]
+        result["small_p95_dedicated_ms"] = result["dedicated"]["after"]["small"]["p95_ms"]
     result["load_after"] = loadavg()
     if node is not None:
         result["engine_rss_bytes"] = node.rss_bytes()
     return result
+
+
+def _dedicated_big(
+    index: OpenSearchMemoryIndex, client: TookClient, plan: Plan, args: argparse.Namespace
+) -> dict[str, Any]:
+    """`--dedicated-big`: both kinds of search in the shared index, then the big tenant moved to its own.
+
+    The move is `rearview move-tenant`'s (`copy_tenant`, then `remove_tenant` from the shared index),
+    after which the same searches run through `TenantRoutedIndex`, back to back with the first set.
+    """
+    big_id, upto = tenant_id(plan.big), len(plan.order)  # every memory, `extra` included
+    probes, big = list(plan.probes), [plan.big]
+    client.indices.refresh(index=index.config.alias)
+
+    def searches(ix: AnyIndex) -> dict[str, Any]:
+        return {
+            "small": _timed(ix, client, _queries(plan, probes, args.queries, seed=7)),
+            "big": _timed(ix, client, _queries(plan, big, args.queries, seed=8)),
+            "ann_recall10_big": _recall(ix, plan, big, upto, args.recall_queries, seed=2),
+            "ann_recall10_small": _recall(ix, plan, probes, upto, args.recall_queries, seed=3),
+            "load": loadavg(),
+        }
+
+    out: dict[str, Any] = {"before": searches(index)}
+    own = own_index(index, big_id)
+    started = time.monotonic()
+    copied = copy_tenant(index, own, big_id)
+    out["copy_s"] = round(time.monotonic() - started, 1)
+    started = time.monotonic()
+    out["removed"] = remove_tenant(index, big_id)
+    out["remove_s"] = round(time.monotonic() - started, 1)
+    out["copied"] = copied.written
+    out["settle_s"] = _settled(client)
+    routed = TenantRoutedIndex(index.config, [big_id], client)
+    out["after"] = searches(routed)
+    out["own_index"] = _index_stats(client, own.config.alias)
+    out["shared_index"] = _index_stats(client, index.config.alias)
+    for when in ("before", "after"):
+        print(f"dedicated {when} " + json.dumps(out[when]), flush=True)
+    return out
+
+
+def _settled(client: OpenSearch, most_s: float = 300.0) -> float:
+    """Wait (at most `most_s`) until no merge runs, as the engine merges a fresh copy's segments."""
+    started = time.monotonic()
+    while time.monotonic() - started < most_s:
+        merges = client.indices.stats(metric="merge")["_all"]["total"]["merges"]
+        if not merges["current"]:
+            break
+        time.sleep(1)
+    return round(time.monotonic() - started, 1)
 
 
 def _measure(
@@ -379,6 +438,14 @@ def main(argv: list[str] | None = None) -> int:
         "--load-refresh", default="30s", help="refresh interval while loading (the engine's default: 1s)"
     )
     parser.add_argument("--shards", type=int, default=None, help="primary shards (default: the engine's)")
+    parser.add_argument(
+        "--big", type=int, default=None, help="the big tenant's memories (default: a tenth of --memories)"
+    )
+    parser.add_argument(
+        "--dedicated-big",
+        action="store_true",
+        help="at the end, time both kinds of search, move the big tenant to its own index, time them again",
+    )
     parser.add_argument("--url", default=None, help="an OpenSearch node to use instead of starting one")
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = parser.parse_args(argv)

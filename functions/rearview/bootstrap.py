@@ -187,6 +187,10 @@ def build_store(settings: Settings, clock: Clock) -> MemoryStore:
 def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
     """The configured index, sized for the embedder's vectors."""
     dimension = embedder.dimension
+    if settings.dedicated_tenants and settings.index != "opensearch":
+        raise ConfigurationError(
+            "REARVIEW_OPENSEARCH_DEDICATED_TENANTS", "applies only with REARVIEW_INDEX=opensearch"
+        )
     if settings.index == "memory":
         from rearview.backends.memory import InMemoryMemoryIndex
 
@@ -198,19 +202,22 @@ def build_index(settings: Settings, embedder: Embedder) -> MemoryIndex:
             )
         from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
 
-        return OpenSearchMemoryIndex(
-            OpenSearchConfig(
-                endpoint=settings.opensearch_endpoint,
-                mode=settings.opensearch_mode,
-                region=settings.region,
-                alias=settings.opensearch_index,
-                engine=settings.opensearch_engine,
-                dimension=dimension,
-                timeout_s=settings.opensearch_timeout_s,
-                refresh=settings.opensearch_refresh,
-                embedding_model=embedder.model_id,
-            )
+        config = OpenSearchConfig(
+            endpoint=settings.opensearch_endpoint,
+            mode=settings.opensearch_mode,
+            region=settings.region,
+            alias=settings.opensearch_index,
+            engine=settings.opensearch_engine,
+            dimension=dimension,
+            timeout_s=settings.opensearch_timeout_s,
+            refresh=settings.opensearch_refresh,
+            embedding_model=embedder.model_id,
         )
+        if settings.dedicated_tenants:  # very large tenants in indexes of their own (docs/scale.md)
+            from rearview.backends.opensearch.tenant_indexes import TenantRoutedIndex
+
+            return TenantRoutedIndex(config, settings.dedicated_tenants)
+        return OpenSearchMemoryIndex(config)
     from rearview.backends.index_spaces import index_path, reindex_notice
     from rearview.backends.sqlite_index import SQLiteMemoryIndex
 

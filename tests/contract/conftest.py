@@ -114,10 +114,25 @@ def _opensearch_index(
     return index
 
 
+def _opensearch_dedicated(tmp_path: Path, request: pytest.FixtureRequest) -> MemoryIndex:
+    """The shared index with tenant `t1` in an index of its own (`REARVIEW_OPENSEARCH_DEDICATED_TENANTS=t1`)."""
+    from rearview.backends.opensearch import OpenSearchMemoryIndex
+    from rearview.backends.opensearch.tenant_indexes import TenantRoutedIndex
+
+    shared = _opensearch_index(tmp_path, request)
+    assert isinstance(shared, OpenSearchMemoryIndex)
+    routed = TenantRoutedIndex(shared.config, ["t1"], shared.client)
+    request.addfinalizer(
+        lambda: shared.client.indices.delete(index=f"{shared.config.alias}-t-*", ignore=[404])
+    )
+    return routed
+
+
 INDEXES: dict[str, Callable[[Path, pytest.FixtureRequest], MemoryIndex]] = {
     "memory": _memory_index,
     "sqlite": _sqlite_index,
     "opensearch": _opensearch_index,
+    "opensearch-dedicated-t1": _opensearch_dedicated,
     "opensearch-serverless-ids": lambda tmp_path, request: _opensearch_index(
         tmp_path, request, assigned_ids=True
     ),

@@ -17,6 +17,7 @@ from rearview.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_
 from rearview.cli.console import printable
 from rearview.cli.files import add_export, add_import, add_ingest
 from rearview.cli.jobs import JOB_HELP, add_job
+from rearview.cli.move_tenant import add_move_tenant
 from rearview.cli.queries import add_reindex, add_search, add_stats
 from rearview.cli.serve import add_serve
 from rearview.config.env_check import misspelt, setting_names
@@ -213,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_search(command("search", "search memories and print the results"))
     add_stats(command("stats", "print counts by type and status"))
     add_reindex(command("reindex", "rebuild the search index from the store"))
+    add_move_tenant(command("move-tenant", "move a tenant into an OpenSearch index of its own, or back"))
 
     for job, text in JOB_HELP.items():
         add_job(command(job, text), job)

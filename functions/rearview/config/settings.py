@@ -248,6 +248,29 @@ class Settings(ClaimSettings):
     half the index's refresh interval per write); `true` refreshes at once (costly under load);
     `false` returns before it is searchable. Serverless collections take no refresh: there a write
     is searchable within the collection's refresh (about a second)."""
+    opensearch_dedicated_tenants: str = ""
+    """Comma-separated tenant ids with an OpenSearch index of their own (`<index>-t-<hash>`): a very
+    large tenant's searches stop paying for the shared index, and its own stop filtering a shared
+    graph. Move a tenant with `rearview move-tenant` around changing this (docs/scale.md)."""
+
+    @field_validator("opensearch_dedicated_tenants")
+    @classmethod
+    def _tenant_list(cls, value: str) -> str:
+        tenants = [t.strip() for t in value.split(",")] if value.strip() else []
+        if any(not t for t in tenants):
+            raise ValueError("an empty tenant id (a stray comma?): give tenant ids separated by commas")
+        if any(not t.isprintable() for t in tenants):
+            raise ValueError("a tenant id holds a control character")
+        if len(set(tenants)) != len(tenants):
+            raise ValueError("a tenant id is named twice")
+        return ",".join(tenants)
+
+    @property
+    def dedicated_tenants(self) -> frozenset[str]:
+        """`opensearch_dedicated_tenants` as a set (empty: every tenant shares the index)."""
+        value = self.opensearch_dedicated_tenants
+        return frozenset(value.split(",")) if value else frozenset()
+
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
     bedrock_dimension: int = 1024
 
