@@ -76,6 +76,33 @@ def test_reindex_into_a_new_version_switches_the_alias_with_same_results(opensea
         index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404])
 
 
+@pytest.mark.opensearch
+def test_reindexing_one_tenant_keeps_the_others_searchable(opensearch_url: str) -> None:
+    """A rebuild of some tenants is in place: a new version holding only them would hide the rest."""
+    from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
+
+    clock = ManualClock(T0)
+    config = OpenSearchConfig(
+        endpoint=opensearch_url, dimension=64, mode="local", engine="lucene", replicas=0,
+        refresh="true", alias=f"rv-reindex-{uuid4().hex[:8]}",
+    )  # fmt: skip
+    index = OpenSearchMemoryIndex(config)
+    index.ensure_schema()
+    service = MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(64), clock)
+    try:
+        queries = _fill(service)
+        other = service.write("t2", WriteRequest(content="The other tenant's codeword is quartzwren"))
+        assert reindex_all(service, ["t1"]) == {"t1": 40}
+        assert index.current_version() == 1  # in place
+        found = service.search("t2", SearchRequest(query="quartzwren codeword", reinforce=False)).results
+        assert [h.id for h in found][:1] == [other.memory.id]
+        assert len(set(_best(service, queries))) == len(queries)
+        assert reindex_all(service, ["t1", "t2"]) == {"t1": 40, "t2": 1}
+        assert index.current_version() == 2  # every tenant: a new version
+    finally:
+        index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404])
+
+
 def test_reindex_rebuilds_a_lost_embedded_index(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     store = InMemoryMemoryStore(clock)

@@ -61,13 +61,15 @@ def reindex_all(
 ) -> dict[str, int]:
     """Rebuild the index for `tenants`, in place or, for a `VersionedIndex`, as a new version.
 
-    A new version is swapped in atomically once full (searches never see a half-built index).
+    A new version is swapped in atomically once full (searches never see a half-built index). It is
+    built only when `tenants` are every tenant the store holds: a version of some tenants would drop
+    every other tenant from search when the alias moves to it, so a rebuild of some is in place.
 
     Writes that land on the old version while a versioned rebuild runs are re-applied after the
     switch by a second, in-place pass over the memories updated meanwhile (upserts are idempotent).
     """
     index: MemoryIndex = service.index
-    if not isinstance(index, VersionedIndex):
+    if not isinstance(index, VersionedIndex) or not set(service.store.tenants()) <= set(tenants):
         return {t: reindex_tenant(service, t, progress=progress) for t in tenants}
     started = service.clock.now()
     version = (index.current_version() or 0) + 1
