@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from uuid import uuid4
 
 import pytest
 
@@ -19,13 +18,10 @@ from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
 from rearview.ports import CheckpointStore, MemoryIndex, MemoryStore
 from rearview.shared.clock import ManualClock
+from tests.engines.opensearch_config import local_config
 from tests.factories import T0
 
 DIMENSION = 32
-
-LOADED_HOST_TIMEOUT_S = 15.0
-"""The engine's search timeout here: these tests check what the index answers, not how fast, and a
-2-core host at load 8 took more than the 2 s default for a single search (issue 34.1)."""
 
 
 @pytest.fixture
@@ -94,21 +90,10 @@ def _sqlite_index(tmp_path: Path, request: pytest.FixtureRequest) -> MemoryIndex
 def _opensearch_index(
     tmp_path: Path, request: pytest.FixtureRequest, assigned_ids: bool = False
 ) -> MemoryIndex:
-    from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
+    from rearview.backends.opensearch import OpenSearchMemoryIndex
 
     url = request.getfixturevalue("opensearch_url")
-    config = OpenSearchConfig(
-        endpoint=url,
-        dimension=DIMENSION,
-        mode="local",
-        engine="lucene",
-        shards=1,
-        replicas=0,
-        refresh="true",
-        alias=f"rv-c-{uuid4().hex[:10]}",
-        assigned_ids=assigned_ids or None,
-        timeout_s=LOADED_HOST_TIMEOUT_S,
-    )
+    config = local_config(url, DIMENSION, "rv-c", assigned_ids=assigned_ids or None)
     index = OpenSearchMemoryIndex(config)
     request.addfinalizer(lambda: index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404]))
     return index

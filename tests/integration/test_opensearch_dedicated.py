@@ -19,6 +19,7 @@ from rearview.config.settings import Settings
 from rearview.errors import ConfigurationError
 from rearview.models import MemoryFilter, SearchRequest, WriteRequest
 from rearview.ports import IndexDocument, IndexQuery, VersionedIndex
+from tests.engines.opensearch_config import local_config
 from tests.factories import make_memory, unit_vector
 
 DIMENSION = 32
@@ -74,19 +75,7 @@ def test_a_dedicated_alias_is_a_valid_stable_index_name_per_tenant() -> None:
 
 
 def _config(url: str) -> object:
-    from rearview.backends.opensearch import OpenSearchConfig
-
-    return OpenSearchConfig(
-        endpoint=url,
-        dimension=DIMENSION,
-        mode="local",
-        engine="lucene",
-        shards=1,
-        replicas=0,
-        refresh="true",
-        alias=f"rv-ded-{uuid4().hex[:10]}",
-        timeout_s=15.0,
-    )
+    return local_config(url, DIMENSION, "rv-ded")
 
 
 def _docs_in(client: object, index: str, tenant: str) -> set[str]:

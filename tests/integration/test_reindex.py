@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from uuid import uuid4
 
 import pytest
 
@@ -14,6 +13,7 @@ from rearview.models import SearchRequest, WriteRequest
 from rearview.service.memory_service import MemoryService
 from rearview.service.reindex import reindex_all
 from rearview.shared.clock import ManualClock
+from tests.engines.opensearch_config import local_config
 from tests.factories import T0
 
 TOPICS = ["tea", "deploys", "Lisbon", "cats", "postgres", "vim", "rust", "budgets", "hiking", "jazz"]
@@ -48,18 +48,10 @@ def _best(service: MemoryService, queries: list[str]) -> list[str]:
 
 @pytest.mark.opensearch
 def test_reindex_into_a_new_version_switches_the_alias_with_same_results(opensearch_url: str) -> None:
-    from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
+    from rearview.backends.opensearch import OpenSearchMemoryIndex
 
     clock = ManualClock(T0)
-    config = OpenSearchConfig(
-        endpoint=opensearch_url,
-        dimension=64,
-        mode="local",
-        engine="lucene",
-        replicas=0,
-        refresh="true",
-        alias=f"rv-reindex-{uuid4().hex[:8]}",
-    )
+    config = local_config(opensearch_url, 64, "rv-reindex")
     index = OpenSearchMemoryIndex(config)
     index.ensure_schema()
     service = MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(64), clock)
@@ -79,13 +71,10 @@ def test_reindex_into_a_new_version_switches_the_alias_with_same_results(opensea
 @pytest.mark.opensearch
 def test_reindexing_one_tenant_keeps_the_others_searchable(opensearch_url: str) -> None:
     """A rebuild of some tenants is in place: a new version holding only them would hide the rest."""
-    from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
+    from rearview.backends.opensearch import OpenSearchMemoryIndex
 
     clock = ManualClock(T0)
-    config = OpenSearchConfig(
-        endpoint=opensearch_url, dimension=64, mode="local", engine="lucene", replicas=0,
-        refresh="true", alias=f"rv-reindex-{uuid4().hex[:8]}",
-    )  # fmt: skip
+    config = local_config(opensearch_url, 64, "rv-reindex")
     index = OpenSearchMemoryIndex(config)
     index.ensure_schema()
     service = MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(64), clock)
