@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,50 +48,46 @@ def _best(service: MemoryService, queries: list[str]) -> list[str]:
     return [ids[0] for ids in _ranked(service, queries)]
 
 
-@pytest.mark.opensearch
-def test_reindex_into_a_new_version_switches_the_alias_with_same_results(opensearch_url: str) -> None:
+@pytest.fixture
+def on_opensearch(opensearch_url: str) -> Iterator[tuple[MemoryService, Any]]:
+    """A service on a fresh OpenSearch alias (versioned), and its index; the versions go after."""
     from rearview.backends.opensearch import OpenSearchMemoryIndex
 
     clock = ManualClock(T0)
     config = local_config(opensearch_url, 64, "rv-reindex")
     index = OpenSearchMemoryIndex(config)
     index.ensure_schema()
-    service = MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(64), clock)
-    try:
-        queries = _fill(service)
-        before = _best(service, queries)
-        assert len(set(before)) == len(queries)  # each query found its own memory
-        assert index.current_version() == 1
-        counts = reindex_all(service, ["t1"])
-        assert counts == {"t1": 40}
-        assert index.current_version() == 2
-        assert _best(service, queries) == before
-    finally:
-        index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404])
+    yield MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(64), clock), index
+    index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404])
 
 
 @pytest.mark.opensearch
-def test_reindexing_one_tenant_keeps_the_others_searchable(opensearch_url: str) -> None:
+def test_reindex_into_a_new_version_switches_the_alias_with_same_results(
+    on_opensearch: tuple[MemoryService, Any],
+) -> None:
+    service, index = on_opensearch
+    queries = _fill(service)
+    before = _best(service, queries)
+    assert len(set(before)) == len(queries)  # each query found its own memory
+    assert index.current_version() == 1
+    assert reindex_all(service, ["t1"]) == {"t1": 40}
+    assert index.current_version() == 2
+    assert _best(service, queries) == before
+
+
+@pytest.mark.opensearch
+def test_reindexing_one_tenant_keeps_the_others_searchable(on_opensearch: tuple[MemoryService, Any]) -> None:
     """A rebuild of some tenants is in place: a new version holding only them would hide the rest."""
-    from rearview.backends.opensearch import OpenSearchMemoryIndex
-
-    clock = ManualClock(T0)
-    config = local_config(opensearch_url, 64, "rv-reindex")
-    index = OpenSearchMemoryIndex(config)
-    index.ensure_schema()
-    service = MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(64), clock)
-    try:
-        queries = _fill(service)
-        other = service.write("t2", WriteRequest(content="The other tenant's codeword is quartzwren"))
-        assert reindex_all(service, ["t1"]) == {"t1": 40}
-        assert index.current_version() == 1  # in place
-        found = service.search("t2", SearchRequest(query="quartzwren codeword", reinforce=False)).results
-        assert [h.id for h in found][:1] == [other.memory.id]
-        assert len(set(_best(service, queries))) == len(queries)
-        assert reindex_all(service, ["t1", "t2"]) == {"t1": 40, "t2": 1}
-        assert index.current_version() == 2  # every tenant: a new version
-    finally:
-        index.client.indices.delete(index=f"{config.alias}-v*", ignore=[404])
+    service, index = on_opensearch
+    queries = _fill(service)
+    other = service.write("t2", WriteRequest(content="The other tenant's codeword is quartzwren"))
+    assert reindex_all(service, ["t1"]) == {"t1": 40}
+    assert index.current_version() == 1  # in place
+    found = service.search("t2", SearchRequest(query="quartzwren codeword", reinforce=False)).results
+    assert [h.id for h in found][:1] == [other.memory.id]
+    assert len(set(_best(service, queries))) == len(queries)
+    assert reindex_all(service, ["t1", "t2"]) == {"t1": 40, "t2": 1}
+    assert index.current_version() == 2  # every tenant: a new version
 
 
 def test_reindex_rebuilds_a_lost_embedded_index(tmp_path: Path) -> None:
