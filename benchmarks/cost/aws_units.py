@@ -45,6 +45,7 @@ from benchmarks.cost.aws_meters import (
     app_cpu,
 )
 from rearview.embedders.hashing import HashingEmbedder
+from rearview.embedders.wrapping import EmbedderWrapper
 from rearview.models import IngestRequest, SearchRequest, WriteRequest
 from rearview.ports import Vector
 from rearview.shared.clock import ManualClock
@@ -78,30 +79,22 @@ DETAILS = [
 ]
 
 
-class CountingEmbedder:
+class CountingEmbedder(EmbedderWrapper):
     """The hashing embedder, counting the texts and characters it embeds (a Bedrock request each)."""
 
     def __init__(self, inner: HashingEmbedder, usage: Callable[[], Usage]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.usage = usage
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
         self.usage().embedded_texts += len(texts)
         self.usage().embedded_chars += sum(len(t) for t in texts)
-        return self.inner.embed_documents(texts)
+        return self._inner.embed_documents(texts)
 
     def embed_query(self, text: str) -> Vector:
         self.usage().embedded_texts += 1
         self.usage().embedded_chars += len(text)
-        return self.inner.embed_query(text)
+        return self._inner.embed_query(text)
 
 
 @contextmanager

@@ -75,11 +75,6 @@ def copy_tenant(source: OpenSearchMemoryIndex, dest: OpenSearchMemoryIndex, tena
             request_timeout=source.config.bulk_timeout_s,
         ),
     )
-    failures = response.get("failures")
-    if isinstance(failures, list) and failures:
-        raise IndexUnavailableError(
-            f"OpenSearch copy of a tenant: {len(failures)} failed, first: {failures[0]}"
-        )
     total, held = _int(response, "total"), dest.count(tenant_id)
     if held < total:
         raise IndexUnavailableError(
@@ -106,11 +101,6 @@ def remove_tenant(index: OpenSearchMemoryIndex, tenant_id: str) -> int:
             request_timeout=index.config.bulk_timeout_s,
         ),
     )
-    failures = response.get("failures")
-    if isinstance(failures, list) and failures:
-        raise IndexUnavailableError(
-            f"OpenSearch removal of a tenant: {len(failures)} failed, first: {failures[0]}"
-        )
     return _int(response, "deleted")
 
 
@@ -124,7 +114,9 @@ def _check_mode(index: OpenSearchMemoryIndex) -> None:
 
 
 def _run_task(index: OpenSearchMemoryIndex, action: str, start: Any) -> Mapping[str, Any]:
-    """Start `action` as an engine task and poll it to the end; its response.
+    """Start `action` as an engine task, poll it to the end, and return its response.
+
+    Any document the task failed on (the response's `failures`) is an error.
 
     A task, not one request held open for minutes: no proxy or client timeout cuts it, and a
     transport retry of a long request cannot start the work a second time.
@@ -141,7 +133,13 @@ def _run_task(index: OpenSearchMemoryIndex, action: str, start: Any) -> Mapping[
             if status.get("completed"):
                 if status.get("error"):
                     raise IndexUnavailableError(f"OpenSearch {action} failed: {status['error']}")
-                return as_mapping(status.get("response"))
+                response = as_mapping(status.get("response"))
+                failures = response.get("failures")
+                if isinstance(failures, list) and failures:
+                    raise IndexUnavailableError(
+                        f"OpenSearch {action}: {len(failures)} failed, first: {failures[0]}"
+                    )
+                return response
             if time.monotonic() > deadline:
                 raise IndexUnavailableError(f"OpenSearch {action} still running after {MOVE_TIMEOUT_S:.0f} s")
             time.sleep(_POLL_S)

@@ -98,10 +98,10 @@ def leads(kept: Sequence[Ranked], candidates: Candidates, policy: RankingPolicy)
         return list(kept)
     confident = bool(kept) and kept[0].fused.relevance >= policy.confident_at
     cosine = best_cosines(candidates)
+    cjk = {i: is_cjk_text(candidates.memories[i].content) for i in cosine}
     nearest: dict[bool, float] = {}
     for memory_id, value in cosine.items():
-        script = is_cjk_text(candidates.memories[memory_id].content)
-        nearest[script] = max(nearest.get(script, value), value)
+        nearest[cjk[memory_id]] = max(nearest.get(cjk[memory_id], value), value)
 
     def lead(place: int, r: Ranked) -> bool:
         if (
@@ -113,7 +113,7 @@ def leads(kept: Sequence[Ranked], candidates: Candidates, policy: RankingPolicy)
         if confident or place >= policy.lead_places:
             return False
         own = cosine.get(r.memory.id)
-        return own is not None and nearest[is_cjk_text(r.memory.content)] - own <= policy.lead_gap
+        return own is not None and nearest[cjk[r.memory.id]] - own <= policy.lead_gap
 
     return [r for place, r in enumerate(kept) if lead(place, r)]
 

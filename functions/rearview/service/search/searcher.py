@@ -244,7 +244,7 @@ class Searcher:
             try:
                 hits = self.index.search(
                     IndexQuery(
-                        tenant_id=tenant_id, filter=flt, limit=depths[n > 0], vector=vector,
+                        tenant_id=tenant_id, filter=flt, limit=depths[min(n, 1)], vector=vector,
                         text=text if "keyword" in req.channels else None,
                     )
                 )  # fmt: skip
