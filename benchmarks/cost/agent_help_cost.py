@@ -23,9 +23,12 @@ Search cost with alternatives is measured under load by `benchmarks/speed/concur
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `rearview serve` runs (cli.parser)
+
 import argparse
 import json
-import os
 import random
 import sqlite3
 import sys

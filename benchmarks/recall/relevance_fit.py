@@ -48,6 +48,7 @@ from rearview.service.search import ranking
 from rearview.service.search.admission import cosine_order
 from rearview.service.search.candidates import Candidates, Ranked
 from rearview.service.search.fusion import evidence_of
+from rearview.service.search.phrasings import alternatives_needed, returned_as_searched
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.relevance import FEATURES, MODEL_FILE, RelevanceModel, features
 
@@ -130,7 +131,7 @@ def evaluate(asked: Sequence[Labelled], policy: RankingPolicy) -> Figures:
     """The real ranking of each question under `policy`: figures overall and per kind."""
     per: dict[str, list[tuple[Labelled, list[Ranked]]]] = defaultdict(list)
     for a in asked:
-        kept = ranking.returned(a.candidates, policy)[:TOP_K]
+        kept = returned_as_searched(a.candidates, policy)[:TOP_K]
         per[a.kind].append((a, kept))
         per["all"].append((a, kept))
     return {kind: _figures(rows, policy) for kind, rows in per.items()}
@@ -234,7 +235,7 @@ def held_out(folds: Folds, policy: RankingPolicy, asked: Sequence[Labelled]) -> 
     per: dict[str, list[tuple[Labelled, list[Ranked]]]] = defaultdict(list)
     models = dict(folds)
     for a in asked:
-        kept = ranking.returned(a.candidates, replace(policy, relevance_model=models[a.group]))[:TOP_K]
+        kept = returned_as_searched(a.candidates, replace(policy, relevance_model=models[a.group]))[:TOP_K]
         for group in ("all", a.kind, f"user {a.group}"):
             per[group].append((a, kept))
     return {group: _figures(rows, policy) for group, rows in per.items()}
@@ -270,7 +271,7 @@ def locomo_recall(asked: Sequence[Asked], policy: RankingPolicy) -> float:
     """LoCoMo's mean R@10 under `policy` (top 20 returned, as `locomo_recall.py` asks)."""
     out = []
     for a in asked:
-        kept = [r.memory.id for r in ranking.returned(a.candidates, policy)][:20]
+        kept = [r.memory.id for r in returned_as_searched(a.candidates, policy)][:20]
         out.append(recall_at(kept, a.evidence, (10,))[10])
     return fmean(out)
 
@@ -311,7 +312,7 @@ def cross_validate(
                 policy = replace(base, relevance_model=model, **point)  # type: ignore[arg-type]
                 for a in asked:
                     if a.group == user:
-                        kept = ranking.returned(a.candidates, policy)[:TOP_K]
+                        kept = returned_as_searched(a.candidates, policy)[:TOP_K]
                         per_kind[a.kind].append((a, kept))
                         per_kind["all"].append((a, kept))
             figures = {k: _figures(v, replace(base, **point)) for k, v in per_kind.items()}  # type: ignore[arg-type]
@@ -337,7 +338,7 @@ def lead_split(folds: Folds, base: RankingPolicy, modes: Mapping[str, Sequence[L
         for a in modes[mode]:
             if a.group in users:
                 policy = replace(base, relevance_model=models[a.group], **point)  # type: ignore[arg-type]
-                kept = ranking.returned(a.candidates, policy)[:TOP_K]
+                kept = returned_as_searched(a.candidates, policy)[:TOP_K]
                 per["all"].append((a, kept))
                 per[a.kind].append((a, kept))
         return {k: _figures(v, base) for k, v in per.items()}
@@ -374,6 +375,73 @@ def lead_split(folds: Folds, base: RankingPolicy, modes: Mapping[str, Sequence[L
             + f"; kinds below cosine {below(off, other)} -> {below(best, other)}"
         )
     return "\n".join(lines)
+
+
+ALTERNATIVES_GRID = (math.inf, 0.99, 0.95, 0.9, 0.8)
+"""`RankingPolicy.alternatives_unless` points `alternatives_split` compares (inf: always searched)."""
+
+
+def alternatives_split(folds: Folds, base: RankingPolicy, asked: Sequence[Labelled]) -> str:
+    """`alternatives_unless` chosen on half the users and scored on the other half, both ways.
+
+    Chosen: the lowest point (the most alternatives left unsearched) whose hit@1, hit@3, empty and
+    marked on the choosing half are each at least those of always searching them. Printed for the
+    scored half, always searching -> the chosen point, and -> the shipped one: the share of searches
+    with alternatives that left them unsearched, and hit@1, hit@3, empty, marked, precision. Each
+    user is ranked by its fold's model.
+    """
+    models = dict(folds)
+    keys = ("hit@1", "hit@3", "none relevant", "marked", "precision")
+
+    def figures(unless: float, users: Sequence[str]) -> tuple[float, dict[str, float]]:
+        rows, skipped, helped = [], 0, 0
+        for a in asked:
+            if a.group in users:
+                policy = replace(base, relevance_model=models[a.group], alternatives_unless=unless)
+                rows.append((a, returned_as_searched(a.candidates, policy)[:TOP_K]))
+                if a.candidates.alternatives:
+                    helped += 1
+                    alone = ranking.returned(a.candidates.asked_as(0), policy)
+                    skipped += not alternatives_needed(a.candidates.query, alone, policy)
+        return skipped / max(helped, 1), _figures(rows, base)
+
+    users = sorted({a.group for a in asked})
+    halves = ((users[::2], users[1::2]), (users[: len(users) // 2], users[len(users) // 2 :]))
+    lines = []
+    for one, other in (h for pair in halves for h in (pair, pair[::-1])):
+        always = figures(math.inf, one)[1]
+        fine = [
+            u for u in ALTERNATIVES_GRID if all(figures(u, one)[1][k] >= always[k] - 1e-9 for k in keys[:4])
+        ]
+        chosen = min(fine)
+        before = figures(math.inf, other)[1]
+        cells = []
+        for name, point in (("chosen", chosen), ("shipped", base.alternatives_unless)):
+            share, after = figures(point, other)
+            changes = ", ".join(f"{k} {before[k]:.3f} -> {after[k]:.3f}" for k in keys)
+            cells.append(f"{name} {point:g}: unsearched in {share:.0%} of searches; {changes}")
+        lines.append(f"chosen on {','.join(one)}, scored on {','.join(other)}:\n  " + "\n  ".join(cells))
+    return "\n".join(lines)
+
+
+def help_tables(folds: Folds, base: RankingPolicy, modes: Mapping[str, Sequence[Labelled]]) -> str:
+    """Without and with the agent's help, held out by user: the side-by-side table, the weak leads'
+    split and the alternatives' split."""
+    tables = {mode: held_out(folds, base, modes[mode]) for mode in ("without", "with")}
+    with_help = {k: round(v["hit@3"], 3) for k, v in cosine_figures(modes["with"]).items()}
+    return "\n".join(
+        [
+            "held out by user, the shipped point (empty: no likely answer to a `nothing` question; marked:",
+            "a likely answer in the first three):",
+            side_by_side(cosine_figures(modes["without"]), tables["without"], tables["with"]),
+            f"plain cosine with help: {with_help}",
+            "weak leads (admission.leads) chosen on half the users, scored on the other half:",
+            lead_split(folds, base, modes),
+            "alternatives searched only without a sure answer (alternatives_unless), chosen on half the",
+            "users, scored on the other half:",
+            alternatives_split(folds, base, modes["with"]),
+        ]
+    )
 
 
 def render(results: list[tuple[dict[str, float], dict[str, dict[str, float]]]]) -> str:
@@ -456,17 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shipped != chosen_point:
         print(f"NOTE: ranking_policy.LEARNED_ADMISSION is {shipped}, not the chosen point")
     if {"without", "with"} <= modes.keys():
-        print("held out by user, the shipped point (empty: no likely answer to a `nothing` question; marked:")
-        print("a likely answer in the first three):")
-        tables = {mode: held_out(folds, base, modes[mode]) for mode in ("without", "with")}
-        print(side_by_side(cosine_figures(modes["without"]), tables["without"], tables["with"]))
-        print(
-            "plain cosine with help:",
-            {k: round(v["hit@3"], 3) for k, v in cosine_figures(modes["with"]).items()},
-        )
-    if {"without", "with"} <= modes.keys():
-        print("weak leads (admission.leads) chosen on half the users, scored on the other half:")
-        print(lead_split(folds, base, modes))
+        print(help_tables(folds, base, modes))
     if args.write:
         figures = {mode: next(f for p, f in r if p == shipped) for mode, r in results.items()}
         write_model(everyday, locomo, shipped, figures, fixed)

@@ -56,13 +56,17 @@ class Candidates:
     fused_by: RankingPolicy | None = None
 
     def asked_as(self, n: int) -> Candidates:
-        """These candidates with phrasing `n` (0: the query, i: `alternatives[i - 1]`) as the query."""
+        """These candidates with phrasing `n` (0: the query, i: `alternatives[i - 1]`) as the query.
+
+        Without the fusion made with every phrasing (`fused`): it is not this phrasing's.
+        """
         if n == 0:
-            return replace(self, alternatives=())
+            return replace(self, alternatives=(), fused=None, fused_by=None)
         alt = self.alternatives[n - 1]
         return replace(
             self, query=alt.text, keyword=alt.keyword, vector=alt.vector, keyword_ceiling=alt.keyword_ceiling,
             vector_baselines=alt.vector_baselines, vector_cues=alt.vector_cues, alternatives=(), phrasing=n,
+            fused=None, fused_by=None,
         )  # fmt: skip
 
 

@@ -110,6 +110,9 @@ class RankingPolicy:
     no lead (`admission.leads`)."""
     confident_at: float = math.inf
     """Relevance of the best match from which standalone weak matches are not returned at all."""
+    alternatives_unless: float = math.inf
+    """Relevance of the query's own best match from which a search does not search its alternatives
+    (`phrasings.alternatives_needed`: the query alone found a sure answer); inf: always searched."""
     session_cap: int = 2
     """For a question asking for several facts (`coverage.for_query`): how many of the first
     `spread_window` places one session may hold while memories of other sessions within `spread_share`
@@ -146,19 +149,21 @@ LEARNED_ADMISSION: dict[str, float] = {
     "lead_places": 3,
     "lead_gap": 0.04,
     "confident_at": 0.9,
+    "alternatives_unless": 0.95,
 }
-"""The admission, floor, lead and marking constants of the learned relevance, chosen by
+"""The admission, floor, lead, marking and alternatives constants of the learned relevance, chosen by
 benchmarks/recall/relevance_fit.py (`choose`): leave one everyday user out over `relevance_fit.GRID`,
 with and without the agent's cues and alternatives; of the points where every question kind's hit@3
 is at least plain cosine's in both modes and LoCoMo's development R@10 at least 0.78, the best mean
 of precision, questions about nothing stored with no likely answer, and answerable ones with a
 likely answer in the first three. The lead constants (`lead_gap`, `confident_at`) are also chosen on
-half the users and scored on the other (`relevance_fit.lead_split`). Held-out figures without / with
-help: hit@1 .708 / .936, hit@3 .858 / .986 (plain cosine .853 / .971), no likely answer to a
-`nothing` question .550 / .600, a likely answer in the first three .514 / .876, precision .460 /
-.658 (.320 / .271 without the leads rule); LoCoMo development R@10 .781. `phrasing_agreement` 0.8
-(was 1.0, the plain mean over phrasings) marks more answers found through an alternative likely
-(with help: marked .835 -> .876, empty .617 -> .600)."""
+half the users and scored on the other (`relevance_fit.lead_split`), and so is `alternatives_unless`
+(`relevance_fit.alternatives_split`: 0.95 leaves the alternatives of 43-49 % of searches unsearched
+and loses nothing on any scored half; 0.8, chosen on two halves, lost .006 of hit@3 on the other).
+Held-out figures without / with help: hit@1 .711 / .939, hit@3 .858 / .986 (plain cosine .853 /
+.971), no likely answer to a `nothing` question .633 / .600, a likely answer in the first three
+.512 / .879, precision .461 / .685; LoCoMo development R@10 .781. `phrasing_agreement` 0.8 (was
+1.0, the plain mean over phrasings) marks more answers found through an alternative likely."""
 
 
 def with_learned_relevance(policy: RankingPolicy) -> RankingPolicy:
@@ -183,4 +188,5 @@ def with_learned_relevance(policy: RankingPolicy) -> RankingPolicy:
         lead_places=int(chosen["lead_places"]),
         lead_gap=chosen["lead_gap"],
         confident_at=chosen["confident_at"],
+        alternatives_unless=chosen["alternatives_unless"],
     )

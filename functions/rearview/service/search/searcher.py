@@ -34,6 +34,7 @@ from rearview.service.search.contested import active_contesters
 from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
 from rearview.service.search.factors import subject_of
 from rearview.service.search.fusion import calibrated_fuse, hop_seeds
+from rearview.service.search.phrasings import alternatives_needed
 from rearview.service.search.ranking import returned
 from rearview.service.search.rendering import render_context
 from rearview.service.search.store_search import store_keyword_search
@@ -53,7 +54,6 @@ class _Channels(NamedTuple):
     keyword_ceiling: float = 0.0
     vector_baselines: tuple[float, float] | None = None
     vector_cues: Mapping[str, int] = {}
-    alternatives: tuple[Phrasing, ...] = ()
 
 
 class Searcher:
@@ -94,7 +94,11 @@ class Searcher:
         candidates = self._candidates(tenant_id, req, top_k, reasons)
         yield_point()
         policy = self.config.ranking
-        relevant = (r for r in returned(candidates, policy) if round(r.score, 6) >= req.min_score)
+        ranked = returned(candidates, policy)
+        if req.alternatives and alternatives_needed(req.query, ranked, policy):
+            candidates = self._with_alternatives(tenant_id, req, candidates, top_k, reasons)
+            ranked = returned(candidates, policy)
+        relevant = (r for r in ranked if round(r.score, 6) >= req.min_score)
         kept = collapse_extracted(relevant, top_k, req.agent_id)
         phrasings = [candidates.query, *(a.text for a in candidates.alternatives)]
         contested = active_contesters(
@@ -120,34 +124,44 @@ class Searcher:
     def candidates(self, tenant_id: str, req: SearchRequest) -> Candidates:
         """What `search` would rank for `req`, without ranking or reinforcing.
 
-        For benchmarks that re-rank the same candidates under other `RankingPolicy` constants.
+        For benchmarks that re-rank the same candidates under other `RankingPolicy` constants: every
+        phrasing's hits, whatever the query alone finds (`phrasings.returned_as_searched` replays
+        the search's choice).
         """
-        return self._candidates(tenant_id, req, req.top_k, [])
+        reasons: list[str] = []
+        first = self._candidates(tenant_id, req, req.top_k, reasons)
+        if not req.alternatives:
+            return first
+        return self._with_alternatives(tenant_id, req, first, req.top_k, reasons)
 
     def _candidates(self, tenant_id: str, req: SearchRequest, top_k: int, reasons: list[str]) -> Candidates:
-        """Each channel's hits (live, then archived), and the stored candidates with their strength now."""
+        """The query's channel hits (live, then archived), and the stored candidates with their strength now.
+
+        `_with_alternatives` adds the alternatives'. With the index down, the store's keyword fallback
+        answers the query.
+        """
         query = req.query
-        flt = req.filter if req.as_of is None else as_of_filter(req.filter, req.as_of)
-        req = req.model_copy(update={"filter": scoped(flt, req.agent_id)})
+        req = self._scoped(req)
         depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
-        depths = (depth, max(self.config.ranking.candidates_per_alternative, top_k))
         channels = _Channels(None, None)
         archived_ceiling = 0.0
         live = tuple(s for s in req.filter.statuses if s is not MemoryStatus.ARCHIVED)
         if live:
             flt = req.filter.model_copy(update={"statuses": live})
-            channels = self._live_channels(tenant_id, req, flt, depths, reasons)
+            try:
+                (channels,) = self._phrasing_channels(tenant_id, req, flt, [query], depth, reasons)
+            except IndexUnavailableError as exc:
+                reasons.append(f"index unavailable ({exc}); answered from the store's recent memories")
+                limit = self.config.fallback_scan_limit
+                keyword, ceiling = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
+                channels = _Channels(keyword, None, ceiling)
         archived: ChannelScores = []
         if MemoryStatus.ARCHIVED in req.filter.statuses:
             flt = req.filter.model_copy(update={"statuses": (MemoryStatus.ARCHIVED,)})
             limit = self.config.fallback_scan_limit
             archived, archived_ceiling = store_keyword_search(self.store, tenant_id, flt, query, depth, limit)
-        alternative_hits = [h for alt in channels.alternatives for h in (alt.keyword, alt.vector)]
-        ids = dict.fromkeys(
-            i
-            for hits in (channels.keyword, channels.vector, archived, *alternative_hits)
-            for i, _ in hits or ()
-        )
+        found = (channels.keyword, channels.vector, archived)
+        ids = dict.fromkeys(i for hits in found for i, _ in hits or ())
         yield_point()
         now = req.as_of or self.clock.now()
         first = Candidates(
@@ -162,13 +176,55 @@ class Searcher:
             archived_ceiling=archived_ceiling,
             vector_baselines=channels.vector_baselines,
             vector_cues=channels.vector_cues,
-            alternatives=channels.alternatives,
         )
         if channels.keyword is None or not live:
             return first
         yield_point()
         flt = req.filter.model_copy(update={"statuses": live})
         return self._second_hop(tenant_id, first, flt, now)
+
+    def _with_alternatives(
+        self, tenant_id: str, req: SearchRequest, first: Candidates, top_k: int, reasons: list[str]
+    ) -> Candidates:
+        """`first` (the query's candidates) with the alternatives' hits, as if searched together.
+
+        Each alternative is read `candidates_per_alternative` deep (at least `top_k`), and the second
+        hop is asked again from the best hits of every phrasing. With the index down, or no live
+        status searched, `first` is the answer.
+        """
+        req = self._scoped(req)
+        live = tuple(s for s in req.filter.statuses if s is not MemoryStatus.ARCHIVED)
+        if not live:
+            return first
+        flt = req.filter.model_copy(update={"statuses": live})
+        texts = req.phrasings[1:]
+        depth = max(self.config.ranking.candidates_per_alternative, top_k)
+        try:
+            found = self._phrasing_channels(tenant_id, req, flt, texts, depth, reasons)
+        except IndexUnavailableError as exc:
+            reasons.append(f"index unavailable ({exc}); the alternatives were not searched")
+            return first
+        alternatives = tuple(
+            Phrasing(text, c.keyword, c.vector, c.keyword_ceiling, c.vector_baselines, c.vector_cues)
+            for text, c in zip(texts, found, strict=True)
+        )
+        new = dict.fromkeys(
+            i for alt in alternatives for hits in (alt.keyword, alt.vector) for i, _ in hits or ()
+        )
+        held = self._held(tenant_id, [i for i in new if i not in first.memories], req.filter, first.now)
+        merged = replace(
+            first, memories={**first.memories, **held}, alternatives=alternatives, second_hop=(),
+            fused=None, fused_by=None,
+        )  # fmt: skip
+        if first.keyword is None:
+            return merged
+        yield_point()
+        return self._second_hop(tenant_id, merged, flt, first.now)
+
+    def _scoped(self, req: SearchRequest) -> SearchRequest:
+        """`req` with its filter as of `as_of` and scoped to what `agent_id` may see."""
+        flt = req.filter if req.as_of is None else as_of_filter(req.filter, req.as_of)
+        return req.model_copy(update={"filter": scoped(flt, req.agent_id)})
 
     def _second_hop(self, tenant_id: str, first: Candidates, flt: MemoryFilter, now: datetime) -> Candidates:
         """`first` with the keyword hits of the bridge entities of its best hits (`expansion`).
@@ -221,41 +277,32 @@ class Searcher:
         matching = filter.model_copy(update={"as_of": None, "statuses": (MemoryStatus.ACTIVE,)})
         return then if then is not None and matching.matches(then) else None
 
-    def _live_channels(
+    def _phrasing_channels(
         self,
         tenant_id: str,
         req: SearchRequest,
         flt: MemoryFilter,
-        depths: tuple[int, int],
+        phrasings: list[str],
+        depth: int,
         reasons: list[str],
-    ) -> _Channels:
-        """The index's channels for the query and each alternative, or the store's keyword fallback.
+    ) -> list[_Channels]:
+        """The index's channels for each of `phrasings`, each `depth` deep.
 
-        Every phrasing is embedded in one embedder call and searched on both channels, the query
-        `depths[0]` deep and each alternative `depths[1]`; with the index down, the store's
-        fallback answers the query alone.
+        Every phrasing is embedded in one embedder call and searched on both channels (those of
+        `req.channels`). Raises IndexUnavailableError with the index down.
         """
-        phrasings = req.phrasings
         vectors = self._embed_queries(phrasings, reasons) if "vector" in req.channels else None
         yield_point()
-        channels: list[_Channels] = []
+        out: list[_Channels] = []
         for n, text in enumerate(phrasings):
             vector = None if vectors is None else vectors[n]
-            try:
-                hits = self.index.search(
-                    IndexQuery(
-                        tenant_id=tenant_id, filter=flt, limit=depths[min(n, 1)], vector=vector,
-                        text=text if "keyword" in req.channels else None,
-                    )
-                )  # fmt: skip
-            except IndexUnavailableError as exc:
-                reasons.append(f"index unavailable ({exc}); answered from the store's recent memories")
-                limit = self.config.fallback_scan_limit
-                keyword, ceiling = store_keyword_search(
-                    self.store, tenant_id, flt, req.query, depths[0], limit
+            hits = self.index.search(
+                IndexQuery(
+                    tenant_id=tenant_id, filter=flt, limit=depth, vector=vector,
+                    text=text if "keyword" in req.channels else None,
                 )
-                return _Channels(keyword, None, ceiling)
-            channels.append(
+            )  # fmt: skip
+            out.append(
                 _Channels(
                     hits.keyword if "keyword" in req.channels else None,
                     hits.vector if vector is not None else None,
@@ -265,11 +312,7 @@ class Searcher:
                 )
             )
             yield_point()
-        alternatives = tuple(
-            Phrasing(text, c.keyword, c.vector, c.keyword_ceiling, c.vector_baselines, c.vector_cues)
-            for text, c in zip(phrasings[1:], channels[1:], strict=True)
-        )
-        return channels[0]._replace(alternatives=alternatives)
+        return out
 
     def _baselines(self, vector: Vector, reasons: list[str]) -> tuple[float, float] | None:
         """The query's baselines (`baseline.Baselines`); None (relative scale) if the embedder fails."""
