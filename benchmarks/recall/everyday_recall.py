@@ -184,14 +184,14 @@ def questions(user: dict[str, Any], ids: dict[str, str]) -> list[Question]:
 
 
 def request(q: Question, help: Help = NO_HELP) -> SearchRequest:
-    alternatives = _distinct_alternatives(q.query, help.alternatives.get(q.qid, []))
+    alternatives = distinct_alternatives(q.query, help.alternatives.get(q.qid, []))
     return SearchRequest(
         query=q.query, top_k=TOP_K, reinforce=False, reference_time=q.reference_time,
         alternatives=alternatives or None,
     )  # fmt: skip
 
 
-def _distinct_alternatives(query: str, alternatives: Sequence[str]) -> list[str]:
+def distinct_alternatives(query: str, alternatives: Sequence[str]) -> list[str]:
     """The alternatives an assistant wrote, less repeats of the query (the tool refuses those)."""
     seen = {" ".join(query.casefold().split())}
     out = []

@@ -16,9 +16,14 @@ over streamable HTTP:
   distinct (no text is generated twice in a run, so with `--repeat 0` the query cache never hits).
 
 With `--alternatives 0,2` every mode runs once per count: each search also carries that many
-alternative phrasings (fresh text, never cached: the worst case), and the table ends with each
-count's concurrent p95 as a ratio of the same mode's without alternatives (issue 44's budget: 1.6x
-for two).
+alternative phrasings (fresh text, never cached, unrelated to the query: the worst case), and the
+table ends with each count's concurrent p95 as a ratio of the same mode's without alternatives
+(issue 44's budget: 1.6x for two). With `--everyday DATASET` (a hand-written set, such as
+`../shared/data/everyday/everyday_dev.json`, and its `_cues.json`/`_alternatives.json` beside it)
+the tenant holds the set's memories, written through `memory_write` with the cues its assistant
+wrote, and the searches are its questions with the alternatives its assistant wrote blind (the
+first `--alternatives` of them; a question with fewer carries fewer): what an agent's traffic
+costs, where the query alone often finds a sure answer and its alternatives go unsearched.
 
 Each phase reports p50/p95/p99 latency, searches/s, errors (a failed call or an error result) and
 the server's CPU per search (from /proc: a busy host inflates latency, not this). Searches use the
@@ -35,13 +40,14 @@ memories than asked); the default is a fresh temporary directory.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -54,6 +60,7 @@ from benchmarks.common.machine import cpu_model, cpu_s, loadavg
 from benchmarks.common.server import serving
 from benchmarks.common.synthetic_memories import TENANT, Corpus, bulk_load, fresh_query
 from benchmarks.common.timing import Latency
+from benchmarks.recall.everyday_recall import Help, distinct_alternatives, load, write_user
 from rearview.bootstrap import build_service
 from rearview.config.settings import Settings
 
@@ -164,18 +171,52 @@ def make_queries(rng: random.Random, hot: Sequence[str], n: int, repeat: float, 
     return out
 
 
+def load_everyday(data_dir: Path, dataset: Path) -> int:
+    """Write the set's memories (every user's, into the benchmark's tenant) with the cues its assistant
+    wrote, through `memory_write` as an agent would, unless the tenant holds memories already."""
+    service = build_service(settings_for(data_dir, "onnx"))
+    have = service.index.count(TENANT)
+    if have:
+        return have
+    started = time.perf_counter()
+    help = Help.beside(dataset)
+    for user in load(dataset)["users"]:
+        write_user(service, {**user, "user": TENANT}, linked=True, help=help)
+    have = service.index.count(TENANT)
+    print(f"wrote {have:,} memories with their cues in {time.perf_counter() - started:.0f}s", flush=True)
+    return have
+
+
+def everyday_searches(dataset: Path, alternatives: int) -> Iterator[Search]:
+    """The set's questions (shuffled once, then repeated in that order), each with the first
+    `alternatives` of those its assistant wrote blind, and its `reference_time`."""
+    help = Help.beside(dataset)
+    asked = [
+        search_of(
+            q["query"],
+            distinct_alternatives(q["query"], help.alternatives.get(q["id"], []))[:alternatives],
+            **({"reference_time": q["reference_time"]} if q.get("reference_time") else {}),
+        )
+        for user in load(dataset)["users"]
+        for q in user["questions"]
+    ]
+    random.Random(7).shuffle(asked)
+    return itertools.cycle(asked)
+
+
 # ---------------------------------------------------------------------------------- the clients
 
 
-Search = tuple[str, list[str]]
-"""One search: its query and its alternatives (none: an agent that gives none)."""
+Search = dict[str, object]
+"""One search: `memory_search`'s arguments (its query, and its alternatives where it has any)."""
 
 
-async def _search(client: Client, search: Search, phase: Phase) -> None:
-    query, alternatives = search
-    arguments: dict[str, object] = {"query": query}
-    if alternatives:
-        arguments["alternatives"] = alternatives
+def search_of(query: str, alternatives: Sequence[str], **more: object) -> Search:
+    """The arguments of one search (`alternatives` left out when there are none)."""
+    return {"query": query, **({"alternatives": list(alternatives)} if alternatives else {}), **more}
+
+
+async def _search(client: Client, arguments: Search, phase: Phase) -> None:
     started = time.perf_counter()
     try:
         with anyio.fail_after(CALL_TIMEOUT_S):
@@ -236,11 +277,17 @@ def run_mode(args: argparse.Namespace, data_dir: Path, mode: str, alternatives: 
     def searches(n: int, repeat: float) -> list[Search]:
         queries = make_queries(rng, hot, n, repeat, seen)
         alt_seen: set[str] = set(seen)  # never a query's own text
-        return [(q, make_queries(alts, [], alternatives, 0.0, alt_seen)) for q in queries]
+        return [search_of(q, make_queries(alts, [], alternatives, 0.0, alt_seen)) for q in queries]
 
-    warm = searches(3, 0.0)
-    single = searches(args.single, 0.0)
-    concurrent = [searches(args.queries, args.repeat) for _ in range(args.clients)]
+    if args.everyday:
+        asked = iter(everyday_searches(args.everyday, alternatives))
+        warm = list(itertools.islice(asked, 3))
+        single = list(itertools.islice(asked, args.single))
+        concurrent = [list(itertools.islice(asked, args.queries)) for _ in range(args.clients)]
+    else:
+        warm = searches(3, 0.0)
+        single = searches(args.single, 0.0)
+        concurrent = [searches(args.queries, args.repeat) for _ in range(args.clients)]
     load_before = loadavg()
     name = f"{mode}+{alternatives}alt" if alternatives else mode
     with serving(data_dir, MODES[mode], data_dir / f"server-{name}.log") as (url, pid):
@@ -312,6 +359,14 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated alternatives per search, each a run of every mode",
     )
     parser.add_argument("--data-dir", type=Path, default=None, help="keep the loaded data here (reused)")
+    parser.add_argument(
+        "--everyday",
+        type=Path,
+        default=None,
+        metavar="DATASET",
+        help="write this hand-written set's memories with their cues and ask its questions with the"
+        " alternatives its assistant wrote (onnx modes), instead of the synthetic corpus",
+    )
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write results here")
     return parser
 
@@ -325,12 +380,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rearview-concurrent-") as tmp:
         data_dir = args.data_dir or Path(tmp)
         data_dir.mkdir(parents=True, exist_ok=True)
-        for embedder in dict.fromkeys(MODES[m].get("REARVIEW_EMBEDDER", "onnx") for m in modes):
-            held = load_memories(data_dir, args.memories, embedder)
+        if args.everyday:
+            held = load_everyday(data_dir, args.everyday)
+            asked = f"{args.everyday.name}'s questions, shuffled, every one asked before any repeats"
+        else:
+            for embedder in dict.fromkeys(MODES[m].get("REARVIEW_EMBEDDER", "onnx") for m in modes):
+                held = load_memories(data_dir, args.memories, embedder)
+            asked = f"{args.repeat:.0%} from {HOT_QUERIES} hot queries"
         print(
             f"memory_search through MCP (streamable HTTP, official client): {held:,} memories,"
             f" SQLite store + index; {args.clients} clients x {args.queries} searches"
-            f" ({args.repeat:.0%} from {HOT_QUERIES} hot queries), single client {args.single}",
+            f" ({asked}), single client {args.single}",
             flush=True,
         )
         results = []
