@@ -142,18 +142,27 @@ def test_bulk_work_runs_at_background_priority_and_a_short_query_on_the_callers_
     long_text = "the staging server moved to eu-west-1 " * (BULK_CHARS // 30)
     assert len(long_text) > BULK_CHARS
 
-    spread.embed_documents(["note one about the server", "note two about the backup"])
+    notes = [f"note {i} about the staging server and its nightly backup" for i in range(12)]
+    assert sum(map(len, notes)) > BULK_CHARS  # an ingest's chunk
+    spread.embed_documents(notes)
     spread.embed_documents([long_text])
     spread.embed_query("where is the staging server?")
     spread.embed_queries(["which region?", long_text + "?"])
     spread.embed_documents(["a short memory"])
+    spread.embed_documents(["a cued memory", "what is cued?", "提示"])  # one write with its cues
 
-    bulk = {"note one about the server", "note two about the backup", long_text, long_text + "?"}
-    for text in bulk:
+    for text in {*notes, long_text, long_text + "?"}:
         name, nice = ran[text]
         assert name.startswith("onnx-e5-bulk") and nice == background, text
     for text in ("where is the staging server?", "which region?", "a short memory"):
         assert ran[text] == (caller, normal), text
+    for text in (
+        "a cued memory",
+        "what is cued?",
+        "提示",
+    ):  # the caller's or a pool thread's, at its priority
+        name, nice = ran[text]
+        assert not name.startswith("onnx-e5-bulk") and nice == normal, text
     assert _nice() == normal
 
 

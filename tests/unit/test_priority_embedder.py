@@ -77,7 +77,7 @@ class RecordingEngine:
 def test_documents_go_in_chunks_of_at_most_chunk_chars_with_the_same_vectors() -> None:
     engine = RecordingEngine()
     wrapped = PriorityEmbedder(engine, exclusive=True, chunk_chars=100)
-    texts = [f"message {i} " + "x" * 40 for i in range(9)] + ["y" * 500]
+    texts = [f"message {i} " + "x" * 40 for i in range(9)] + ["y" * 600]  # over `express_chars` together
     out = wrapped.embed_documents(texts)
     assert np.array_equal(out, HashingEmbedder(64).embed_documents(texts))
     sizes = [n for kind, n in engine.calls]
@@ -86,7 +86,7 @@ def test_documents_go_in_chunks_of_at_most_chunk_chars_with_the_same_vectors() -
 
 def test_a_query_waits_for_at_most_the_running_chunk_on_an_exclusive_engine() -> None:
     engine = RecordingEngine(delay=0.05)
-    wrapped = PriorityEmbedder(engine, exclusive=True, chunk_chars=10)
+    wrapped = PriorityEmbedder(engine, exclusive=True, chunk_chars=10, express_chars=100)
     texts = [f"doc {i:04d}" for i in range(40)]  # 40 chunks of one text: 2 s in all
     ingest = threading.Thread(target=wrapped.embed_documents, args=(texts,))
     ingest.start()
@@ -103,7 +103,7 @@ def test_a_query_waits_for_at_most_the_running_chunk_on_an_exclusive_engine() ->
 
 def test_queries_never_wait_on_a_reentrant_engine_and_chunks_run_one_at_a_time() -> None:
     engine = RecordingEngine(delay=0.05, reentrant=True)
-    wrapped = PriorityEmbedder(engine, exclusive=False, chunk_chars=10)
+    wrapped = PriorityEmbedder(engine, exclusive=False, chunk_chars=10, express_chars=100)
     texts = [f"doc {i:04d}" for i in range(20)]
     ingests = [threading.Thread(target=wrapped.embed_documents, args=(texts,)) for _ in range(2)]
     for thread in ingests:
@@ -165,15 +165,25 @@ def test_chunks_take_turns_first_come_first_served() -> None:
     assert engine.order == ["x0", "y0", "x1", "x2", "x3"]
 
 
-def test_one_short_text_goes_as_a_query_and_waits_for_no_chunk() -> None:
+@pytest.mark.parametrize(
+    "write",
+    [
+        ["The user prefers green tea"],
+        # one memory_write with its recall cues: a few queries' worth, not an ingest's chunk
+        ["The user prefers green tea", "what does the user drink?", "用户喝什么茶？", "tea preference"],
+    ],
+)
+def test_one_writes_texts_go_as_a_query_and_wait_for_no_chunk(write: list[str]) -> None:
     engine = GatedEngine()
     wrapped = PriorityEmbedder(engine, exclusive=False, chunk_chars=10)
-    ingest = threading.Thread(target=wrapped.embed_documents, args=([f"x{i}-------" for i in range(3)],))
+    ingest_texts = [f"x{i}" + "-" * 600 for i in range(3)]  # over `express_chars` together
+    ingest = threading.Thread(target=wrapped.embed_documents, args=(ingest_texts,))
     ingest.start()
     _until(lambda: engine.order == ["x0"])  # a chunk is held inside the engine
-    out = wrapped.embed_documents(["The user prefers green tea"])
-    assert np.array_equal(out, HashingEmbedder(64).embed_documents(["The user prefers green tea"]))
+    out = wrapped.embed_documents(write)
+    assert np.array_equal(out, HashingEmbedder(64).embed_documents(write))
     assert engine.order == ["x0", "Th"]
     for _ in range(3):
         engine.permits.release()
     ingest.join(10)
+    assert engine.order == ["x0", "Th", "x1", "x2"]

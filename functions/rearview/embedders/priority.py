@@ -14,9 +14,9 @@ and each chunk first lets every waiting query go:
 
 A chunk waits its turn first come, first served: before, the thread that had just run a chunk took
 the turn again ahead of threads already waiting (it held the lock as it released it), so another
-tenant's write waited behind the whole of a running ingest (109 s measured, issue 33.3). And one short
-text (a memory of at most `express_chars` characters: one `memory_write`) takes the query path, since
-it costs what a query costs: a write waits for no one's chunks.
+tenant's write waited behind the whole of a running ingest (109 s measured, issue 33.3). And one
+`memory_write`'s texts (its content and recall cues, at most `express_chars` characters together)
+take the query path, since they cost what a few queries cost: a write waits for no one's chunks.
 
 Vectors are exactly the inner engine's: chunking changes when texts are embedded, not how (each text
 embeds on its own in every engine here).
@@ -40,7 +40,8 @@ __all__ = ["CHUNK_CHARS", "PriorityEmbedder"]
 CHUNK_CHARS = 2000
 """Characters of document text per engine call: ~500 tokens, ~0.2 s of onnxruntime CPU (one core)."""
 EXPRESS_CHARS = 1000
-"""A single document text at most this long goes as a query does (~250 tokens: a short memory)."""
+"""Document texts at most this long together go as a query does (~250 tokens: a short memory and
+its cues)."""
 
 
 class PriorityEmbedder(EmbedderWrapper):
@@ -73,7 +74,7 @@ class PriorityEmbedder(EmbedderWrapper):
         return 1 if self._exclusive else len(os.sched_getaffinity(0))
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
-        if len(texts) == 1 and len(texts[0]) <= self._express_chars:
+        if sum(map(len, texts)) <= self._express_chars:
             with self._engine_turn(query=True):
                 return self._inner.embed_documents(texts)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
