@@ -30,7 +30,7 @@ async def _listing(mcp: MCPServer[Any]) -> str:
 
 def test_the_shipped_schemas_are_what_the_tools_generate_now(service: MemoryService) -> None:
     shipped = json.loads(SCHEMAS_PATH.read_text(encoding="utf-8"))
-    assert shipped == generated_schemas(eager_tools(service)), "run `python -m rearview.api.tools`"
+    assert shipped == generated_schemas(eager_tools(service)), "run `make tool-schemas`"
 
 
 async def test_tools_list_is_byte_for_byte_what_the_built_tools_list(service: MemoryService) -> None:
@@ -93,5 +93,5 @@ async def test_a_stale_shipped_schema_is_logged_on_the_first_call(
 
     assert [r.getMessage() for r in caplog.records] == [
         "tool memory_stats: its schemas differ from schemas.json (published by tools/list); "
-        "run `python -m rearview.api.tools`"
+        "run `make tool-schemas`"
     ]

@@ -7,12 +7,12 @@ every init although `initialize` and `tools/list` need only the schemas' text. `
 (beside this module) holds that text for each tool, as the tools generate it; `LazyTool` publishes
 it and builds the real `StrictTool` on the tool's first call (that tool's only: a few ms).
 
-`schemas.json` is generated, never edited: `python -m rearview.api.tools` rewrites it, and
-`tests/unit/test_tool_schemas.py` fails while it differs from what the tools generate now. It records
-the pydantic and mcp versions that wrote it (they decide the schemas' text); with others installed,
-or a tool missing from it, `lazy_tools` builds every tool at once, as before. A tool whose real
-schemas differ from the shipped ones on its first call (an edit without regenerating) is logged
-as an error.
+`schemas.json` is generated, never edited: `make tool-schemas` (`python -m rearview.api.tools`)
+rewrites it, and `tests/unit/test_tool_schemas.py` fails while it differs from what the tools
+generate now. It records the pydantic and mcp versions that wrote it (they decide the schemas'
+text); with others installed, or a tool missing from it, `lazy_tools` builds every tool at once, as
+before. A tool whose real schemas differ from the shipped ones on its first call (an edit without
+regenerating) is logged as an error.
 
 Why a `Tool` subclass handed to the `MCPServer` constructor (`tools=`): the server reads a tool's
 `name`, `description`, `parameters`, `output_schema` and `annotations` (tools/list) and calls its
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 SCHEMAS_PATH = Path(__file__).with_name("schemas.json")
-REGENERATE = "python -m rearview.api.tools"
+REGENERATE = "make tool-schemas"
 logger = logging.getLogger(__name__)
 _published: list[weakref.ref[LazyTool]] = []
 """Every `LazyTool` made (weakly): what `build_published` builds where init is pre-paid."""
