@@ -63,7 +63,7 @@ def test_other_library_versions_or_a_damaged_file_build_the_tools_at_registratio
     stale = tmp_path / "schemas.json"
     stale.write_text(
         {
-            "other pydantic": json.dumps({**shipped, "pydantic": "2.0.0"}),
+            "other pydantic": json.dumps({**shipped, "pydantic": "2.0"}),
             "not JSON": "{",
             "no tools": json.dumps({**shipped, "tools": {}}),
         }[damage],

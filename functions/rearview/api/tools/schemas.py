@@ -9,9 +9,9 @@ it and builds the real `StrictTool` on the tool's first call (that tool's only: 
 
 `schemas.json` is generated, never edited: `make tool-schemas` (`python -m rearview.api.tools`)
 rewrites it, and `tests/unit/test_tool_schemas.py` fails while it differs from what the tools
-generate now. It records the pydantic and mcp versions that wrote it (they decide the schemas'
-text); with others installed, or a tool missing from it, `lazy_tools` builds every tool at once, as
-before. A tool whose real schemas differ from the shipped ones on its first call (an edit without
+generate now. It records the pydantic and mcp minor versions that wrote it (they decide the
+schemas' text); with others installed, or a tool missing from it, `lazy_tools` builds every tool at
+once, as before. A tool whose real schemas differ from the shipped ones on its first call (an edit without
 regenerating) is logged as an error.
 
 Why a `Tool` subclass handed to the `MCPServer` constructor (`tools=`): the server reads a tool's
@@ -63,8 +63,16 @@ ToolSpec = tuple[Callable[..., Awaitable[Any]], ToolAnnotations]
 
 
 def _versions() -> dict[str, str]:
-    """The versions of what writes the schemas' text."""
-    return {"pydantic": pydantic.VERSION, "mcp": version("mcp")}
+    """The minor versions of what writes the schemas' text.
+
+    Not the exact versions: the Lambda layer resolves `requirements.txt` when it is built, so its
+    patch releases may be newer than the ones `schemas.json` was generated with. A patch release
+    that changed the text would be logged on each tool's first call (`LazyTool.tool`).
+    """
+    return {
+        name: ".".join(v.split(".")[:2])
+        for name, v in (("pydantic", pydantic.VERSION), ("mcp", version("mcp")))
+    }
 
 
 def generated_schemas(tools: Sequence[Tool]) -> dict[str, Any]:
