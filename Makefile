@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 SERVE_STAMP := $(VENV)/.serving-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 .PHONY: strands test-random help install dist serve serve-aws-local opensearch-engine chromium test lint typecheck unit integration e2e security opensearch build deploy bundle-size \
-	bench bench-recall bench-speed bench-cost bench-fairness bench-locomo bench-latency bench-cold-start fmt clean docs
+	bench bench-recall bench-speed bench-cost bench-fairness bench-locomo bench-latency bench-cold-start fmt clean docs tool-schemas
 
 help:  ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -172,6 +172,9 @@ bench: bench-recall bench-speed bench-cost bench-fairness  ## every group's quic
 
 docs: $(STAMP)  ## build the documentation site: docs/ into site/ with MkDocs (offline; strict, so a broken link fails)
 	$(BIN)/mkdocs build --strict --site-dir site
+
+tool-schemas: $(STAMP)  ## regenerate the schemas tools/list publishes (functions/rearview/api/tools/schemas.json)
+	PYTHONPATH=functions $(BIN)/python -m rearview.api.tools
 
 fmt: $(STAMP)  ## format and autofix
 	$(BIN)/ruff format .

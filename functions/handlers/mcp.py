@@ -160,10 +160,13 @@ class McpRuntime:
             self.resolver.expire()
 
     def preload(self) -> None:
-        """Load now what the first tool calls would load: every capability of the service, and numpy."""
+        """Load now what the first tool calls would load: every capability, numpy, each tool's model."""
         import numpy  # noqa: F401 - the first vector's import, paid here
 
+        from rearview.api.tools.schemas import build_published
+
         self.service.load_capabilities()
+        build_published()  # each tool's argument model (`rearview.api.tools.schemas`)
 
     def close(self) -> None:
         self.bridge.close()
@@ -194,8 +197,9 @@ def _init_in_lambda() -> None:
 
     `AWS_LAMBDA_INITIALIZATION_TYPE` is set by Lambda only (on-demand, provisioned-concurrency,
     snap-start); tests and benchmarks import this module without it and build lazily. An on-demand
-    init loads what `initialize` and `tools/list` need, and each capability (and numpy) loads on its
-    first call; where init is pre-paid, everything loads here (`McpRuntime.preload`). Under
+    init loads what `initialize` and `tools/list` need (the tools' schemas are shipped text,
+    `rearview.api.tools.schemas`), and each capability (and numpy) loads, each tool's argument model
+    is built, on its first call; where init is pre-paid, everything loads here (`McpRuntime.preload`). Under
     SnapStart, the runtime's `snapshot_restore_py` hook makes a restored instance re-fetch the keys.
     """
     kind = os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE")

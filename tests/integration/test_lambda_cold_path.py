@@ -7,8 +7,9 @@ a vector or runs a capability, so numpy (about 130 ms of CPU, a tenth of the ini
 tables) must load on the first tool call that needs them. Checked by the modules loaded, not by
 timing: in the benchmark's configuration (in-memory backends, the hashing embedder) and in the
 deployed one (DynamoDB, OpenSearch, Bedrock; AWS unreachable, which also proves that none of it makes
-an AWS call). The models' validators are built on first use too. Where init is pre-paid
-(provisioned concurrency, SnapStart) it loads them all.
+an AWS call). The models' validators are built on first use too, and so is each tool's argument
+model (tools/list answers from the shipped schemas). Where init is pre-paid (provisioned
+concurrency, SnapStart) it loads them all.
 """
 
 from __future__ import annotations
@@ -37,17 +38,24 @@ class Context:
     def get_remaining_time_in_millis(self):
         return 29_000
 
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+
+def arg_models():  # the SDK names a function's argument model `<name>Arguments`
+    return sorted(model.__name__.removesuffix("Arguments") for model in ArgModelBase.__subclasses__())
+
 from handlers import mcp
 mcp.runtime()
 import rearview.models
 models = [v for v in vars(rearview.models).values() if isinstance(v, type) and hasattr(v, "model_fields")]
 loaded = {"init": sorted(sys.modules), "built": sorted(m.__name__ for m in models if m.__pydantic_complete__)}
+loaded["init_arg_models"] = arg_models()
 with contextlib.redirect_stdout(io.StringIO()):  # EMF blobs
     for name in ("mcp-2025-11-25/initialize", "mcp-2025-11-25/tools-list", "mcp-2026-07-28/tools-list"):
         result = mcp.handler(load_event(name), Context())
         assert result["statusCode"] == 200, result
         assert "error" not in json.loads(result["body"]), result["body"]
 loaded["first_requests"] = sorted(sys.modules)
+loaded["first_requests_arg_models"] = arg_models()
 sys.stdout.write(json.dumps(loaded))
 sys.stdout.flush()
 computed = None
@@ -71,6 +79,9 @@ DEPLOYED = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
 }
+TOOLS = sorted(
+    json.loads((ROOT / "functions/rearview/api/tools/schemas.json").read_text(encoding="utf-8"))["tools"]
+)
 HEAVY = (
     "numpy",
     "rearview.service.write.writer",
@@ -113,6 +124,8 @@ def test_init_and_the_first_requests_load_no_numpy_and_no_capability(overrides: 
     for phase in ("init", "first_requests"):
         assert [m for m in HEAVY if m in loaded[phase]] == [], phase
     assert "rearview.api.app" in loaded["init"]  # the runtime was built, not deferred
+    for phase in ("init", "first_requests"):  # tools/list is the shipped schemas' text
+        assert [t for t in TOOLS if t in loaded[f"{phase}_arg_models"]] == [], phase
     assert loaded["built"] == []  # each model's validator is built on its first use (`defer_build`)
     assert computed is (True if not overrides else None)
 
@@ -120,4 +133,5 @@ def test_init_and_the_first_requests_load_no_numpy_and_no_capability(overrides: 
 def test_a_pre_paid_init_loads_everything_the_first_calls_need() -> None:
     loaded, computed = _cold_process({"AWS_LAMBDA_INITIALIZATION_TYPE": "provisioned-concurrency"})
     assert [m for m in HEAVY if m not in loaded["init"]] == []
+    assert [t for t in TOOLS if t not in loaded["init_arg_models"]] == []
     assert computed is True

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 
 from rearview.api.app import build_mcp
 from rearview.api.arguments import compact_schema
-from rearview.api.tools import strict_tools
+from rearview.api.tools.registry import eager_tools
 from rearview.limits import (
     MAX_AGENT_ID_CHARS,
     MAX_CONTENT_CHARS,
@@ -69,8 +69,8 @@ async def test_every_tool_schema_forbids_unknown_keys(mcp: MCPServer[Any]) -> No
 
 def test_each_input_schema_is_what_pydantic_writes_for_the_strict_model(service: MemoryService) -> None:
     """`forbidding_extra` derives the strict schema from the SDK's: the very JSON pydantic would write."""
-    tools = strict_tools(service)
-    assert not any(t.fn_metadata.arg_model.__pydantic_complete__ for t in tools)  # built on first call
+    tools = eager_tools(service)
+    assert not any(t.fn_metadata.arg_model.__pydantic_complete__ for t in tools)  # validator: on first call
     for tool in tools:
         generated = tool.fn_metadata.arg_model.model_json_schema(by_alias=True)
         assert json.dumps(tool.parameters) == json.dumps(compact_schema(generated, keep_descriptions=True))

@@ -13,7 +13,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.resources import ResourceSecurity
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
 
 from rearview.api.arguments import StrictPrompt, StrictTool
 from rearview.api.errors import tool_errors
@@ -22,6 +21,7 @@ from rearview.api.tools.ingest import IngestTools
 from rearview.api.tools.lanes import Lanes
 from rearview.api.tools.overview import OverviewTools
 from rearview.api.tools.recall import RecallTools
+from rearview.api.tools.schemas import ToolSpec, lazy_tools
 from rearview.api.tools.writing import WritingTools
 from rearview.models import DEFAULT_AGENT
 from rearview.service.browsing import LISTING_TEMPLATE
@@ -100,19 +100,9 @@ def memory_guidelines() -> str:
     return GUIDELINES
 
 
-def strict_tools(
-    service: MemoryService, search_concurrency: int | None = None, lanes: Lanes | None = None
-) -> list[Tool]:
-    """Every tool, strict: unknown arguments and values beyond the limits are `invalid_input`.
-
-    The tools run in `lanes` (default: `Lanes.build` with `search_concurrency`, the width of
-    `memory_search`'s lane, `search_lane`).
-
-    They are handed to the `MCPServer` constructor: the SDK has no public way to add a tool object
-    after it, and `mcp.tool()` builds a lenient one (extra keys silently dropped).
-    """
-    tools = MemoryTools(service, lanes or Lanes.build(service, search_concurrency))
-    table: tuple[tuple[Callable[..., Awaitable[Any]], ToolAnnotations], ...] = (
+def _table(tools: MemoryTools) -> tuple[ToolSpec, ...]:
+    """Every tool (wrapped in `tool_errors`) and its annotations, in the order `tools/list` answers."""
+    table: tuple[ToolSpec, ...] = (
         (tools.memory_write, WRITES),
         (tools.memory_ingest, WRITES),
         (tools.memory_search, WRITES),  # recall reinforces what it returns
@@ -124,7 +114,27 @@ def strict_tools(
         (tools.memory_stats, READ_ONLY),
         (tools.memory_summarize, WRITES),
     )
-    return [StrictTool.strict(tool_errors(tool), annotations) for tool, annotations in table]
+    return tuple((tool_errors(fn), annotations) for fn, annotations in table)
+
+
+def strict_tools(
+    service: MemoryService, search_concurrency: int | None = None, lanes: Lanes | None = None
+) -> list[Tool]:
+    """Every tool, strict: unknown arguments and values beyond the limits are `invalid_input`.
+
+    The tools run in `lanes` (default: `Lanes.build` with `search_concurrency`, the width of
+    `memory_search`'s lane, `search_lane`). Each is listed from its shipped schemas and built on its
+    first call (`rearview.api.tools.schemas`): a cold start builds no argument model.
+
+    They are handed to the `MCPServer` constructor: the SDK has no public way to add a tool object
+    after it, and `mcp.tool()` builds a lenient one (extra keys silently dropped).
+    """
+    return lazy_tools(_table(MemoryTools(service, lanes or Lanes.build(service, search_concurrency))))
+
+
+def eager_tools(service: MemoryService) -> list[StrictTool]:
+    """`strict_tools`, each built now: what `schemas.json` is generated from."""
+    return [StrictTool.strict(fn, annotations) for fn, annotations in _table(MemoryTools(service))]
 
 
 def register(mcp: MCPServer[Any], service: MemoryService, lanes: Lanes | None = None) -> None:
