@@ -94,11 +94,11 @@ class Touch:
         return (self.last_accessed_at, self.access_count) > (last_accessed_at, access_count)
 
 
-MAX_WRITES_PER_COMMIT = 24
+MAX_WRITES_PER_COMMIT = 19
 """The most `StoreWrite`s one `MemoryStore.commit` is guaranteed to accept: creates, merges,
 retirements and deletions (not content changes, which move lookup keys). Sized for DynamoDB, whose
-transaction takes at most 100 actions: such a change takes up to four (record, history event, hash
-lookup, idempotency key) and a tenant's first commit one more (its registry entry): 24 x 4 + 1.
+transaction takes at most 100 actions: such a change takes up to five (record, history event, due
+item, hash lookup, idempotency key) and a tenant's first commit one more (its registry entry): 19 x 5 + 1.
 A caller with more commits them in chunks of this size; then only each chunk is atomic."""
 
 

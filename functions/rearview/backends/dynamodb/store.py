@@ -100,7 +100,7 @@ class DynamoDBMemoryStore:
 
         `expected_version=None` requires the memory to be absent; otherwise its stored `version`
         must equal `expected_version`. Any mismatch raises `ConflictError` and writes nothing.
-        A commit that needs more than 100 transaction actions (about 25 memories) or 4 MB is
+        A commit that needs more than 100 transaction actions (about 20 memories) or 4 MB is
         refused with `InvalidInputError` before anything is sent; it is never split. After
         bounded retries of throttling/conflicting transactions it raises `StoreError`, and
         because the transaction is atomic nothing of it is stored.
