@@ -118,8 +118,13 @@ class MemoryStore(Protocol):
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:
         """The memory, or None if absent or expired."""
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-        """The memories that exist and have not expired, in no particular order."""
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str], *, recalls: bool = True) -> list[Memory]:
+        """The memories that exist and have not expired, in no particular order.
+
+        `recalls=False`: a caller that needs no recall bookkeeping (strength, last recall, recall
+        count) may get those fields as of the memory's last commit; a store that keeps recalls
+        apart (DynamoDB) then does not read them.
+        """
 
     def list_expired(self, tenant_id: str, limit: int = 100) -> list[Memory]:
         """Records past `expires_at` that the store still holds, soonest expired first, at most `limit`.

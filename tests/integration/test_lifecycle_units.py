@@ -3,6 +3,8 @@
 - Scheduling a memory (the decay job moving it in its due order) is a few write units of a small
   item, whatever the memory's size: the memory item, and the listing indexes that copy all of it,
   are not rewritten.
+- Reconcile's version check reads the memory items, not their recall items (it needs a
+  memory's version and status, never its recall bookkeeping).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.backends.memory_checkpoints import InMemoryCheckpointStore
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import WriteRequest
-from rearview.ports import DueAt
+from rearview.ports import DueAt, Touch
 from rearview.service.lifecycle import LifecycleConfig, LifecycleService
 from rearview.service.memory_service import MemoryService
 from rearview.shared.clock import ManualClock
@@ -106,3 +108,21 @@ def test_a_first_lifecycle_run_writes_no_memory_item_it_keeps(
         assert report.archived == 0 and report.scheduled == COUNT, report
     assert Counter(sk for _, sk in writes)["MEMORY"] == 0, writes
     assert meter.usage.wru <= 4 * COUNT  # decay moves each (3 units), archive finds it unchanged (1)
+
+
+def test_reconcile_reads_no_recall_item(dynamodb_client: Any, dynamodb_table: str, tmp_path: Path) -> None:
+    service, meter, _ = metered_service(dynamodb_client, dynamodb_table, tmp_path)
+    ids = [service.write("t1", WriteRequest(content=f"fact {i}: {FILLER}")).memory.id for i in range(COUNT)]
+    service.store.touch("t1", [Touch(m, 1.5, T0 + timedelta(minutes=5), 1) for m in ids])  # recall items
+    asked: list[str] = []
+
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name == "BatchGetItem":
+            asked.extend(k["sk"]["S"] for request in params["RequestItems"].values() for k in request["Keys"])
+
+    dynamodb_client.meta.events.register("provide-client-params.dynamodb.BatchGetItem", record)
+    meter.usage.rru = 0.0
+    report = LifecycleService(service, InMemoryCheckpointStore(), LifecycleConfig()).run("reconcile", "t1")
+    assert report.scanned == COUNT and asked.count("MEMORY") == COUNT, (report, asked)
+    assert "RECALL" not in asked
+    assert meter.usage.rru <= COUNT + 2  # a read of each small memory item; a checkpoint and a count
