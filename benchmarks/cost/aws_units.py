@@ -28,7 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import fields
@@ -109,12 +111,18 @@ def aws_shape(opensearch_url: str) -> Iterator[tuple[Any, Any, Any, ManualClock]
     from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
     from rearview.backends.s3_archive import S3Archive
     from rearview.service.memory_service import MemoryService
-    from tests.fixtures.aws import REGION, create_table_kwargs, resource_properties
+    from tests.fixtures.aws import (
+        REGION,
+        create_table_kwargs,
+        one_backup_per_transaction,
+        resource_properties,
+    )
     from tests.lifecycle_load_scenario import fake_aws_credentials
 
     with ExitStack() as stack:
         stack.enter_context(fake_aws_credentials(REGION))
         stack.enter_context(mock_aws())
+        stack.enter_context(one_backup_per_transaction())  # moto copied the table once per action
         kwargs = create_table_kwargs(resource_properties("MemoryTable"))
         raw = boto3.client("dynamodb", region_name=REGION)
         raw.create_table(**kwargs)
@@ -190,9 +198,16 @@ def measure(opensearch_url: str, memories: int, searches: int, ingests: int) -> 
 
         def phase(name: str, count: int, action: Callable[[], object]) -> None:
             meter.usage = Usage()
+            started = time.monotonic()
             with app_cpu(meter.usage, moto):
                 action()
             out[name] = {"count": count, **_plain(meter.usage)}
+            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+            print(
+                f"  .. {name}: {time.monotonic() - started:.0f} s, peak RSS {rss_mb} MB",
+                file=sys.stderr,
+                flush=True,
+            )
 
         lifecycle = LifecycleService(service, checkpoints, LifecycleConfig(lookahead=timedelta(hours=36)))
 
