@@ -37,7 +37,7 @@ from rearview.models import (
     MemoryType,
     Visibility,
 )
-from rearview.ports import MAX_WRITES_PER_COMMIT, StoreWrite, Touch
+from rearview.ports import MAX_WRITES_PER_COMMIT, DueAt, StoreWrite, Touch
 from rearview.shared.clock import ManualClock
 from rearview.testing import RecordingSleep
 from rearview.text import content_hash
@@ -699,3 +699,19 @@ def test_stubber_read_errors_are_store_errors(stubbed):
             store.get("t1", "x")
         with pytest.raises(StoreError, match=r"template\.yaml"):
             store.get("t1", "x")
+
+
+def test_a_memory_committed_before_due_items_gets_one_when_scheduled(
+    store: DynamoDBMemoryStore, dynamodb_client: Any
+):
+    """The first run's full scan schedules memories that have no `DUE` item; a changed one is left alone."""
+    kept, changed = make_memory("kept"), make_memory("changed")
+    store.commit([created(kept), created(changed)])
+    for m in (kept, changed):  # as a table written before due items existed holds them
+        key = {"pk": {"S": f"T#t1#M#{m.id}"}, "sk": {"S": "DUE"}}
+        dynamodb_client.delete_item(TableName=store.table_name, Key=key)
+    assert not store.list_due("t1", "decay", T0 + timedelta(days=400)).items
+    due = T0 + timedelta(days=30)
+    store.schedule("t1", [DueAt(kept.id, 1, due), DueAt(changed.id, 7, due)])  # `changed` is at 1
+    assert [m.id for m in store.list_due("t1", "decay", due).items] == [kept.id]
+    assert not store.list_due("t1", "decay", due - timedelta(seconds=1)).items
