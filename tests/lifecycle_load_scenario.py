@@ -161,8 +161,8 @@ class CountingStore:
         self.read += found is not None
         return found
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-        return self._count(self._store.get_many(tenant_id, memory_ids))
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str], *, recalls: bool = True) -> list[Memory]:
+        return self._count(self._store.get_many(tenant_id, memory_ids, recalls=recalls))
 
     def list_memories(self, tenant_id: str, filter: MemoryFilter, *args: Any, **kw: Any) -> Page:
         page = self._store.list_memories(tenant_id, filter, *args, **kw)

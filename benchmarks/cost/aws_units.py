@@ -10,7 +10,9 @@ operation's in-process CPU time is measured with moto's share taken out.
 One tenant of `--memories` memories is written one `memory_write` at a time, searched
 `--searches` times, sent `--ingests` `memory_ingest` calls of 20 messages, and then run through
 the lifecycle jobs: a first `decay` + `archive` (the full scan that builds the due order), an
-idle run (nothing due: what every tenant costs per scheduled run), `decay` 120 days later (the
+idle run (nothing due: what every tenant costs per scheduled run), a later run after `--memories`
+/ 10 more writes (each memory written since is examined once and scheduled: per memory written),
+`decay` 120 days later (the
 importance-3 memories have faded) and `archive` on day 364 (the importance-4 ones expire within
 the look-ahead), each priced per memory archived; `reconcile` once, before them (per memory). Memories written
 by `memory_write` have importance 3 or 4 so that both jobs find them before their TTL does.
@@ -26,7 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import fields
@@ -107,13 +111,22 @@ def aws_shape(opensearch_url: str) -> Iterator[tuple[Any, Any, Any, ManualClock]
     from rearview.backends.opensearch import OpenSearchConfig, OpenSearchMemoryIndex
     from rearview.backends.s3_archive import S3Archive
     from rearview.service.memory_service import MemoryService
-    from tests.fixtures.aws import REGION, create_table_kwargs, resource_properties
+    from tests.fixtures.aws import (
+        REGION,
+        create_table_kwargs,
+        one_backup_per_transaction,
+        resource_properties,
+    )
     from tests.lifecycle_load_scenario import fake_aws_credentials
 
     with ExitStack() as stack:
         stack.enter_context(fake_aws_credentials(REGION))
         stack.enter_context(mock_aws())
+        stack.enter_context(one_backup_per_transaction())  # moto copied the table once per action
         kwargs = create_table_kwargs(resource_properties("MemoryTable"))
+        # moto keeps every stream record in memory and copies them with each transaction's backup
+        # (10 GB at 300 memories); a stream is no table unit, and nothing here reads it
+        kwargs.pop("StreamSpecification", None)
         raw = boto3.client("dynamodb", region_name=REGION)
         raw.create_table(**kwargs)
         table = kwargs["TableName"]
@@ -149,9 +162,9 @@ def aws_shape(opensearch_url: str) -> Iterator[tuple[Any, Any, Any, ManualClock]
         yield service, meter, checkpoints, clock
 
 
-def write_memories(service: Any, clock: ManualClock, rng: random.Random, n: int) -> None:
+def write_memories(service: Any, clock: ManualClock, rng: random.Random, n: int, first: int = 0) -> None:
     """`n` memory_writes, a minute apart, of importance 3 or 4 (the lifecycle finds them before TTL)."""
-    for i in range(n):
+    for i in range(first, first + n):
         content = f"{rng.choice(TOPICS)} {rng.choice(DETAILS)} (note {i})"
         service.write(TENANT, WriteRequest(content=content, importance=rng.choice((3, 4))))
         clock.advance(seconds=60)
@@ -188,9 +201,16 @@ def measure(opensearch_url: str, memories: int, searches: int, ingests: int) -> 
 
         def phase(name: str, count: int, action: Callable[[], object]) -> None:
             meter.usage = Usage()
+            started = time.monotonic()
             with app_cpu(meter.usage, moto):
                 action()
             out[name] = {"count": count, **_plain(meter.usage)}
+            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+            print(
+                f"  .. {name}: {time.monotonic() - started:.0f} s, peak RSS {rss_mb} MB",
+                file=sys.stderr,
+                flush=True,
+            )
 
         lifecycle = LifecycleService(service, checkpoints, LifecycleConfig(lookahead=timedelta(hours=36)))
 
@@ -209,6 +229,10 @@ def measure(opensearch_url: str, memories: int, searches: int, ingests: int) -> 
         hot = memories + ingests * 20
         phase("lifecycle_first_run", hot, jobs("decay", "archive"))
         phase("lifecycle_idle_run", 1, jobs("decay", "archive"))
+        later = max(1, memories // 10)
+        write_memories(service, clock, rng, later, first=memories)  # not metered: `write` has them
+        clock.advance(hours=1)
+        phase("lifecycle_new_writes", later, jobs("decay", "archive"))
         live = service.store.stats(TENANT).by_status.get("active", 0)
         phase("reconcile", max(1, live), jobs("reconcile"))
         clock.advance(days=120)  # importance 3 has faded (100 days), not expired (180)
@@ -281,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         "storage": ops["storage"],
     }
     print(f"CPU {result['cpu']}; load average before {load_before}, after {result['load_after']}")
+    print(f"one tenant of {args.memories} memories written (+ {20 * args.ingests} ingested)")
     print(f"{'operation (per unit)':<24} {'count':>6} {'RRU':>7} {'WRU':>7} {'moto CU':>8} {'S3 req':>7}"
           f" {'OS req':>7} {'OS took':>8} {'embeds':>7} {'CPU ms':>8}")  # fmt: skip
     for name, op in result["operations"].items():

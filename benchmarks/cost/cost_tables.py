@@ -41,6 +41,7 @@ OPERATIONS = {
     "lifecycle_decay_due": "decay, per memory archived",
     "lifecycle_archive_due": "archive, per memory archived",
     "lifecycle_first_run": "first run, per memory (the full scan that builds the due order)",
+    "lifecycle_new_writes": "later run, per memory written since (examined once, scheduled)",
     "reconcile": "reconcile, per memory",
 }
 
@@ -150,7 +151,7 @@ def index_bytes_per_memory(units: dict[str, Any], scale: dict[str, Any] | None) 
 def month(name: str, ops: dict[str, Op], units: dict[str, Any], scale: dict[str, Any] | None) -> Month:
     w = prices.WORKLOADS[name]
     days, price = prices.DAYS_PER_MONTH, prices.PRICE
-    archived_per_day = w["writes"] + 20 * w["ingests"]
+    archived_per_day = w["writes"] + 20 * w["ingests"]  # = written a day: each examined once, then archived
     archive_op = _mean(ops["lifecycle_decay_due"], ops["lifecycle_archive_due"])
     volumes = [  # (op, per month, memory MB, a request of its own)
         (ops["write"], w["writes"] * days, prices.MCP_MEMORY_MB, True),
@@ -162,6 +163,7 @@ def month(name: str, ops: dict[str, Op], units: dict[str, Any], scale: dict[str,
             prices.JOBS_MEMORY_MB,
             False,
         ),
+        (ops["lifecycle_new_writes"], archived_per_day * days, prices.JOBS_MEMORY_MB, False),
         (archive_op, archived_per_day * days, prices.JOBS_MEMORY_MB, False),
         (ops["reconcile"], w["memories"] * prices.RECONCILE_RUNS_PER_MONTH, prices.JOBS_MEMORY_MB, False),
     ]

@@ -94,11 +94,11 @@ class Touch:
         return (self.last_accessed_at, self.access_count) > (last_accessed_at, access_count)
 
 
-MAX_WRITES_PER_COMMIT = 24
+MAX_WRITES_PER_COMMIT = 19
 """The most `StoreWrite`s one `MemoryStore.commit` is guaranteed to accept: creates, merges,
 retirements and deletions (not content changes, which move lookup keys). Sized for DynamoDB, whose
-transaction takes at most 100 actions: such a change takes up to four (record, history event, hash
-lookup, idempotency key) and a tenant's first commit one more (its registry entry): 24 x 4 + 1.
+transaction takes at most 100 actions: such a change takes up to five (record, history event, due
+item, hash lookup, idempotency key) and a tenant's first commit one more (its registry entry): 19 x 5 + 1.
 A caller with more commits them in chunks of this size; then only each chunk is atomic."""
 
 
@@ -118,8 +118,13 @@ class MemoryStore(Protocol):
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:
         """The memory, or None if absent or expired."""
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-        """The memories that exist and have not expired, in no particular order."""
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str], *, recalls: bool = True) -> list[Memory]:
+        """The memories that exist and have not expired, in no particular order.
+
+        `recalls=False`: a caller that needs no recall bookkeeping (strength, last recall, recall
+        count) may get those fields as of the memory's last commit; a store that keeps recalls
+        apart (DynamoDB) then does not read them.
+        """
 
     def list_expired(self, tenant_id: str, limit: int = 100) -> list[Memory]:
         """Records past `expires_at` that the store still holds, soonest expired first, at most `limit`.

@@ -296,6 +296,20 @@ def test_every_read_returns_the_recall_a_touch_recorded(store: MemoryStore, cloc
     assert [(r.strength, r.last_accessed_at, r.access_count) if r else None for r in reads] == [recalled] * 8
 
 
+def test_get_many_without_recalls_returns_each_memory_as_of_its_last_commit(store: MemoryStore) -> None:
+    """What reconcile reads: every memory, version and status; the recall fields may be the commit's."""
+    kept, retired = make_memory("kept"), make_memory("retired")
+    store.commit([created(kept), created(retired)])
+    gone = retired.model_copy(update={"status": MemoryStatus.DELETED, "version": 2})
+    store.commit([StoreWrite(gone, None, 1)])
+    store.touch("t1", [Touch(kept.id, 1.4, T0 + minutes(5), 1)])
+    got = store.get_many("t1", [kept.id, retired.id, "missing"], recalls=False)
+    assert sorted((m.id, m.version, m.status) for m in got) == sorted(
+        [(kept.id, 1, MemoryStatus.ACTIVE), (retired.id, 2, MemoryStatus.DELETED)]
+    )
+    assert {m.id: m.access_count for m in got}[kept.id] in (0, 1)  # 1 where recalls live in the row
+
+
 def test_a_commit_keeps_the_recall_its_writer_read_and_a_later_one_wins(store: MemoryStore) -> None:
     m = make_memory()
     store.commit([created(m)])

@@ -37,7 +37,7 @@ from rearview.models import (
     MemoryType,
     Visibility,
 )
-from rearview.ports import StoreWrite, Touch
+from rearview.ports import MAX_WRITES_PER_COMMIT, DueAt, StoreWrite, Touch
 from rearview.shared.clock import ManualClock
 from rearview.testing import RecordingSleep
 from rearview.text import content_hash
@@ -443,9 +443,9 @@ def test_purge_leaves_nothing_in_the_table(store: DynamoDBMemoryStore, dynamodb_
     store.purge("t1", m.id)
     store.purge("t1", m.id)
     remaining = [i["pk"]["S"] + " " + i["sk"]["S"] for i in memory_items(dynamodb_client, store.table_name)]
-    assert len(remaining) == 3 and all(other.id in key for key in remaining), (
+    assert len(remaining) == 4 and all(other.id in key for key in remaining), (
         remaining
-    )  # memory, event, lookup
+    )  # memory, event, lookup, due item
     assert store.get("t1", other.id) == other
 
 
@@ -458,7 +458,7 @@ def test_touch_skips_missing_memories_without_creating_items(
     got = store.get("t1", m.id)
     assert got is not None and (got.strength, got.access_count, got.version) == (1.5, 2, 1)
     kinds = sorted(i["item_type"]["S"] for i in memory_items(dynamodb_client, store.table_name))
-    assert kinds == ["hash_lookup", "history_event", "memory", "recall"]  # nothing of the ghost
+    assert kinds == ["due", "hash_lookup", "history_event", "memory", "recall"]  # nothing of the ghost
 
 
 def test_a_touch_writes_only_a_small_recall_item(store: DynamoDBMemoryStore, dynamodb_client: Any):
@@ -529,8 +529,8 @@ def test_tenants_come_from_the_registry(
 
 def test_get_many_reads_more_than_one_batch(store: DynamoDBMemoryStore):
     rows = [make_memory(f"m{i}") for i in range(130)]
-    for start in range(0, len(rows), 25):
-        store.commit([created(m) for m in rows[start : start + 25]])
+    for start in range(0, len(rows), MAX_WRITES_PER_COMMIT):
+        store.commit([created(m) for m in rows[start : start + MAX_WRITES_PER_COMMIT]])
     got = store.get_many("t1", [m.id for m in rows] + ["missing", rows[0].id])
     assert sorted(m.id for m in got) == sorted(m.id for m in rows)
 
@@ -699,3 +699,19 @@ def test_stubber_read_errors_are_store_errors(stubbed):
             store.get("t1", "x")
         with pytest.raises(StoreError, match=r"template\.yaml"):
             store.get("t1", "x")
+
+
+def test_a_memory_committed_before_due_items_gets_one_when_scheduled(
+    store: DynamoDBMemoryStore, dynamodb_client: Any
+):
+    """The first run's full scan schedules memories that have no `DUE` item; a changed one is left alone."""
+    kept, changed = make_memory("kept"), make_memory("changed")
+    store.commit([created(kept), created(changed)])
+    for m in (kept, changed):  # as a table written before due items existed holds them
+        key = {"pk": {"S": f"T#t1#M#{m.id}"}, "sk": {"S": "DUE"}}
+        dynamodb_client.delete_item(TableName=store.table_name, Key=key)
+    assert not store.list_due("t1", "decay", T0 + timedelta(days=400)).items
+    due = T0 + timedelta(days=30)
+    store.schedule("t1", [DueAt(kept.id, 1, due), DueAt(changed.id, 7, due)])  # `changed` is at 1
+    assert [m.id for m in store.list_due("t1", "decay", due).items] == [kept.id]
+    assert not store.list_due("t1", "decay", due - timedelta(seconds=1)).items

@@ -162,7 +162,7 @@ def test_a_chunked_ingest_commits_and_indexes_a_chunk_at_a_time() -> None:
     index = service.index
     assert isinstance(index, CountingIndex)
     assert result.created == 60 and result.indexed
-    assert store.fault.calls == len(index.upserts) == 3  # 24 + 24 + 12
+    assert store.fault.calls == len(index.upserts) == -(-60 // MAX_WRITES_PER_COMMIT)  # 19 + 19 + 19 + 3
 
 
 def test_resending_after_a_failed_chunk_writes_each_message_once() -> None:

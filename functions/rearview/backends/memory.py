@@ -88,7 +88,7 @@ class InMemoryMemoryStore:
     def get(self, tenant_id: str, memory_id: str) -> Memory | None:
         return self._live(self._memories.get((tenant_id, memory_id)))
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str], *, recalls: bool = True) -> list[Memory]:
         found = (self.get(tenant_id, memory_id) for memory_id in dict.fromkeys(memory_ids))
         return [m for m in found if m is not None]
 

@@ -165,7 +165,8 @@ class SQLiteMemoryStore:
         found = self._select("m.id = ?", (tenant_id, self._now(), memory_id))
         return found[0] if found else None
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str], *, recalls: bool = True) -> list[Memory]:
+        """The memories (recalls live in the row: `recalls` changes nothing here)."""
         ids = list(dict.fromkeys(memory_ids))
         out: list[Memory] = []
         for start in range(0, len(ids), 500):

@@ -4,7 +4,8 @@
   (times as fixed-width ISO-8601 UTC, `metadata` and `cues` as JSON; no `cues` attribute for a
   memory without any, as in items written before cues existed), `expires_at` (the TTL attribute,
   epoch seconds rounded up), `expires_iso` (the exact instant, for read-time expiry checks) and
-  the GSI keys (`gsi1pk`, `gsi2pk` when the memory has a session, `gsi3pk`, `updated_key`).
+  the listing GSI keys (`gsi1pk`, `gsi2pk` when the memory has a session, `gsi3pk`, `updated_key`);
+  its place in the due orders is on its small due item (`due_attributes`, written by `writes`).
 - history event (same `pk`, `sk` `H#<version:010d>#<event id>`): `event`, the event as JSON.
 
 Public because the DynamoDB stream consumer (`handlers/stream.py`) decodes old images with it.
@@ -142,9 +143,6 @@ def memory_to_item(memory: Memory) -> Item:
     }
     if memory.session_id is not None:
         item["gsi2pk"] = string_value(session_pk(memory.tenant_id, memory.session_id))
-    item.update(
-        due_attributes(memory.tenant_id, memory.id, memory.status, memory.updated_at, memory.expires_at)
-    )
     as_json = memory.model_dump(mode="json", include=set(_JSON_FIELDS))
     for name, value in memory:
         if value is None or name == "expires_at" or (name in _OMITTED_WHEN_EMPTY and not value):

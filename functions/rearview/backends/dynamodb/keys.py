@@ -15,6 +15,8 @@ from rearview.models import Memory, MemoryStatus, MemoryType
 MEMORY_SK: Final = "MEMORY"
 RECALL_SK: Final = "RECALL"
 """A memory's recall bookkeeping (`recall`): sorts right after `MEMORY` in its collection, nothing between."""
+DUE_SK: Final = "DUE"
+"""A memory's place in the lifecycle jobs' due orders (`due`): the only item their GSIs index."""
 IDEMPOTENCY_SK: Final = "IDEM"
 CHECKPOINT_SK: Final = "CHECKPOINT"
 HISTORY_PREFIX: Final = "H#"

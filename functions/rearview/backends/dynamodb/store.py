@@ -100,7 +100,7 @@ class DynamoDBMemoryStore:
 
         `expected_version=None` requires the memory to be absent; otherwise its stored `version`
         must equal `expected_version`. Any mismatch raises `ConflictError` and writes nothing.
-        A commit that needs more than 100 transaction actions (about 25 memories) or 4 MB is
+        A commit that needs more than 100 transaction actions (about 20 memories) or 4 MB is
         refused with `InvalidInputError` before anything is sent; it is never split. After
         bounded retries of throttling/conflicting transactions it raises `StoreError`, and
         because the transaction is atomic nothing of it is stored.
@@ -247,14 +247,16 @@ class DynamoDBMemoryStore:
         item = memories[0] if memories else None
         return self._live(tenant_id, item, recalls) if item is not None else None
 
-    def get_many(self, tenant_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+    def get_many(self, tenant_id: str, memory_ids: Sequence[str], *, recalls: bool = True) -> list[Memory]:
         """Existing, unexpired memories among `memory_ids` (BatchGetItem, unprocessed keys retried).
 
-        Each memory's recall item is asked for in the same BatchGetItem.
+        Each memory's recall item is asked for in the same BatchGetItem, unless `recalls=False`
+        (then the recall fields are the memory item's own, as of its last commit).
         """
         keys = [self._memory_key(tenant_id, memory_id) for memory_id in dict.fromkeys(memory_ids)]
-        memories, recalls = recall.split(self._table.batch_get(recall.keys_with_recalls(keys)))
-        found = (self._live(tenant_id, item, recalls) for item in memories)
+        wanted = recall.keys_with_recalls(keys) if recalls else keys
+        memories, recall_items = recall.split(self._table.batch_get(wanted))
+        found = (self._live(tenant_id, item, recall_items) for item in memories)
         return [m for m in found if m is not None]
 
     def find_by_hash(

@@ -1,7 +1,8 @@
 """The transaction of one `commit`: the actions each write needs and what a cancelled one means.
 
-Besides the memory item (guarded by `version`) and its history event, a write keeps two
-lookup items in step with the memory:
+Besides the memory item (guarded by `version`) and its history event, a write keeps its due
+item (`due`: the memory's place in the lifecycle due orders) and two lookup items in step with
+the memory:
 
 - content-hash lookup (`T#<tenant>#HASH#<scope_key>#<hash>` / `M#<id>`): `memory_id`,
   `expires_at`; it exists exactly while the memory is `active` with that hash in that scope
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from rearview.backends.due_order import DUE_STATUSES
 from rearview.backends.dynamodb.codec import (
     check_item_size,
     event_to_item,
@@ -31,6 +33,7 @@ from rearview.backends.dynamodb.codec import (
     python_value,
     string_value,
 )
+from rearview.backends.dynamodb.due import due_item, due_key_of
 from rearview.backends.dynamodb.expressions import Expression
 from rearview.backends.dynamodb.keys import (
     IDEMPOTENCY_SK,
@@ -118,12 +121,22 @@ class CommitPlan:
         item = memory_to_item(memory)
         check_item_size("memory", item, f"memory {memory.id} (content is {len(memory.content)} characters)")
         self.add({"Put": self._put_memory(item, write)}, write, item)
+        self._add_due_item(write, old)
         if write.event is not None:
             event_item = event_to_item(memory, write.event)
             check_item_size("event", event_item, f"history event {write.event.id}")
             self.add({"Put": {"TableName": self.table, "Item": event_item}}, write, event_item)
         self._add_hash_lookup(write, old)
         self._add_idempotency_key(write, old, now)
+
+    def _add_due_item(self, write: StoreWrite, old: StoredState | None) -> None:
+        """Put the memory's due item (its version, due at its write), or delete it when it cannot be due."""
+        item = due_item(write.memory)
+        if item is not None:
+            self.add({"Put": {"TableName": self.table, "Item": item}}, write, item)
+        elif old is not None and old.status in {s.value for s in DUE_STATUSES}:
+            key = due_key_of(write.memory.tenant_id, write.memory.id)
+            self.add({"Delete": {"TableName": self.table, "Key": key}}, write)
 
     def _put_memory(self, item: Item, write: StoreWrite) -> Any:
         expr = Expression()

@@ -85,9 +85,8 @@ class ReconcileJob:
         """One page of the index: rewrite stale documents, drop orphans; the next page's cursor."""
         tenant_id, service = self.ctx.tenant_id, self.ctx.service
         page = service.index.versions(tenant_id, cursor, self.ctx.config.page_size)
-        stored = {
-            m.id: m for m in service.store.get_many(tenant_id, [memory_id for memory_id, _ in page.items])
-        }
+        ids = [memory_id for memory_id, _ in page.items]  # versions and statuses: no recall bookkeeping
+        stored = {m.id: m for m in service.store.get_many(tenant_id, ids, recalls=False)}
         stale: list[Memory] = []
         orphans: list[str] = []
         for memory_id, indexed_version in page.items:
