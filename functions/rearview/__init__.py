@@ -7,7 +7,7 @@ The package root shows the layers, lowest first; a module imports its own layer 
 (`tests/unit/test_import_layers.py`):
 
 0. the domain contract, kept at the root because every other layer reads it first and callers
-   import it (`rearview.models`, `rearview.errors`): `models/`, `limits.py`, `errors.py`, `ports.py`;
+   import it (`rearview.models`, `rearview.errors`): `models/`, `limits.py`, `errors.py`, `ports/`;
    beside it the helpers any layer may use: `shared/` (clock, ids, retries, ...) and `text/`
    (tokens, FTS5 terms, BM25).
 1. the ports' adapters: `backends/`, `embedders/`.
