@@ -79,9 +79,7 @@ TENANT = "longmemeval"
 TOP_K = 50
 LOCOMO_KS = (5, 10, 20)
 
-BEFORE: dict[str, Any] = {
-    "session_cap": 0, "several_relative_relevance": 1.0, "advice_factor": 1.0, "query_floor": 0.0,
-}  # fmt: skip
+BEFORE: dict[str, Any] = {"session_cap": 0, "several_relative_relevance": 1.0, "advice_factor": 1.0}
 """The constants that turn this issue's ranking changes off: the shipped ranking before it (the
 question-time rules it added, "the past three months", "from July to October", stay on)."""
 
@@ -107,16 +105,16 @@ ALTERNATIVES = " +alt"
 ALTERNATIVE_CHOICES: dict[str, dict[str, Any]] = {
     f"after{ALTERNATIVES}": {},
     f"best phrasing{ALTERNATIVES}": {"phrasing_agreement": 0.0},
-    f"no query floor{ALTERNATIVES}": {"query_floor": 0.0},
-    f"query floor 0.8{ALTERNATIVES}": {"query_floor": 0.8},
+    f"query floor 1{ALTERNATIVES}": {"query_floor": 1.0},
     f"query floor 0.9{ALTERNATIVES}": {"query_floor": 0.9},
+    f"query floor 0.8{ALTERNATIVES}": {"query_floor": 0.8},
 }
-"""The choices asked with alternatives (`--alternatives`): the shipped fusion (the mean over
-phrasings, never below the query's own relevance times the share of alternatives finding the memory:
-`RankingPolicy.query_floor` 1), each memory scored by its best phrasing (`phrasing_agreement` 0), and
-the mean with a lower floor or none (the fusion before issue 48's floor). Scoring only a
-several-facts question by its best phrasing (its alternatives may be its parts, each matching another
-memory) moved pieces both ways and no figure (benchmarks/findings/recall.md)."""
+"""The choices asked with alternatives (`--alternatives`): the shipped mean over phrasings, each
+memory scored by its best phrasing (`RankingPolicy.phrasing_agreement` 0), and the mean floored at
+the query's own relevance (capped under the likely mark) times the share of alternatives finding the
+memory (`query_floor`), so a fragment-worded alternative does not sink the question's own answer.
+Scoring only a several-facts question by its best phrasing (its alternatives may be its parts, each
+matching another memory) moved pieces both ways and no figure (benchmarks/findings/recall.md)."""
 
 
 def served_config(engine: str) -> ServiceConfig:

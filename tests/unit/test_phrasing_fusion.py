@@ -1,10 +1,11 @@
 """How a search's phrasings (the query and the agent's alternatives) are fused into one relevance.
 
-An answer matches every wording of the question, noise one of them (`phrasing_agreement`); and
-the alternatives lift what the query misses without sinking what the query found and they find
-too (`query_floor`): the answer a single-fact question's own wording ranks tenth stays there when
-an alternative worded as a fragment prefers the turn beside it (LongMemEval development, issue 48),
-while the query's noise, which no alternative finds, still sinks.
+An answer matches every wording of the question, noise one of them (`phrasing_agreement`). The
+query floor (`query_floor`, measured by `long_history_recall.py`, off as shipped) lets the
+alternatives lift what the query misses without sinking what the query found and they find too:
+the answer a single-fact question's own wording ranks tenth stays there when an alternative worded
+as a fragment prefers the turn beside it (LongMemEval development, issue 48), while the query's
+noise, which no alternative finds, still sinks.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _relevance(candidates: Candidates, policy: RankingPolicy) -> dict[str, float
 
 
 def test_the_alternatives_never_sink_what_the_query_found_and_they_find_too() -> None:
-    policy = with_learned_relevance(DEFAULT_RANKING)
+    policy = replace(with_learned_relevance(DEFAULT_RANKING), query_floor=1.0)
     alone = _relevance(replace(_candidates(), alternatives=()), policy)
     helped = _relevance(_candidates(), policy)
     assert helped["answer"] >= alone["answer"] and helped["beside"] >= alone["beside"]
@@ -68,7 +69,7 @@ def test_the_floor_is_the_querys_own_relevance_times_the_share_of_alternatives_f
 
 
 def test_the_floor_never_makes_a_likely_answer_the_mean_does_not() -> None:
-    policy = replace(with_learned_relevance(DEFAULT_RANKING), relevant_at=0.3)
+    policy = replace(with_learned_relevance(DEFAULT_RANKING), relevant_at=0.3, query_floor=1.0)
     alone = _relevance(replace(_candidates(), alternatives=()), policy)
     mean = _relevance(_candidates(), replace(policy, query_floor=0.0))
     helped = _relevance(_candidates(), policy)
