@@ -105,11 +105,16 @@ ALTERNATIVES = " +alt"
 ALTERNATIVE_CHOICES: dict[str, dict[str, Any]] = {
     f"after{ALTERNATIVES}": {},
     f"best phrasing{ALTERNATIVES}": {"phrasing_agreement": 0.0},
+    f"query floor 1{ALTERNATIVES}": {"query_floor": 1.0},
+    f"query floor 0.9{ALTERNATIVES}": {"query_floor": 0.9},
+    f"query floor 0.8{ALTERNATIVES}": {"query_floor": 0.8},
 }
-"""The choices asked with alternatives (`--alternatives`): the shipped mean over phrasings, and each
-memory scored by its best phrasing (`RankingPolicy.phrasing_agreement` 0). Scoring only a
-several-facts question by its best phrasing (its alternatives may be its parts, each matching another
-memory) moved pieces both ways and no figure (benchmarks/findings/recall.md)."""
+"""The choices asked with alternatives (`--alternatives`): the shipped mean over phrasings, each
+memory scored by its best phrasing (`RankingPolicy.phrasing_agreement` 0), and the mean floored at
+the query's own relevance (capped under the likely mark) times the share of alternatives finding the
+memory (`query_floor`), so a fragment-worded alternative does not sink the question's own answer.
+Scoring only a several-facts question by its best phrasing (its alternatives may be its parts, each
+matching another memory) moved pieces both ways and no figure (benchmarks/findings/recall.md)."""
 
 
 def served_config(engine: str) -> ServiceConfig:

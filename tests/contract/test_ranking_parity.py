@@ -2,7 +2,8 @@
 
 SQLite is what the benchmarks measure, so it is the reference: a `MemoryService` over each index
 (same store type, `HashingEmbedder`, a fixed clock) writes the same fixture (three conversations of
-speaker turns, standalone facts, Chinese notes) and answers the same queries. With the hashing
+speaker turns, standalone facts, Chinese notes) and answers the same queries, some also with the
+agent's alternatives (fused as served). With the hashing
 embedder every cosine stays under the fusion's floor, so the ranking is the keyword channel's: the
 strictest case for parity. Another tenant's memories share the fixture's words (`NOISE`): every
 index keeps BM25's statistics per tenant, so they must change nothing.
@@ -35,7 +36,7 @@ from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import MemoryIndex
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
-from rearview.service.search.ranking_policy import DEFAULT_RANKING
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, LEARNED_ADMISSION
 from rearview.shared.clock import ManualClock
 from tests.contract.conftest import DIMENSION, INDEXES
 from tests.factories import T0
@@ -121,6 +122,14 @@ QUERIES = [
     "any suggestions for what tea I should drink?",  # advice: stated preferences first
 ]
 
+ALTERNATIVES = {
+    "what is the name of Melanie's dog": ["rescue dog from the shelter", "Biscuit the beagle"],
+    "how many times did the deploy and the CI pipeline time out in total": [
+        "the staging deploy failed", "the CI pipeline keeps timing out",
+    ],
+}  # fmt: skip
+"""The alternatives some queries are also asked with: each phrasing's channels, fused (`calibrated_fuse`)."""
+
 NOISE_TENANT = "t-noise"
 NOISE = [
     f"{word} note {i}: the database deploy, the CI timeout, Melanie's tea and Caroline's hiking trip"
@@ -134,7 +143,8 @@ def _service(index: MemoryIndex) -> MemoryService:
     index.ensure_schema()
     clock = ManualClock(T0)
     # Every candidate admitted: this compares the order the backends give, on a full page of ten.
-    config = ServiceConfig(ranking=replace(DEFAULT_RANKING, min_relevance=0.0))
+    agreement = LEARNED_ADMISSION["phrasing_agreement"]  # the served fusion of phrasings, its floor
+    config = ServiceConfig(ranking=replace(DEFAULT_RANKING, min_relevance=0.0, phrasing_agreement=agreement))
     return MemoryService(InMemoryMemoryStore(clock), index, HashingEmbedder(DIMENSION), clock, config=config)
 
 
@@ -160,8 +170,10 @@ def _fill(service: MemoryService) -> None:
 def _top10(service: MemoryService) -> list[list[str]]:
     """The contents of each query's top 10 (ids are random per service; contents are unique)."""
     out = []
-    for query in QUERIES:
-        result = service.search(TENANT, SearchRequest(query=query, top_k=10, reinforce=False))
+    asked = [(q, None) for q in QUERIES] + list(ALTERNATIVES.items())
+    for query, alternatives in asked:
+        request = SearchRequest(query=query, top_k=10, reinforce=False, alternatives=alternatives)
+        result = service.search(TENANT, request)
         out.append([service.get(TENANT, hit.id).content for hit in result.results])
     return out
 

@@ -8,6 +8,8 @@ names found (`ranking`'s docstring gives the formulas). Pure functions of `Candi
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
@@ -31,22 +33,37 @@ def calibrated_fuse(candidates: Candidates, policy: RankingPolicy) -> list[Fused
     Each phrasing (the query, each alternative) is judged as a query of its own, on its own scales
     and evidence; a memory takes the phrasing under which it is most relevant, so one strongly
     matched by any phrasing can rank first, and an alternative that matches nothing costs nothing.
+    With `phrasing_agreement`, relevance moves toward the mean over phrasings (an answer matches
+    every wording, noise one), but not below `query_floor` x its relevance under the query alone
+    (capped just under `relevant_at`) x the share of alternatives under which it has any relevance:
+    an alternative that finds the memory at all vouches for the query's judgement of it, so the
+    alternatives do not sink what the query found, while the query's noise, which they miss, still
+    sinks by the mean; and the floor never makes a likely answer, which stays the mean's call.
     """
     best = {f.memory_id: f for f in _with_cues(fuse_phrasing(candidates, policy), candidates.vector_cues)}
     if not candidates.alternatives:
         return list(best.values())
-    total = {i: f.relevance for i, f in best.items()}
+    own = {i: f.relevance for i, f in best.items()}
+    total = dict(own)
+    vouched: Counter[str] = Counter()
     for n in range(1, len(candidates.alternatives) + 1):
         asked = candidates.asked_as(n)
         for f in _with_cues(fuse_phrasing(asked, policy), asked.vector_cues):
             total[f.memory_id] = total.get(f.memory_id, 0.0) + f.relevance
+            vouched[f.memory_id] += f.relevance > 0
             kept = best.get(f.memory_id)
             if kept is None or f.relevance > kept.relevance:
                 best[f.memory_id] = replace(f, phrasing=n)
-    a, phrasings = policy.phrasing_agreement, 1 + len(candidates.alternatives)
+    a, alternatives = policy.phrasing_agreement, len(candidates.alternatives)
     if a <= 0:
         return list(best.values())
-    return [replace(f, relevance=(1 - a) * f.relevance + a * total[i] / phrasings) for i, f in best.items()]
+    cap = math.nextafter(policy.relevant_at, 0.0)
+    floor = {i: policy.query_floor * min(r, cap) * vouched[i] / alternatives for i, r in own.items()}
+    mean = {i: total[i] / (1 + alternatives) for i in best}
+    return [
+        replace(f, relevance=max((1 - a) * f.relevance + a * mean[i], floor.get(i, 0.0)))
+        for i, f in best.items()
+    ]
 
 
 def _with_cues(fused: list[Fused], cues: Mapping[str, int]) -> list[Fused]:

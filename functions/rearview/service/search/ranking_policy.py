@@ -98,6 +98,14 @@ class RankingPolicy:
     phrasing_agreement: float = 0.0
     """How much a memory's relevance is the mean over the search's phrasings rather than its best
     phrasing's: an answer matches every wording of the question, noise one of them."""
+    query_floor: float = 0.0
+    """With `phrasing_agreement`, the least share of a memory's relevance under the query alone (capped
+    just under `relevant_at`) that it keeps, times the share of the alternatives that find it
+    (relevance above 0; `fusion.calibrated_fuse`), so that an alternative worded as a fragment of
+    the question does not sink the answer the question found. 0: off. Not shipped: on LongMemEval's
+    development questions it kept a single-session answer with one writer's alternatives and cost a
+    preference answer with another's (`long_history_recall.py --alternatives`, benchmarks/findings/
+    recall.md)."""
     similarity_keep: int = 0
     """The similarity floor (`similarity_floor`): the memories of best cosine (over every phrasing and
     cue) that are always returned, as weak matches if nothing marks them likely; 0: off."""
