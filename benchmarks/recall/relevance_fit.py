@@ -44,11 +44,10 @@ import numpy.typing as npt
 
 from benchmarks.recall.everyday_recall import KINDS, Labelled
 from benchmarks.recall.recall_cv import Asked, recall_at  # the module path locomo_recall.py pickles it under
-from rearview.service.search import ranking
 from rearview.service.search.admission import cosine_order
 from rearview.service.search.candidates import Candidates, Ranked
 from rearview.service.search.fusion import evidence_of
-from rearview.service.search.phrasings import alternatives_needed, returned_as_searched
+from rearview.service.search.phrasings import as_searched, returned_as_searched
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.relevance import FEATURES, MODEL_FILE, RelevanceModel, features
 
@@ -398,11 +397,10 @@ def alternatives_split(folds: Folds, base: RankingPolicy, asked: Sequence[Labell
         for a in asked:
             if a.group in users:
                 policy = replace(base, relevance_model=models[a.group], alternatives_unless=unless)
-                rows.append((a, returned_as_searched(a.candidates, policy)[:TOP_K]))
-                if a.candidates.alternatives:
-                    helped += 1
-                    alone = ranking.returned(a.candidates.asked_as(0), policy)
-                    skipped += not alternatives_needed(a.candidates.query, alone, policy)
+                kept, searched = as_searched(a.candidates, policy)
+                rows.append((a, kept[:TOP_K]))
+                helped += bool(a.candidates.alternatives)
+                skipped += bool(a.candidates.alternatives) and not searched
         return skipped / max(helped, 1), _figures(rows, base)
 
     users = sorted({a.group for a in asked})

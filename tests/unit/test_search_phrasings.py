@@ -22,6 +22,7 @@ from rearview.service.search.phrasings import returned_as_searched
 from rearview.service.search.ranking_policy import DEFAULT_RANKING
 from rearview.service.search.searcher import Searcher
 from rearview.shared.clock import ManualClock
+from rearview.testing import UnavailableIndex
 
 MEMORIES = (
     "The user is allergic to peanuts",
@@ -81,6 +82,24 @@ def test_a_question_asking_for_several_facts_always_searches_them(clock: ManualC
     service, embedder = _service(clock, unless=0.0)
     _search(service, "how many concerts did the user go to?", ["concerts in March"])
     assert embedder.queries == ["how many concerts did the user go to?", "concerts in March"]
+
+
+def test_with_the_index_down_the_alternatives_cost_no_second_attempt(clock: ManualClock) -> None:
+    """A degraded search answers from the store once: it does not wait on the engine again for them."""
+    service, embedder = _service(clock, unless=1.01)
+    calls: list[object] = []
+
+    class CountingDown(UnavailableIndex):
+        def search(self, query: Any) -> Any:
+            calls.append(query)
+            return super().search(query)
+
+    down = MemoryService(service.store, CountingDown(), embedder, clock, service.config)
+    req = SearchRequest(query="peanuts allergy", alternatives=["Erdnüsse", "nut allergy"], reinforce=False)
+    result = down.search("t1", req)
+    assert result.degraded and result.results[0].content == MEMORIES[0]
+    assert len(calls) == 1
+    assert result.degraded_reason is not None and result.degraded_reason.count("index unavailable") == 1
 
 
 @pytest.mark.parametrize("unless", [0.0, 0.5, 1.01])

@@ -23,7 +23,7 @@ from rearview.service.search.coverage import asks_for_several
 from rearview.service.search.ranking import returned
 from rearview.service.search.ranking_policy import RankingPolicy
 
-__all__ = ["alternatives_needed", "returned_as_searched"]
+__all__ = ["alternatives_needed", "as_searched", "returned_as_searched"]
 
 
 def alternatives_needed(query: str, alone: Sequence[Ranked], policy: RankingPolicy) -> bool:
@@ -34,13 +34,20 @@ def alternatives_needed(query: str, alone: Sequence[Ranked], policy: RankingPoli
 
 
 def returned_as_searched(candidates: Candidates, policy: RankingPolicy) -> list[Ranked]:
-    """`ranking.returned` as `Searcher.search` applies it (`alternatives_needed`).
+    """`ranking.returned` as `Searcher.search` applies it (`alternatives_needed`)."""
+    return as_searched(candidates, policy)[0]
+
+
+def as_searched(candidates: Candidates, policy: RankingPolicy) -> tuple[list[Ranked], bool]:
+    """`returned_as_searched`, and whether the search would have searched the alternatives.
 
     Replayed on candidates collected with every phrasing (`Searcher.candidates`), the query alone
     keeps the second hop's hits that every phrasing's best matches seeded; the search asks the hop
     from the query's own.
     """
     if not candidates.alternatives:
-        return returned(candidates, policy)
+        return returned(candidates, policy), False
     alone = returned(candidates.asked_as(0), policy)
-    return returned(candidates, policy) if alternatives_needed(candidates.query, alone, policy) else alone
+    if alternatives_needed(candidates.query, alone, policy):
+        return returned(candidates, policy), True
+    return alone, False

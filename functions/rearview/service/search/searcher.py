@@ -91,12 +91,13 @@ class Searcher:
             check_as_of(req.as_of, self.clock.now(), self.config.as_of_days)
         top_k = req.top_k
         reasons: list[str] = []
-        candidates = self._candidates(tenant_id, req, top_k, reasons)
+        asked = self._scoped(req)
+        candidates, indexed = self._candidates(tenant_id, asked, top_k, reasons)
         yield_point()
         policy = self.config.ranking
         ranked = returned(candidates, policy)
-        if req.alternatives and alternatives_needed(req.query, ranked, policy):
-            candidates = self._with_alternatives(tenant_id, req, candidates, top_k, reasons)
+        if indexed and req.alternatives and alternatives_needed(req.query, ranked, policy):
+            candidates = self._with_alternatives(tenant_id, asked, candidates, top_k, reasons)
             ranked = returned(candidates, policy)
         relevant = (r for r in ranked if round(r.score, 6) >= req.min_score)
         kept = collapse_extracted(relevant, top_k, req.agent_id)
@@ -129,27 +130,32 @@ class Searcher:
         the search's choice).
         """
         reasons: list[str] = []
-        first = self._candidates(tenant_id, req, req.top_k, reasons)
-        if not req.alternatives:
+        asked = self._scoped(req)
+        first, indexed = self._candidates(tenant_id, asked, req.top_k, reasons)
+        if not (indexed and req.alternatives):
             return first
-        return self._with_alternatives(tenant_id, req, first, req.top_k, reasons)
+        return self._with_alternatives(tenant_id, asked, first, req.top_k, reasons)
 
-    def _candidates(self, tenant_id: str, req: SearchRequest, top_k: int, reasons: list[str]) -> Candidates:
-        """The query's channel hits (live, then archived), and the stored candidates with their strength now.
+    def _candidates(
+        self, tenant_id: str, req: SearchRequest, top_k: int, reasons: list[str]
+    ) -> tuple[Candidates, bool]:
+        """The query's channel hits and stored candidates, and whether the index answered.
 
-        `_with_alternatives` adds the alternatives'. With the index down, the store's keyword fallback
-        answers the query.
+        Live hits from the index, archived ones from the store; each candidate with its strength now.
+        `req` is scoped (`_scoped`). `_with_alternatives` adds the alternatives' hits. With the index
+        down, the store's keyword fallback answers the query (and the index is not asked again for
+        the alternatives).
         """
         query = req.query
-        req = self._scoped(req)
         depth = max(self.config.ranking.candidates_per_channel, 2 * top_k)
         channels = _Channels(None, None)
         archived_ceiling = 0.0
-        live = tuple(s for s in req.filter.statuses if s is not MemoryStatus.ARCHIVED)
-        if live:
-            flt = req.filter.model_copy(update={"statuses": live})
+        indexed = False
+        flt = _live(req.filter)
+        if flt is not None:
             try:
                 (channels,) = self._phrasing_channels(tenant_id, req, flt, [query], depth, reasons)
+                indexed = True
             except IndexUnavailableError as exc:
                 reasons.append(f"index unavailable ({exc}); answered from the store's recent memories")
                 limit = self.config.fallback_scan_limit
@@ -177,11 +183,10 @@ class Searcher:
             vector_baselines=channels.vector_baselines,
             vector_cues=channels.vector_cues,
         )
-        if channels.keyword is None or not live:
-            return first
+        if channels.keyword is None or flt is None:
+            return first, indexed
         yield_point()
-        flt = req.filter.model_copy(update={"statuses": live})
-        return self._second_hop(tenant_id, first, flt, now)
+        return self._second_hop(tenant_id, first, flt, now), indexed
 
     def _with_alternatives(
         self, tenant_id: str, req: SearchRequest, first: Candidates, top_k: int, reasons: list[str]
@@ -189,14 +194,12 @@ class Searcher:
         """`first` (the query's candidates) with the alternatives' hits, as if searched together.
 
         Each alternative is read `candidates_per_alternative` deep (at least `top_k`), and the second
-        hop is asked again from the best hits of every phrasing. With the index down, or no live
-        status searched, `first` is the answer.
+        hop is asked again from the best hits of every phrasing. `req` is scoped (`_scoped`). With the
+        index down, or no live status searched, `first` is the answer.
         """
-        req = self._scoped(req)
-        live = tuple(s for s in req.filter.statuses if s is not MemoryStatus.ARCHIVED)
-        if not live:
+        flt = _live(req.filter)
+        if flt is None:
             return first
-        flt = req.filter.model_copy(update={"statuses": live})
         texts = req.phrasings[1:]
         depth = max(self.config.ranking.candidates_per_alternative, top_k)
         try:
@@ -419,3 +422,9 @@ def _hit(
             phrasing=phrasings[fused.phrasing] if 0 < fused.phrasing < len(phrasings) else None,
         ),
     )
+
+
+def _live(flt: MemoryFilter) -> MemoryFilter | None:
+    """`flt` with its live statuses only (the index's); None when it asks for archived ones alone."""
+    live = tuple(s for s in flt.statuses if s is not MemoryStatus.ARCHIVED)
+    return flt.model_copy(update={"statuses": live}) if live else None
