@@ -174,6 +174,7 @@ def make_queries(rng: random.Random, hot: Sequence[str], n: int, repeat: float, 
 def load_everyday(data_dir: Path, dataset: Path) -> int:
     """Write the set's memories (every user's, into the benchmark's tenant) with the cues its assistant
     wrote, through `memory_write` as an agent would, unless the tenant holds memories already."""
+    check_everyday(dataset)
     service = build_service(settings_for(data_dir, "onnx"))
     have = service.index.count(TENANT)
     if have:
@@ -185,6 +186,15 @@ def load_everyday(data_dir: Path, dataset: Path) -> int:
     have = service.index.count(TENANT)
     print(f"wrote {have:,} memories with their cues in {time.perf_counter() - started:.0f}s", flush=True)
     return have
+
+
+def check_everyday(dataset: Path) -> None:
+    """Refuse, in one line, a set whose cues or alternatives are not beside it (`Help.beside`)."""
+    beside = [dataset.with_name(f"{dataset.stem}{end}.json") for end in ("_cues", "_alternatives")]
+    if missing := [str(p) for p in (dataset, *beside) if not p.is_file()]:
+        raise SystemExit(
+            f"--everyday needs the set with its cues and alternatives beside it; missing: {missing}"
+        )
 
 
 def everyday_searches(dataset: Path, alternatives: int) -> Iterator[Search]:
