@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
@@ -23,7 +25,13 @@ from rearview.service.memory_service import MemoryService
 from rearview.service.search.candidates import Factors, Fused, Ranked
 from rearview.service.search.contested import newer_first
 from rearview.service.write import writer as writer_module
-from rearview.service.write.conflicts import Conflict, conflict_with, states_change
+from rearview.service.write.conflicts import (
+    LABELLED_OPENING,
+    Conflict,
+    conflict_with,
+    opens_with_label,
+    states_change,
+)
 from rearview.service.write.merge_safety import InformationDifference, InformationKind
 from rearview.shared.clock import ManualClock
 from tests.factories import make_memory
@@ -106,6 +114,26 @@ def test_another_value_about_the_same_subject_is_a_conflict(
 )
 def test_a_shared_topic_another_attribute_or_a_paraphrase_is_no_conflict(older: str, newer: str) -> None:
     assert conflict_with(older, newer) is None
+
+
+def test_a_labelled_opening_is_found_as_by_one_pattern_of_opening_and_value() -> None:
+    """`opens_with_label` compiles the opening once; it answers as one pattern of opening + value did."""
+    texts = [
+        "Order 1234 shipped on Monday.", "my order #1234 shipped", "The sprint 14 demo is on Friday.",
+        "Flight LH 455 departs from gate B12.", "Flight LH455 departs", "Invoice INV-2031 was paid.",
+        "  -- ticket: 4521 is closed", "I drive a Tesla; order 12 came", "the big room 12b is booked",
+        "Our customer ACME 7 pays late", "order 12345", "Order 123 and order 1234", "PR 8120 merged",
+    ]  # fmt: skip
+    values = [
+        "LH 455",
+        *["1234", "455", "INV-2031", "4521", "12", "12b", "7", "123", "8120", "812", "14", "B12"],
+    ]
+    for text in texts:
+        for value in values:
+            one_pattern = re.match(LABELLED_OPENING.pattern + re.escape(value) + r"\b", text, re.IGNORECASE)
+            assert opens_with_label(text, value) is (one_pattern is not None), (text, value)
+    assert opens_with_label("Order 1234 shipped on Monday.", "1234")
+    assert not opens_with_label("Order 12345 shipped.", "1234")
 
 
 def test_change_words_are_recognized_in_both_languages() -> None:

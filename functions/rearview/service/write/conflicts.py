@@ -79,12 +79,14 @@ LABELS: Final = (
     "|commit|batch|patient|student|customer|account|table|seat|episode|chapter|lesson|step|phase"
 )
 """Nouns whose number names the thing itself (rule 4): "order 1234" is an order, not a quantity."""
-_LABELLED_OPENING: Final = (
+LABELLED_OPENING: Final = re.compile(
     r"^\W*(?:(?:the|my|our|your|their|this|that)\s+)?(?:[\w'-]+\s+)?(?:"
     + LABELS
-    + r")\W{0,3}(?:[A-Z]{1,4}\s*)?#?\s*"
+    + r")\W{0,3}(?:[A-Z]{1,4}\s*)?#?\s*",
+    re.IGNORECASE,
 )
-"""A text's opening up to a labelled value: an optional determiner and word, the label, a code ("LH")."""
+"""A text's opening up to a labelled value: an optional determiner and word, the label, a code ("LH").
+Compiled once: a pattern of it and each value was compiled per value, ~10 ms a write that checks one."""
 _CJK: Final = re.compile(r"[\u3400-\u9fff]")
 _OPENING_NAME: Final = re.compile(r"[A-Z][^\W\d_]+")
 
@@ -176,13 +178,20 @@ def find_conflict(
 
 def _labels_the_subject(difference: InformationDifference, older: str, newer: str) -> bool:
     """Whether each text opens with a label noun and one of its differing values (rule 4)."""
-    return any(_opens_with_label(older, v) for v in difference.only_existing) and any(
-        _opens_with_label(newer, v) for v in difference.only_incoming
+    return any(opens_with_label(older, v) for v in difference.only_existing) and any(
+        opens_with_label(newer, v) for v in difference.only_incoming
     )
 
 
-def _opens_with_label(text: str, value: str) -> bool:
-    return re.match(_LABELLED_OPENING + re.escape(value) + r"\b", text, re.IGNORECASE) is not None
+def opens_with_label(text: str, value: str) -> bool:
+    """Whether `text` is a labelled opening (`LABELLED_OPENING`) followed by the whole word `value`."""
+    whole = re.compile(re.escape(value) + r"\b", re.IGNORECASE)
+    at = 0
+    while (found := whole.search(text, at)) is not None:
+        if LABELLED_OPENING.fullmatch(text, 0, found.start()):
+            return True
+        at = found.start() + 1
+    return False
 
 
 def _same_scope(older: Memory, draft: Draft) -> bool:
