@@ -15,7 +15,10 @@ checkpoint, per memory. With `--opensearch`, the same memories and vectors are b
 indexes of a real node (`REARVIEW_OPENSEARCH_URL`, or one the test harness starts), force-merged to
 one segment, and `_stats/store` is divided by the memory count. `--everyday` writes a hand-written
 set's memories with the cues an assistant wrote for them (`<dataset>_cues.json` beside it, as
-`everyday_recall.py --help-mode with` does) instead of the synthetic ones.
+`everyday_recall.py --help-mode with` does) instead of the synthetic ones. `--served` times the same
+writes as an agent makes them, through two real `rearview serve` processes (one a side, the local e5
+embedder, alternating rounds) and the official `mcp` client: the server's CPU per `memory_write` (from
+/proc, all its threads) and the client's wall time per call.
 
 Search cost with alternatives is measured under load by `benchmarks/speed/concurrent_search.py
 --alternatives 0,2`.
@@ -119,6 +122,61 @@ def side(name: str, root: Path, embedder: Embedder) -> Side:
     return Side(name, MemoryService(store, index, embedder), folder / "index.sqlite3")
 
 
+async def _served_writes(url: str, pid: int, memories: Sequence[Written], cued: bool) -> tuple[float, float]:
+    """`memory_write` each memory over one MCP session: (server CPU s, wall s) of the writes."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from benchmarks.common.machine import cpu_s
+
+    async with (
+        httpx2.AsyncClient(timeout=120) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        await client.call_tool("memory_write", {"content": f"A first note ({cued=}) to warm the session."})
+        cpu, wall = cpu_s(pid), time.perf_counter()
+        for s, cues in memories:
+            arguments: dict[str, object] = {"content": s.content, "type": s.type.value}
+            if cued:
+                arguments["cues"] = cues
+            result = await client.call_tool("memory_write", arguments)
+            if result.is_error:
+                raise RuntimeError(f"memory_write failed: {result.content}")
+        return cpu_s(pid) - cpu, time.perf_counter() - wall
+
+
+def served(memories: Sequence[Written], rounds: int) -> None:
+    """Both sides' writes through `rearview serve` (the local e5 embedder), alternating by round."""
+    import anyio
+
+    from benchmarks.common.server import serving
+
+    per_round = len(memories) // rounds
+    totals = {"plain": [0.0, 0.0], "cued": [0.0, 0.0]}
+    with tempfile.TemporaryDirectory(prefix="rearview-help-served-") as tmp:
+        root = Path(tmp)
+        (root / "plain").mkdir()
+        (root / "cued").mkdir()
+        env = {"REARVIEW_EMBEDDER": "onnx"}
+        with (
+            serving(root / "plain", env, root / "plain.log") as plain,
+            serving(root / "cued", env, root / "cued.log") as cued,
+        ):
+            for r in range(rounds):
+                chunk = memories[r * per_round : (r + 1) * per_round]
+                for name, (url, pid) in (("plain", plain), ("cued", cued)):
+                    cpu, wall = anyio.run(_served_writes, url, pid, chunk, name == "cued")
+                    totals[name][0] += cpu
+                    totals[name][1] += wall
+    n = per_round * rounds
+    print(f"served (rearview serve, official mcp client, {n} writes a side):")
+    for name, (cpu, wall) in totals.items():
+        print(f"  {name:<6} server CPU {1000 * cpu / n:7.2f} ms/write   wall {1000 * wall / n:7.2f} ms/write")
+    (pc, pw), (cc, cw) = totals["plain"], totals["cued"]
+    print(f"  with 3 cues / without: server CPU {cc / pc:.2f}x, wall {cw / pw:.2f}x")
+
+
 def opensearch_bytes(memories: Sequence[Written], embedder: Embedder) -> tuple[float, float]:
     """Bytes per memory on a real OpenSearch node without and with cues (one merged segment each)."""
     from benchmarks.common.synthetic_memories import to_memory
@@ -174,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--everyday", type=Path, help="write this hand-written set's memories and cues instead"
     )
+    parser.add_argument(
+        "--served", action="store_true", help="also time the writes served (rearview serve, MCP client)"
+    )
     args = parser.parse_args(argv)
     if args.memories < args.rounds or args.rounds < 1:
         raise SystemExit("--memories must be at least --rounds, and --rounds at least 1")
@@ -206,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  with 3 cues / without: CPU {cued.cpu_s / plain.cpu_s:.2f}x,"
             f" wall {cued.wall_s / plain.wall_s:.2f}x, SQLite index {sizes['cued'] / sizes['plain']:.2f}x"
         )
+    if args.served:
+        served(memories, args.rounds)
     if args.opensearch:
         without, with_cues = opensearch_bytes(memories, embedder)
         print(
