@@ -122,6 +122,25 @@ def side(name: str, root: Path, embedder: Embedder) -> Side:
     return Side(name, MemoryService(store, index, embedder), folder / "index.sqlite3")
 
 
+def passes(embedder: Embedder, memories: Sequence[Written]) -> None:
+    """The e5 passes alone, per memory: its content's, and its cues' (each cue one call, as a write
+    embeds them: one text a pass), in CPU ms; what a write pays the embedder with and without cues."""
+    content = time.process_time()
+    for s, _ in memories:
+        embedder.embed_documents([s.content])
+    content = time.process_time() - content
+    cues = time.process_time()
+    for _, texts in memories:
+        for text in texts:
+            embedder.embed_documents([text])
+    cues = time.process_time() - cues
+    n = len(memories)
+    print(
+        f"  e5 passes alone: the content {1000 * content / n:.2f} ms/memory,"
+        f" its {sum(len(c) for _, c in memories) / n:.1f} cues {1000 * cues / n:.2f} ms/memory (CPU)"
+    )
+
+
 async def _served_writes(url: str, pid: int, memories: Sequence[Written], cued: bool) -> tuple[float, float]:
     """`memory_write` each memory over one MCP session: (server CPU s, wall s) of the writes."""
     import httpx2
@@ -267,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  with 3 cues / without: CPU {cued.cpu_s / plain.cpu_s:.2f}x,"
             f" wall {cued.wall_s / plain.wall_s:.2f}x, SQLite index {sizes['cued'] / sizes['plain']:.2f}x"
         )
+    passes(embedder, memories)
     if args.served:
         served(memories, args.rounds)
     if args.opensearch:
