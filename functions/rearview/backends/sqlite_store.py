@@ -208,8 +208,8 @@ class SQLiteMemoryStore:
         params: list[object] = [epoch(before)]
         after = decode_due_cursor(cursor)
         if after is not None:
-            where += f" AND (m.{column} > ? OR (m.{column} = ? AND m.id > ?))"
-            params += [float(after[0]), float(after[0]), after[1]]
+            where += f" AND (m.{column}, m.id) > (?, ?)"  # a row value: the index seeks to the page
+            params += [float(after[0]), after[1]]
         source = f"memories m INDEXED BY {index}"
         sql = (
             f"SELECT body, {column} FROM {source} WHERE m.tenant_id = ? "
@@ -257,8 +257,10 @@ class SQLiteMemoryStore:
         past, order = (">", "ASC") if oldest_first else ("<", "DESC")
         if cursor is not None:
             updated, last_id = _decode_cursor(cursor)
-            where += f" AND (m.updated_at {past} ? OR (m.updated_at = ? AND m.id {past} ?))"
-            params += [updated, updated, last_id]
+            # A row value, not `a < ? OR (a = ? AND id < ?)`: SQLite seeks the index to the page with
+            # it, where the OR made every page walk the tenant from its start (7.6 s a page at 1M).
+            where += f" AND (m.updated_at, m.id) {past} (?, ?)"
+            params += [updated, last_id]
         items = self._select(
             where,
             (tenant_id, self._now(), *params),
