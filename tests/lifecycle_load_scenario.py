@@ -282,7 +282,10 @@ def synthetic(i: int, rng: random.Random) -> Memory:
     recalled = rng.random() < 0.33
     last_access = max(written, NOW - timedelta(days=rng.uniform(0, 10))) if recalled else written
     content = f"{' '.join(rng.sample(WORDS, 6))} (note {i})"
-    session = f"s{i % 50}" if memory_type is MemoryType.WORKING else None
+    # Sessions as an agent writes them, a run of consecutive memories (~10 working ones each at any N);
+    # `i % 50` made 50 sessions whatever N (1,000 working memories each at 1M), and archiving re-reads
+    # up to 1,000 session neighbours per session per page: a conversation that size is not a session.
+    session = f"s{i // 200}" if memory_type is MemoryType.WORKING else None
     recalls = rng.randint(1, 10) if recalled else 0
     return Memory(
         id=new_id(written),
