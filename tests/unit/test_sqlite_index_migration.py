@@ -6,6 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rearview.backends.sqlite_common import SQLiteDatabase
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
@@ -45,7 +46,7 @@ def test_documents_indexed_before_cues_keep_their_text_and_vectors_and_take_cues
     path = tmp_path / "index.sqlite3"
     kept = make_memory("green tea with honey", memory_id="old")
     old = SQLiteDatabase(path)
-    old.migrate("index", MIGRATIONS[:-2])  # the schema before cues: two FTS5 columns per tenant
+    old.migrate("index", MIGRATIONS[:-3])  # the schema before cues: two FTS5 columns per tenant
     with old.transaction() as conn:
         conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
         conn.execute("CREATE VIRTUAL TABLE docs_fts_1 USING fts5(body, ctx, tokenize = 'porter unicode61')")
@@ -81,7 +82,7 @@ def test_documents_indexed_before_as_of_times_pass_every_as_of_filter(tmp_path: 
     path = tmp_path / "index.sqlite3"
     kept = make_memory("green tea with honey", memory_id="old", status=MemoryStatus.SUPERSEDED)
     old = SQLiteDatabase(path)
-    old.migrate("index", MIGRATIONS[:-1])  # the schema before the as-of times
+    old.migrate("index", MIGRATIONS[:-2])  # the schema before the as-of times
     with old.transaction() as conn:
         conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
         conn.execute(
@@ -112,3 +113,41 @@ def test_documents_indexed_before_as_of_times_pass_every_as_of_filter(tmp_path: 
     )
     assert index.search(normal).keyword == [] and index.search(normal).vector == []
     index.close()
+
+
+def test_documents_indexed_before_parts_are_found_by_their_content_and_take_parts(tmp_path: Path) -> None:
+    """A document indexed before part vectors (`docs.part_vectors`) has none and is found as before; its
+    next full write brings them."""
+    path = tmp_path / "index.sqlite3"
+    kept = make_memory("green tea with honey", memory_id="old")
+    old = SQLiteDatabase(path)
+    old.migrate("index", MIGRATIONS[:-1])  # the schema before parts
+    with old.transaction() as conn:
+        conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
+        conn.execute(
+            "CREATE VIRTUAL TABLE docs_fts_1 USING fts5(body, ctx, cue, tokenize = 'porter unicode61')"
+        )
+        conn.execute(
+            "INSERT INTO docs (rowid, tenant_id, memory_id, agent_id, visibility, session_id, type, status,"
+            " scope_key, event_time, tags, vector, version, content_hash, created_at, updated_at)"
+            " VALUES (1, 't1', 'old', 'default', 'shared', NULL, 'semantic', 'active', ?, 0, '[]', ?, 1, ?, 0,"
+            " 9e999)",
+            (kept.scope_key, unit_vector(1, 8).tobytes(), kept.content_hash),
+        )
+        conn.execute(
+            "INSERT INTO docs_fts_1 (rowid, body, ctx, cue) VALUES (1, 'green tea with honey', '', '')"
+        )
+    old.close()
+
+    index = SQLiteMemoryIndex(path, 8)
+    index.ensure_schema()
+    by_part = IndexQuery(tenant_id="t1", filter=MemoryFilter(), limit=5, vector=unit_vector(3, 8))
+    before = float(unit_vector(1, 8) @ unit_vector(3, 8))
+    assert index.search(by_part).vector == [("old", pytest.approx(before, abs=1e-6))]
+    again = kept.model_copy(update={"version": 2})
+    index.upsert([IndexDocument(again, unit_vector(1, 8), part_vectors=np.stack([unit_vector(3, 8)]))])
+    assert index.search(by_part).vector == [("old", pytest.approx(1.0, abs=1e-6))]
+    index.close()
+    reopened = SQLiteMemoryIndex(path, 8)  # the parts are in the file, not only in the matrix
+    assert reopened.search(by_part).vector == [("old", pytest.approx(1.0, abs=1e-6))]
+    reopened.close()

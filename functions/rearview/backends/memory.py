@@ -229,7 +229,7 @@ class InMemoryMemoryIndex:
 
     BM25 counts the context's words at `CONTEXT_WEIGHT` and the recall cues' at `CUE_WEIGHT`
     (`bm25_rank_fields`, FTS5's semantics); a document's cosine is the best of its content's and
-    (with `IndexQuery.match_cues`) its cues'.
+    (with `IndexQuery.match_cues`) its cues' and its parts'.
 
     Version-conditional like every index: the indexed `Memory` carries its version.
     """
@@ -256,12 +256,16 @@ class InMemoryMemoryIndex:
                         if doc.cue_vectors is not None:
                             cues, cue_vectors = _cues(doc, self._dimension)
                         self._docs[key] = _Indexed(
-                            doc.memory, indexed.vector, indexed.body, context, cues, cue_vectors
-                        )
+                            doc.memory, indexed.vector, indexed.body, context, cues, cue_vectors,
+                            indexed.part_vectors,
+                        )  # fmt: skip
                     continue
                 vector = check_vector(doc.vector, self._dimension)
                 body, context = text_terms(doc.memory.content), text_terms(doc.context or "")
-                self._docs[key] = _Indexed(doc.memory, vector, body, context, *_cues(doc, self._dimension))
+                parts = _matrix(doc.part_vectors, self._dimension)
+                self._docs[key] = _Indexed(
+                    doc.memory, vector, body, context, *_cues(doc, self._dimension), parts
+                )
 
     def erase(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
         """`delete`: nothing of a document outlives it in memory."""
@@ -308,6 +312,8 @@ class InMemoryMemoryIndex:
             best: list[float] = []
             for d, sim in zip(candidates, sims, strict=True):
                 score = float(sim)
+                if query.match_cues and d.part_vectors is not None:
+                    score = max(score, float(np.max(d.part_vectors @ q)))
                 if query.match_cues and d.cue_vectors is not None and len(d.cue_vectors):
                     cue_sims = d.cue_vectors @ q
                     n = int(np.argmax(cue_sims))
@@ -332,6 +338,17 @@ class _Indexed:
     cues: list[str] = field(default_factory=list)
     """The recall cues' terms, all cues in one field (as FTS5's third column holds them)."""
     cue_vectors: Vector | None = None
+    part_vectors: Vector | None = None
+    """The content's parts' vectors (`IndexDocument.part_vectors`); None: it has none."""
+
+
+def _matrix(vectors: Vector | None, dimension: int | None) -> Vector | None:
+    """`vectors` checked row by row; None for none (None or no rows)."""
+    import numpy as np
+
+    if vectors is None or not len(vectors):
+        return None
+    return np.stack([check_vector(v, dimension) for v in vectors])
 
 
 def _cues(doc: IndexDocument, dimension: int | None) -> tuple[list[str], Vector | None]:

@@ -13,8 +13,9 @@ ranking, so a small scope still gets its `limit` results.
 Text is indexed as `text.tokens` (casefolded words, CJK bigrams) with FTS5's porter stemmer, in
 three columns: the memory's content (`body`), its keyword context (`ctx`, weighted `CONTEXT_WEIGHT`
 by the BM25 ranking) and its recall cues (`cue`, weighted `CUE_WEIGHT`). The cues' vectors are kept
-beside the content's (`docs.cue_vectors`, a row per cue) and a document's cosine is the best of its
-content's and its cues' (`TenantMatrix.best`).
+beside the content's (`docs.cue_vectors`, a row per cue), and so are the content's parts' (`docs.
+part_vectors`, `IndexDocument.part_vectors`); a document's cosine is the best of its content's, its
+parts' and its cues' (`TenantMatrix.best`).
 
 Writes are conditional on the memory's version (stored per document, checked in the write's
 transaction, and the matrix is updated only for the writes that applied). Keyword queries run on
@@ -108,13 +109,15 @@ class SQLiteMemoryIndex:
                             continue  # a vector-less update of a tenant with nothing indexed
                         table = created[m.tenant_id] = create_fts(conn, m.tenant_id)
                     doc_row = DocRow.of(m)
-                    cue_vectors = _cue_matrix(doc, self._dimension)
-                    if not _write(conn, table, doc, doc_row, vector, cue_vectors):
+                    cue_vectors = _checked(doc.cue_vectors, self._dimension)
+                    parts = _checked(doc.part_vectors, self._dimension) if vector is not None else None
+                    if not _write(conn, table, doc, doc_row, vector, cue_vectors, parts):
                         continue
                     self._df.changed(table)
                     cached = self._tenants.get(m.tenant_id)
                     if cached is not None:
-                        cached.put(m.id, doc_row, vector, _cues_or_none(vector, cue_vectors, self._dimension))
+                        cues = _cues_or_none(vector, cue_vectors, self._dimension)
+                        cached.put(m.id, doc_row, vector, cues, parts)
             self._fts.update(created)
 
     def delete(self, tenant_id: str, memory_ids: Sequence[str]) -> None:
@@ -230,6 +233,10 @@ class SQLiteMemoryIndex:
                 memory_id: cue for _, memory_id, cue in ranked if cue >= 0
             }
 
+    def _rows(self, blob: bytes | None) -> Vector | None:
+        """A `docs.cue_vectors`/`part_vectors` blob as a matrix (None: none)."""
+        return None if blob is None else np.frombuffer(blob, np.float32).reshape(-1, self._dimension)
+
     def _tenant(self, tenant_id: str) -> TenantMatrix:
         tm = self._tenants.get(tenant_id)
         if tm is None:
@@ -237,28 +244,26 @@ class SQLiteMemoryIndex:
             with self._db.reading() as conn:  # under self._lock: no write lands while the matrix loads
                 rows = conn.execute(
                     "SELECT memory_id, agent_id, visibility, session_id, type, status, scope_key, event_time,"
-                    " tags, vector, cue_vectors, created_at, updated_at FROM docs WHERE tenant_id = ?"
-                    " ORDER BY rowid",
+                    " tags, vector, cue_vectors, created_at, updated_at, part_vectors FROM docs"
+                    " WHERE tenant_id = ? ORDER BY rowid",
                     (tenant_id,),
                 ).fetchall()
             for r in rows:
                 tags, times = frozenset(json.loads(r[8])), (float(r[11]), float(r[12]))
                 doc = DocRow(r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]), tags, *times)
-                cues = (
-                    None if r[10] is None else np.frombuffer(r[10], np.float32).reshape(-1, self._dimension)
-                )
-                tm.put(r[0], doc, np.frombuffer(r[9], dtype=np.float32), cues)
+                cues, parts = self._rows(r[10]), self._rows(r[13])
+                tm.put(r[0], doc, np.frombuffer(r[9], dtype=np.float32), cues, parts)
             self._tenants[tenant_id] = tm
         return tm
 
 
-def _cue_matrix(doc: IndexDocument, dimension: int) -> Vector | None:
-    """The document's cue vectors checked (`IndexDocument.cue_vectors`), or None."""
-    if doc.cue_vectors is None:
+def _checked(vectors: Vector | None, dimension: int) -> Vector | None:
+    """A document's cue or part vectors checked row by row (none: an empty matrix), or None."""
+    if vectors is None:
         return None
     return (
-        np.stack([check_vector(v, dimension) for v in doc.cue_vectors])
-        if len(doc.cue_vectors)
+        np.stack([check_vector(v, dimension) for v in vectors])
+        if len(vectors)
         else (np.zeros((0, dimension), np.float32))
     )
 
@@ -277,6 +282,7 @@ def _write(
     doc_row: DocRow,
     vector: Vector | None,
     cue_vectors: Vector | None,
+    part_vectors: Vector | None,
 ) -> bool:
     """Write one document unless the indexed one is newer (or, vector-less, absent or of other content).
 
@@ -313,9 +319,9 @@ def _write(
         conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
     cur = conn.execute(
         "INSERT INTO docs (tenant_id, memory_id, agent_id, visibility, session_id, type, status, scope_key,"
-        " event_time, tags, created_at, updated_at, version, content_hash, vector, cue_vectors)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (m.tenant_id, m.id, *cols, vector.tobytes(), _blob(cue_vectors)),
+        " event_time, tags, created_at, updated_at, version, content_hash, vector, cue_vectors, part_vectors)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (m.tenant_id, m.id, *cols, vector.tobytes(), _blob(cue_vectors), _blob(part_vectors)),
     )
     conn.execute(
         f"INSERT INTO {table} (rowid, body, ctx, cue) VALUES (?, ?, ?, ?)",
@@ -329,8 +335,9 @@ def _write(
     return True
 
 
-def _blob(cue_vectors: Vector | None) -> bytes | None:
-    """Cue vectors as `docs.cue_vectors` holds them (float32 rows, concatenated); None for none."""
-    return (
-        None if cue_vectors is None or len(cue_vectors) == 0 else np.ascontiguousarray(cue_vectors).tobytes()
-    )
+def _blob(vectors: Vector | None) -> bytes | None:
+    """Cue or part vectors as `docs.cue_vectors`/`part_vectors` hold them; None for none.
+
+    Float32 rows, concatenated.
+    """
+    return None if vectors is None or len(vectors) == 0 else np.ascontiguousarray(vectors).tobytes()

@@ -121,4 +121,7 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE docs ADD COLUMN created_at REAL NOT NULL DEFAULT 0;
     ALTER TABLE docs ADD COLUMN updated_at REAL NOT NULL DEFAULT 9e999
     """,
+    # The content's parts' vectors (`IndexDocument.part_vectors`, float32 rows concatenated; NULL:
+    # none). A document indexed before has none until its content is embedded again (`reindex`).
+    "ALTER TABLE docs ADD COLUMN part_vectors BLOB",
 ]

@@ -75,7 +75,8 @@ class TenantMatrix:
     String columns are dictionary-coded to int32 so a filter is a few vectorized comparisons;
     tags keep an inverted list (tag -> rows). Removed rows stay allocated and are masked out.
     Recall cues' vectors (`IndexDocument.cue_vectors`) are a second matrix whose rows name their
-    document's row (`CueRows`): a document's vector evidence is the best of its content and cues.
+    document's row (`CueRows`), and the content's parts' (`IndexDocument.part_vectors`) a third: a
+    document's vector evidence is the best of its content, parts and cues.
     """
 
     def __init__(self, dimension: int) -> None:
@@ -93,11 +94,17 @@ class TenantMatrix:
         self.row_tags: list[frozenset[str]] = []
         self.tag_rows: dict[str, set[int]] = {}
         self.cues = CueRows(dimension)
+        self.parts = CueRows(dimension)
 
     def put(
-        self, memory_id: str, doc: DocRow, vector: Vector | None, cue_vectors: Vector | None = None
+        self,
+        memory_id: str,
+        doc: DocRow,
+        vector: Vector | None,
+        cue_vectors: Vector | None = None,
+        part_vectors: Vector | None = None,
     ) -> None:
-        """Index one document; `vector`/`cue_vectors` as `IndexDocument` defines them (None keeps)."""
+        """Index one document; `vector`/`cue_vectors`/`part_vectors` as `IndexDocument` defines them."""
         row = self.pos.get(memory_id)
         if row is None:
             if vector is None:
@@ -105,6 +112,8 @@ class TenantMatrix:
             row = self._append(memory_id)
         if vector is not None or cue_vectors is not None:
             self.cues.replace(row, cue_vectors)
+        if vector is not None:
+            self.parts.replace(row, part_vectors)
         for name in CODED_COLUMNS:
             self.codes[name][row] = self.vocab[name].setdefault(getattr(doc, name), len(self.vocab[name]))
         self.event_time[row] = doc.event_time
@@ -121,16 +130,19 @@ class TenantMatrix:
             self.alive[row] = False
             self._set_tags(row, frozenset())
             self.cues.replace(row, None)
+            self.parts.replace(row, None)
 
     def best(
         self, rows: npt.NDArray[np.intp], query: Vector, with_cues: bool
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]:
-        """Each of `rows`' cosine to `query`, and which cue carried it (-1: the content).
+        """Each of `rows`' cosine to `query`, and which cue carried it (-1: the content, whole or a part).
 
-        The content's cosine, or with `with_cues` its best cue's where that is higher.
+        The content's cosine, or with `with_cues` its best part's or cue's where that is higher.
         """
         sims = (self.matrix[: self.size] @ query)[rows]
         carrier = np.full(rows.size, -1, np.intp)
+        if with_cues and self.parts.live:
+            self.parts.lift(rows, query, sims, np.full(rows.size, -1, np.intp))
         if with_cues and self.cues.live:
             self.cues.lift(rows, query, sims, carrier)
         return sims, carrier
@@ -199,7 +211,7 @@ class TenantMatrix:
 
 
 class CueRows:
-    """The cue vectors of one tenant's documents: row i is cue `n[i]` of document row `owner[i]`.
+    """Extra vectors of one tenant's documents (cues, or parts): row i is vector `n[i]` of row `owner[i]`.
 
     A document's cues are replaced whole (its old rows marked dead); dead rows are dropped once
     they outnumber the live ones, so the matrix stays proportional to the cues indexed.

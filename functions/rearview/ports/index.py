@@ -57,6 +57,10 @@ class IndexDocument:
     With `vector`: the document's vectors are these (None: the memory has no cue vectors). Without
     `vector`: given, they replace the indexed cues (text and vectors) and keep the content's vector,
     under the same conditions as a vector-less update; None keeps the indexed cues."""
+    part_vectors: Vector | None = field(default=None, kw_only=True)
+    """A (n, dim) matrix: the content's parts (`rearview.text.parts.content_parts`), each embedded as a
+    document. They follow the content's `vector`: with it, the document's part vectors are these (None:
+    none); without it, the indexed parts stay (the content did not change). Never returned or shown."""
 
     @property
     def cue_text(self) -> str:
@@ -81,9 +85,9 @@ class IndexQuery:
     text: str | None = None
     vector: Vector | None = None
     match_cues: bool = True
-    """Whether a memory's cue vectors count in the vector channel (its cosine the best of content and
-    cues); False compares content alone (dedup). The keyword channel always counts the cues' words
-    at `CUE_WEIGHT`: no caller compares text alone."""
+    """Whether a memory's cue and part vectors count in the vector channel (its cosine the best of
+    content, cues and parts); False compares the whole content alone (dedup). The keyword channel
+    always counts the cues' words at `CUE_WEIGHT`: no caller compares text alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +100,7 @@ class ChannelHits:
 
     keyword: list[tuple[str, float]] = field(default_factory=list)
     vector: list[tuple[str, float]] = field(default_factory=list)
-    """Each memory's best cosine over its content and (with `match_cues`) its cues."""
+    """Each memory's best cosine over its content and (with `match_cues`) its cues and parts."""
     keyword_ceiling: float = 0.0
     """The query's BM25 scale: the sum of its phrases' IDF under the statistics the keyword scores
     were computed with, i.e. what an average-length document holding every query phrase once scores
@@ -104,7 +108,7 @@ class ChannelHits:
     on 5 candidates as on 500; 0 when unknown (ranking then falls back to the best candidate)."""
     vector_cues: dict[str, int] = field(default_factory=dict)
     """memory_id -> the index in `Memory.cues` of the cue that carried its vector score; absent
-    when the content did."""
+    when the content (whole or a part) did."""
 
 
 @dataclass(frozen=True, slots=True)

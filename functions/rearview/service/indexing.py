@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from rearview.errors import EmbedderError, IndexUnavailableError
 from rearview.models import Memory, MemoryStatus
 from rearview.ports import Embedder, IndexDocument, MemoryIndex, Vector
+from rearview.text.parts import content_parts
 
 log = logging.getLogger(__name__)
 
@@ -20,35 +22,54 @@ INDEXED_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED, MemoryStatus.D
 retired since); search filters on status inside the query, so a normal search matches active ones."""
 
 
-def embed_with_cues(
-    embedder: Embedder, texts: Sequence[tuple[str, Sequence[str]]]
-) -> list[tuple[Vector, Vector | None]]:
-    """Each (content, cues)'s content vector and cue vectors (None: no cues), in one embedder call.
+@dataclass(frozen=True, slots=True)
+class Embedding:
+    """One memory's vectors: its content's, its cues' (None: no cues) and its parts' (None: none)."""
+
+    vector: Vector
+    cues: Vector | None = None
+    parts: Vector | None = None
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[tuple[str, Sequence[str]]]) -> list[Embedding]:
+    """Each (content, cues)'s vectors: content, cues and the content's parts, in one embedder call.
+
+    Parts: `rearview.text.parts.content_parts`.
 
     Raises EmbedderError as `embed_documents` does.
     """
-    flat = [t for content, cues in texts for t in (content, *cues)]
+    parts = [content_parts(content) for content, _ in texts]
+    flat = [t for (content, cues), own in zip(texts, parts, strict=True) for t in (content, *cues, *own)]
     matrix = embedder.embed_documents(flat) if flat else None
-    out: list[tuple[Vector, Vector | None]] = []
+    out: list[Embedding] = []
     at = 0
-    for _, cues in texts:
+    for (_, cues), own in zip(texts, parts, strict=True):
         assert matrix is not None
-        out.append((matrix[at], matrix[at + 1 : at + 1 + len(cues)] if cues else None))
-        at += 1 + len(cues)
+        cue_end, part_end = at + 1 + len(cues), at + 1 + len(cues) + len(own)
+        out.append(
+            Embedding(
+                matrix[at],
+                matrix[at + 1 : cue_end] if cues else None,
+                matrix[cue_end:part_end] if own else None,
+            )
+        )
+        at = part_end
     return out
 
 
 def index_documents(
     embedder: Embedder, memories: Sequence[Memory], contexts: Mapping[str, str] | None = None
 ) -> list[IndexDocument]:
-    """Full documents of `memories`: content and cues embedded in one call, with their `contexts`.
+    """Full documents of `memories`: content, cues and parts embedded in one call, with their `contexts`.
 
     Raises EmbedderError as `embed_documents` does.
     """
-    vectors = embed_with_cues(embedder, [(m.content, [c.text for c in m.cues]) for m in memories])
+    vectors = embed_texts(embedder, [(m.content, [c.text for c in m.cues]) for m in memories])
     return [
-        IndexDocument(m, vector, cue_vectors=cues, context=(contexts or {}).get(m.id))
-        for m, (vector, cues) in zip(memories, vectors, strict=True)
+        IndexDocument(
+            m, e.vector, cue_vectors=e.cues, part_vectors=e.parts, context=(contexts or {}).get(m.id)
+        )
+        for m, e in zip(memories, vectors, strict=True)
     ]
 
 

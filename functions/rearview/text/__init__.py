@@ -6,7 +6,8 @@ The package keeps the keyword side of ranking beside the tokens it counts:
   channels count), `estimate_tokens`, the control and format characters stored text refuses,
   `content_runs` (a long list cut into calls);
 - `fts_terms`: the terms SQLite FTS5 indexes for those tokens, stemmed by SQLite itself;
-- `bm25`: Okapi BM25 as FTS5 scores it, for the backends and the search paths that have no FTS5.
+- `bm25`: Okapi BM25 as FTS5 scores it, for the backends and the search paths that have no FTS5;
+- `parts`: a long memory's sentences, which the index embeds beside its whole content.
 
 Plain functions of strings, standard library only: any layer may import them.
 """

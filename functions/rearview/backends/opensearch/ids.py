@@ -90,7 +90,13 @@ class OwnIds:
             memory = doc.memory
             doc_id = _own_id(memory.tenant_id, memory.id)
             if doc.vector is not None:
-                source = document_source(memory, doc.vector, doc.context, cue_vectors=doc.cue_vectors)
+                source = document_source(
+                    memory,
+                    doc.vector,
+                    doc.context,
+                    cue_vectors=doc.cue_vectors,
+                    part_vectors=doc.part_vectors,
+                )
             else:
                 found = existing.get(doc_id)
                 if found is None or not _may_write(memory, None, [found]):
@@ -142,7 +148,13 @@ class AssignedIds:
                 source = _kept(doc, with_vector)
             else:
                 source = _without_nulls(
-                    document_source(memory, doc.vector, doc.context, cue_vectors=doc.cue_vectors)
+                    document_source(
+                        memory,
+                        doc.vector,
+                        doc.context,
+                        cue_vectors=doc.cue_vectors,
+                        part_vectors=doc.part_vectors,
+                    )
                 )
             ops.extend(_delete_op(index, found.id) for found in old)
             ops.append(({"index": {"_index": index}}, source))
@@ -216,14 +228,16 @@ def _may_write(memory: Memory, vector: Vector | None, existing: Sequence[_Found]
 def _kept(doc: IndexDocument, found: _Found) -> Json:
     """A vector-less update's source: `found`'s vector and text, its context and cues unless `doc` has them.
 
-    Cues come as `IndexDocument.cue_vectors`: their text and vectors are replaced together.
+    Cues come as `IndexDocument.cue_vectors`: their text and vectors are replaced together; the
+    content's parts (negative `cue` entries, `mapping.part_entries`) stay with the content.
     """
     fresh = document_source(doc.memory, None, doc.context)
     context = found.context if doc.context is None else doc.context
     if doc.cue_vectors is None:
         cues, cue_vectors = found.cues, found.cue_vectors
     else:
-        cues, cue_vectors = doc.cue_text, cue_entries(doc.cue_vectors)
+        parts = [e for e in found.cue_vectors or () if _is_part(e)]
+        cues, cue_vectors = doc.cue_text, cue_entries(doc.cue_vectors) + parts
     return _without_nulls(
         {
             **fresh,
@@ -235,6 +249,12 @@ def _kept(doc: IndexDocument, found: _Found) -> Json:
             **keyword_terms(found.content, context, cues),
         }
     )
+
+
+def _is_part(entry: object) -> bool:
+    """Whether an indexed `CUE_VECTORS_FIELD` entry is a part of the content (a negative `cue`)."""
+    cue = as_mapping(entry).get("cue")
+    return isinstance(cue, int) and cue < 0
 
 
 def _delete_op(index: str, doc_id: str) -> BulkOp:

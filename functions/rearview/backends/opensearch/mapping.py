@@ -62,7 +62,8 @@ CUES_FIELD: Final = "cues"
 `content`; the keyword channel matches their terms (`TERM_FIELDS["cues"]`) at `CUE_WEIGHT`."""
 CUE_VECTORS_FIELD: Final = "cue_vectors"
 """The `nested` field of a memory's cue vectors: one object per cue, `{"cue": i, "vector": [...]}`
-(row i of `IndexDocument.cue_vectors`, for `Memory.cues[i]`; no `vector` where the row is zero).
+(row i of `IndexDocument.cue_vectors`, for `Memory.cues[i]`; no `vector` where the row is zero), and
+one per part of its content, `{"cue": -1 - j, ...}` (row j of `IndexDocument.part_vectors`).
 
 A nested k-NN query scores a document by its best cue; `vector_queries.vector_body` takes the best of
 that and the content's `vector`, and reads which cue carried it from the nested query's inner hit."""
@@ -190,13 +191,19 @@ def _knn_vector(config: OpenSearchConfig) -> Json:
 
 
 def document_source(
-    memory: Memory, vector: Vector | None, context: str | None, *, cue_vectors: Vector | None = None
+    memory: Memory,
+    vector: Vector | None,
+    context: str | None,
+    *,
+    cue_vectors: Vector | None = None,
+    part_vectors: Vector | None = None,
 ) -> Json:
     """The indexed document of a memory (`vector` None: the fields a vector-less update sets).
 
     `context` None: no context in a full document, the indexed one kept by a vector-less update.
     A full document holds the memory's recall cues (text and vectors) when `cue_vectors` are given,
-    and none otherwise (`IndexDocument.cue_vectors`); a vector-less update's cues are `ids._kept`'s.
+    and none otherwise (`IndexDocument.cue_vectors`), and its content's parts' vectors (`part_vectors`,
+    in the same nested field: `cue_entries`); a vector-less update's are `ids._kept`'s.
     """
     source: Json = {
         "memory_id": memory.id,
@@ -222,7 +229,7 @@ def document_source(
         cues = cue_text(memory) if cue_vectors is not None else ""
         source["content"] = memory.content
         source[CUES_FIELD] = cues
-        source[CUE_VECTORS_FIELD] = cue_entries(cue_vectors)
+        source[CUE_VECTORS_FIELD] = cue_entries(cue_vectors) + part_entries(part_vectors)
         source.update(keyword_terms(memory.content, context or "", cues))
         if vector.any():  # cosinesimil rejects a zero vector; such a memory is found by keyword only
             source["vector"] = vector.tolist()
@@ -241,6 +248,17 @@ def cue_entries(cue_vectors: Vector | None) -> list[Json]:
     return [
         {"cue": i, **({"vector": row.tolist()} if row.any() else {})} for i, row in enumerate(cue_vectors)
     ]
+
+
+def part_entries(part_vectors: Vector | None) -> list[Json]:
+    """The content's parts in `CUE_VECTORS_FIELD`: part j as `cue` -1 - j (a negative `cue` is a part).
+
+    One nested field, so the one nested k-NN query scores a document by the best of its cues and parts
+    (`vector_queries.vector_body`), and no index needs a new mapping for them.
+    """
+    if part_vectors is None:
+        return []
+    return [{"cue": -1 - j, "vector": row.tolist()} for j, row in enumerate(part_vectors) if row.any()]
 
 
 def keyword_terms(content: str, context: str, cues: str = "") -> Json:

@@ -100,6 +100,8 @@ def vector_ranked(result: Mapping[str, Any], limit: int) -> tuple[list[tuple[str
         cue_score = inner.get("_score") if inner is not None else None
         if cue is None or not isinstance(cue_score, int | float):
             continue
+        if cue < 0:  # a part of the content carried it (`mapping.part_entries`): the content's, no cue
+            continue
         content = _number(as_mapping(hit.get("fields")).get(CONTENT_COSINE))
         if content is None:  # no script field: the cue carried the score if it reached it
             content = cosine(score) - 2 * _TIE

