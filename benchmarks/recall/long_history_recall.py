@@ -15,6 +15,8 @@ Each ranking is scored under two policies in the same run: `before`, the shipped
 issue's changes turned off (`BEFORE`), and `after`, the shipped ranking. It prints
 
 - LongMemEval per question type: turn recall_any / recall_all @5/10/50 and session recall @5/10;
+- the same for plain cosine over the turns (`plain_cosine`), by the whole turn and by the best of it
+  and its sentences (the parts the index keeps beside it);
 - each choice of `SPREAD_GRID` (each change alone, other constants) overall and on the types whose
   answers come in pieces;
 - a leave-half-out split: the questions split in two halves by a hash of their id (per type), each
@@ -68,11 +70,12 @@ from benchmarks.recall.vector_shards import ShardedVectors
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
 from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
 from rearview.models import MemoryType, SearchRequest, WriteRequest
-from rearview.ports import Embedder, Vector
+from rearview.ports import Embedder, IndexDocument, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
 from rearview.service.search.coverage import asks_for_several
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy, with_learned_relevance
 from rearview.service.search.searcher import Searcher
+from rearview.text.parts import content_parts
 
 DEFAULT_LME = SHARED_DATA / "longmemeval" / "longmemeval_s_dev50.json"
 TENANT = "longmemeval"
@@ -136,10 +139,19 @@ class Written:
     """memory id -> the (turn id, session id) it holds (several when writes merged)."""
 
 
-def write_haystack(hay: Haystack, embedder: Embedder, config: ServiceConfig) -> Written:
-    service = MemoryService(
-        InMemoryMemoryStore(), InMemoryMemoryIndex(embedder.dimension), embedder, config=config
-    )
+class WithoutParts(InMemoryMemoryIndex):
+    """The in-memory index dropping every document's part vectors: the index as it was before parts
+    (`IndexDocument.part_vectors`), for the search cost with and without them in one run."""
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        super().upsert([replace(d, part_vectors=None) for d in docs])
+
+
+def write_haystack(
+    hay: Haystack, embedder: Embedder, config: ServiceConfig, index: InMemoryMemoryIndex | None = None
+) -> Written:
+    index = index or InMemoryMemoryIndex(embedder.dimension)
+    service = MemoryService(InMemoryMemoryStore(), index, embedder, config=config)
     turns_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for turn in hay.turns:
         request = WriteRequest(
@@ -197,6 +209,37 @@ def run_lme(
     if alternatives:
         lacking = sum(h.question_id not in alternatives for h in haystacks)
         print(f"alternatives: {len(alternatives)} questions' ({lacking} of these questions have none)")
+    return rows
+
+
+def plain_cosine(path: Path, limit: int | None) -> dict[str, Rows]:
+    """Plain cosine over each haystack's turns: by the whole turn's vector, and by the best of it and
+    its parts' (`rearview.text.parts.content_parts`, as the index scores a memory), scored like `ask`.
+
+    No ranking, admission or merging: what e5 alone finds, with and without the parts. The vectors
+    are the engine's own (`ShardedVectors`), so this embeds only what the run has not.
+    """
+    import numpy as np
+
+    haystacks, _ = load(path, limit)
+    embedder = ShardedVectors("onnx")
+    rows: dict[str, Rows] = {"cosine, whole turn": [], "cosine, best of turn and parts": []}
+    for hay in haystacks:
+        query = np.asarray(embedder.embed_query(hay.question))
+        whole = embedder.embed_documents([t.content for t in hay.turns]) @ query
+        best = whole.copy()
+        for n, turn in enumerate(hay.turns):
+            parts = content_parts(turn.content)
+            if parts:
+                best[n] = max(best[n], float(np.max(embedder.embed_documents(parts) @ query)))
+        for name, scores in zip(rows, (whole, best), strict=True):
+            order = np.argsort(-scores, kind="stable")[:TOP_K]
+            ranked = [hay.turns[i] for i in order]
+            scored = turn_recall([t.turn_id for t in ranked], hay.evidence_turns) | session_recall(
+                [t.session_id for t in ranked], hay.evidence_sessions
+            )
+            rows[name].append((hay.question_id, hay.question_type, scored))
+    embedder.save("plain-cosine")
     return rows
 
 
@@ -272,7 +315,9 @@ def timing(
     """The writing rate into a `turns`-turn haystack and the search p50 there under each policy.
 
     Every question is asked under each policy in turn, so load shifts on a shared machine reach both
-    alike, and each search embeds its query with the engine. Writes do not depend on the ranking
+    alike, and each search embeds its query with the engine. The same haystack is also written into
+    an index without the turns' parts (`WithoutParts`) and asked under the last policy, `<name>, no
+    parts`: what the parts cost a search. Writes do not depend on the ranking
     policy: they run once, their documents' vectors from the cache (the service's own cost) unless
     `engine_writes` (the engine's too: the served path's rate).
     """
@@ -288,12 +333,17 @@ def timing(
     started = time.perf_counter()
     written = write_haystack(hay, embedder, config)
     rate = len(hay.turns) / (time.perf_counter() - started)
+    plain = write_haystack(hay, embedder, config, WithoutParts(embedder.dimension)).service
     service = written.service
     searchers = {
         name: Searcher(service.store, service.index, embedder, service.clock, replace(config, ranking=policy))
         for name, policy in policies.items()
     }
-    seconds: dict[str, list[float]] = {name: [] for name in policies}
+    last, policy = list(policies.items())[-1]
+    searchers[f"{last}, no parts"] = Searcher(
+        plain.store, plain.index, embedder, plain.clock, replace(config, ranking=policy)
+    )
+    seconds: dict[str, list[float]] = {name: [] for name in searchers}
     for other in haystacks:
         request = SearchRequest(
             query=other.question, top_k=TOP_K, reinforce=False, reference_time=other.asked_at
@@ -377,6 +427,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["longmemeval"] = {name: summarize(r) for name, r in rows.items()}
     for name in ("before", "after"):
         print(f"\n{name}:\n{render(report['longmemeval'][name])}")
+    for name, cosine_rows in plain_cosine(args.lme, args.limit).items():
+        report["longmemeval"][name] = summarize(cosine_rows)
+        print(f"\n{name} (no ranking):\n{render(report['longmemeval'][name])}")
     print(f"\neach choice (turn recall):\n{render_choices(rows)}")
     print("\nleave-half-out (turn recall_all@10):")
     print("\n".join(leave_half_out({n: r for n, r in rows.items() if n in SPREAD_GRID})))

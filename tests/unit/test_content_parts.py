@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rearview.text.parts import MAX_PARTS, PART_MIN_CHARS, content_parts
+from rearview.text.parts import MAX_PARTS, PART_MAX_CHARS, PART_MIN_CHARS, content_parts
 
 TURN = (
     "user: I'm looking for some yoga classes near my new apartment. Can you recommend any good studios "
@@ -20,14 +20,16 @@ def test_a_long_turn_is_its_sentences_without_the_speaker_and_a_short_one_joins_
     ]
 
 
-def test_short_content_and_one_sentence_have_no_parts() -> None:
+def test_short_content_a_document_and_one_sentence_have_no_parts() -> None:
     assert content_parts("User prefers tea. Also coffee on Mondays.") == []
+    document = "This is one of the many sentences of a long reply. " * 20
+    assert len(document) > PART_MAX_CHARS and content_parts(document) == []
     one = "a single sentence without any stop " * 10
     assert len(one) >= PART_MIN_CHARS and content_parts(one) == []
 
 
 def test_many_sentences_are_grouped_into_runs_of_consecutive_ones_in_order() -> None:
-    sentences = [f"Sentence number {n} says one more thing." for n in range(20)]
+    sentences = [f"Sentence number {n} says more." for n in range(20)]
     parts = content_parts(" ".join(sentences))
     assert len(parts) == MAX_PARTS
     assert " ".join(parts) == " ".join(sentences)

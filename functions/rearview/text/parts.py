@@ -5,8 +5,8 @@ yoga studios and mentions, in passing, "I've been doing yoga twice a week" is fa
 about how often the user does yoga, though one of its sentences answers it. So the index keeps a
 long memory's sentences' vectors beside its content's, and a memory's cosine is the best of them
 (`ports.IndexDocument.part_vectors`). Measured on LongMemEval's 50 development questions, plain
-cosine's turn recall_all@10 rises from .70 to .80 and its recall_all@50 from .82 to .94 with the
-best of a turn and its sentences (benchmarks/findings/recall.md).
+cosine's turn recall_all@10 rises from .70 to .82 and its recall_all@50 from .82 to .90 with the
+best of a turn and its sentences (`long_history_recall.py`, benchmarks/findings/recall.md).
 
 Parts are derived from the content alone (the same content, the same parts) and never stored in the
 memory, shown or exported: they exist only as vectors in the index, rebuilt with the content's.
@@ -18,11 +18,18 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_PARTS", "PART_MIN_CHARS", "content_parts"]
+__all__ = ["MAX_PARTS", "PART_MAX_CHARS", "PART_MIN_CHARS", "content_parts"]
 
 PART_MIN_CHARS: Final = 200
 """Content shorter than this (about two sentences) is one part, itself: its vector is already close to
 each of its sentences, and a write of it pays for one embedding, not three."""
+PART_MAX_CHARS: Final = 1000
+"""Content longer than this (a long reply, a document) has no parts: its sentences are mostly general
+("Here are a few options..."), and as parts they match questions about anything, while the facts a
+question asks about are said in a statement or a turn. On LongMemEval's development questions, plain
+cosine's recall_all@10 with the best of each turn and its parts is .74 with every turn's parts and
+.82 with the parts of turns up to 1,000 characters (.70 without parts; `long_history_recall.py`).
+It also spares the writes that cost most to embed a second time."""
 MAX_PARTS: Final = 8
 """The most parts a memory has: past this, consecutive sentences are grouped into this many runs, so a
 long reply costs the index at most eight vectors more and the write about one more embedding of its
@@ -37,12 +44,13 @@ _BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[A-Z0-9])|(?<=[。！？])|\s*
 
 
 def content_parts(content: str) -> list[str]:
-    """The parts of `content` the index embeds beside it: empty unless it is long and has two or more.
+    """The parts of `content` the index embeds beside it: none unless it is long (not a document) and
+    has two or more.
 
     Sentences in order (after a leading speaker label), a short one joined to the next; more than
     `MAX_PARTS` are grouped into `MAX_PARTS` runs of consecutive sentences. Pure and deterministic.
     """
-    if len(content) < PART_MIN_CHARS:
+    if not PART_MIN_CHARS <= len(content) <= PART_MAX_CHARS:
         return []
     body = _LABEL.sub("", content, count=1)
     sentences: list[str] = []
