@@ -44,8 +44,7 @@ _BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[A-Z0-9])|(?<=[。！？])|\s*
 
 
 def content_parts(content: str) -> list[str]:
-    """The parts of `content` the index embeds beside it: none unless it is long (not a document) and
-    has two or more.
+    """The parts of `content` the index embeds beside it: none unless it is long, no document, and has two.
 
     Sentences in order (after a leading speaker label), a short one joined to the next; more than
     `MAX_PARTS` are grouped into `MAX_PARTS` runs of consecutive sentences. Pure and deterministic.
