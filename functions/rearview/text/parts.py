@@ -44,7 +44,7 @@ _BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[A-Z0-9])|(?<=[。！？])|\s*
 
 
 def content_parts(content: str) -> list[str]:
-    """The parts of `content` the index embeds beside it: none unless it is long, no document, and has two.
+    """The parts the index embeds beside `content`: none for short content, a document or one sentence.
 
     Sentences in order (after a leading speaker label), a short one joined to the next; more than
     `MAX_PARTS` are grouped into `MAX_PARTS` runs of consecutive sentences. Pure and deterministic.
