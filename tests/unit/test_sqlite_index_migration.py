@@ -1,4 +1,5 @@
-"""An index file written before a schema change (the keyword context column, the cue column, the as-of times) keeps its documents."""
+"""An index file written before a schema change (the keyword context column, the cue column, the as-of
+times, the part vectors) keeps its documents."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from rearview.backends.sqlite_common import SQLiteDatabase
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_index_schema import MIGRATIONS
-from rearview.models import Cue, MemoryFilter, MemoryStatus
+from rearview.models import Cue, Memory, MemoryFilter, MemoryStatus
 from rearview.ports import IndexDocument, IndexQuery
 from tests.factories import T0, make_memory, unit_vector
 
@@ -45,21 +46,7 @@ def test_documents_indexed_before_cues_keep_their_text_and_vectors_and_take_cues
     """Issue 44: the per-tenant FTS5 tables are rebuilt with a cue column; nothing indexed is lost."""
     path = tmp_path / "index.sqlite3"
     kept = make_memory("green tea with honey", memory_id="old")
-    old = SQLiteDatabase(path)
-    old.migrate("index", MIGRATIONS[:-3])  # the schema before cues: two FTS5 columns per tenant
-    with old.transaction() as conn:
-        conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
-        conn.execute("CREATE VIRTUAL TABLE docs_fts_1 USING fts5(body, ctx, tokenize = 'porter unicode61')")
-        conn.execute(
-            "INSERT INTO docs (rowid, tenant_id, memory_id, agent_id, visibility, session_id, type, status,"
-            " scope_key, event_time, tags, vector, version, content_hash)"
-            " VALUES (1, 't1', 'old', 'default', 'shared', NULL, 'semantic', 'active', ?, 0, '[]', ?, 1, ?)",
-            (kept.scope_key, unit_vector(1, 8).tobytes(), kept.content_hash),
-        )
-        conn.execute(
-            "INSERT INTO docs_fts_1 (rowid, body, ctx) VALUES (1, 'green tea with honey', 'breakfast')"
-        )
-    old.close()
+    _older_index(path, -3, kept, ("body", "ctx"), context="breakfast")  # before cues: two FTS5 columns
 
     index = SQLiteMemoryIndex(path, 8)
     index.ensure_schema()
@@ -81,23 +68,7 @@ def test_documents_indexed_before_as_of_times_pass_every_as_of_filter(tmp_path: 
     as-of search (its history decides), and a normal search still matches it by status."""
     path = tmp_path / "index.sqlite3"
     kept = make_memory("green tea with honey", memory_id="old", status=MemoryStatus.SUPERSEDED)
-    old = SQLiteDatabase(path)
-    old.migrate("index", MIGRATIONS[:-2])  # the schema before the as-of times
-    with old.transaction() as conn:
-        conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
-        conn.execute(
-            "CREATE VIRTUAL TABLE docs_fts_1 USING fts5(body, ctx, cue, tokenize = 'porter unicode61')"
-        )
-        conn.execute(
-            "INSERT INTO docs (rowid, tenant_id, memory_id, agent_id, visibility, session_id, type, status,"
-            " scope_key, event_time, tags, vector, version, content_hash)"
-            " VALUES (1, 't1', 'old', 'default', 'shared', NULL, 'semantic', 'superseded', ?, 0, '[]', ?, 1, ?)",
-            (kept.scope_key, unit_vector(1, 8).tobytes(), kept.content_hash),
-        )
-        conn.execute(
-            "INSERT INTO docs_fts_1 (rowid, body, ctx, cue) VALUES (1, 'green tea with honey', '', '')"
-        )
-    old.close()
+    _older_index(path, -2, kept, ("body", "ctx", "cue"))  # before the as-of times
 
     index = SQLiteMemoryIndex(path, 8)
     index.ensure_schema()
@@ -120,24 +91,7 @@ def test_documents_indexed_before_parts_are_found_by_their_content_and_take_part
     next full write brings them."""
     path = tmp_path / "index.sqlite3"
     kept = make_memory("green tea with honey", memory_id="old")
-    old = SQLiteDatabase(path)
-    old.migrate("index", MIGRATIONS[:-1])  # the schema before parts
-    with old.transaction() as conn:
-        conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
-        conn.execute(
-            "CREATE VIRTUAL TABLE docs_fts_1 USING fts5(body, ctx, cue, tokenize = 'porter unicode61')"
-        )
-        conn.execute(
-            "INSERT INTO docs (rowid, tenant_id, memory_id, agent_id, visibility, session_id, type, status,"
-            " scope_key, event_time, tags, vector, version, content_hash, created_at, updated_at)"
-            " VALUES (1, 't1', 'old', 'default', 'shared', NULL, 'semantic', 'active', ?, 0, '[]', ?, 1, ?, 0,"
-            " 9e999)",
-            (kept.scope_key, unit_vector(1, 8).tobytes(), kept.content_hash),
-        )
-        conn.execute(
-            "INSERT INTO docs_fts_1 (rowid, body, ctx, cue) VALUES (1, 'green tea with honey', '', '')"
-        )
-    old.close()
+    _older_index(path, -1, kept, ("body", "ctx", "cue"))  # before parts
 
     index = SQLiteMemoryIndex(path, 8)
     index.ensure_schema()
@@ -151,3 +105,35 @@ def test_documents_indexed_before_parts_are_found_by_their_content_and_take_part
     reopened = SQLiteMemoryIndex(path, 8)  # the parts are in the file, not only in the matrix
     assert reopened.search(by_part).vector == [("old", pytest.approx(1.0, abs=1e-6))]
     reopened.close()
+
+
+def _older_index(
+    path: Path, migrations: int, memory: Memory, fts_columns: tuple[str, ...], context: str = ""
+) -> None:
+    """An index file at an older schema (`MIGRATIONS[:migrations]`) holding `memory` as tenant t1's
+    one document, its vector `unit_vector(1, 8)`, its FTS5 table of `fts_columns` (body, ctx[, cue]).
+
+    The docs row has the columns of the schema before the as-of times (none of theirs: they default).
+    """
+    old = SQLiteDatabase(path)
+    old.migrate("index", MIGRATIONS[:migrations])
+    with old.transaction() as conn:
+        conn.execute("INSERT INTO fts_tenants (n, tenant_id) VALUES (1, 't1')")
+        columns = ", ".join(fts_columns)
+        conn.execute(f"CREATE VIRTUAL TABLE docs_fts_1 USING fts5({columns}, tokenize = 'porter unicode61')")
+        conn.execute(
+            "INSERT INTO docs (rowid, tenant_id, memory_id, agent_id, visibility, session_id, type, status,"
+            " scope_key, event_time, tags, vector, version, content_hash)"
+            " VALUES (1, 't1', ?, 'default', 'shared', NULL, 'semantic', ?, ?, 0, '[]', ?, 1, ?)",
+            (
+                memory.id,
+                memory.status.value,
+                memory.scope_key,
+                unit_vector(1, 8).tobytes(),
+                memory.content_hash,
+            ),
+        )
+        texts = [memory.content, context, ""][: len(fts_columns)]
+        marks = ", ".join("?" * len(fts_columns))
+        conn.execute(f"INSERT INTO docs_fts_1 (rowid, {columns}) VALUES (1, {marks})", texts)
+    old.close()
