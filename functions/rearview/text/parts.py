@@ -41,8 +41,8 @@ _LABEL = re.compile(r"^[^\s:]{1,24}(?: [^\s:]{1,24})?: ")
 """A leading speaker label ("user: ", "Caroline: "): the whole's vector has it; a part is what was said."""
 _BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[A-Z0-9])|(?<=[。！？])|\n")
 """Where a sentence ends: .!? before a capital, digit or opening quote; a CJK full stop; a line break.
-(No `\s*` around the line break: at each place in a run of spaces it would scan the run again,
-quadratic in its length; the pieces are stripped instead. tests/security/test_linear_time.py.)"""
+(No optional whitespace around the line break: at each place in a run of spaces it would scan the
+run again, quadratic in its length; the pieces are stripped instead. tests/security/test_linear_time.py.)"""
 
 
 def content_parts(content: str) -> list[str]:
