@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rearview.errors import InvalidInputError
 from rearview.models import Cue, Memory, MemoryFilter
 from rearview.ports import IndexDocument, IndexQuery, MemoryIndex, Vector
 from tests.contract.conftest import DIMENSION
@@ -99,3 +100,12 @@ def test_a_filter_applies_to_the_memory_its_parts_lift(index: MemoryIndex) -> No
     assert list(_cosines(index, E[2])) == ["mine"]
     index.delete("t1", ["mine"])
     assert _cosines(index, E[2]) == {}
+
+
+def test_a_part_vector_of_another_dimension_is_refused_and_nothing_is_written(index: MemoryIndex) -> None:
+    memory = make_memory("a long memory whose parts are of the wrong size", memory_id="m")
+    wrong = np.ones((2, DIMENSION + 1), np.float32) / np.sqrt(DIMENSION + 1)
+    with pytest.raises(InvalidInputError) as refused:
+        index.upsert([IndexDocument(memory, E[0], part_vectors=wrong)])
+    assert refused.value.field == "vector"
+    assert index.search(_q(E[0])).vector == []

@@ -9,7 +9,7 @@ import base64
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from rearview.backends.due_order import DUE_STATUSES, decode_due_cursor, due_text, encode_due_cursor
@@ -255,14 +255,14 @@ class InMemoryMemoryIndex:
                         cues, cue_vectors = indexed.cues, indexed.cue_vectors
                         if doc.cue_vectors is not None:
                             cues, cue_vectors = _cues(doc, self._dimension)
-                        self._docs[key] = _Indexed(
-                            doc.memory, indexed.vector, indexed.body, context, cues, cue_vectors,
-                            indexed.part_vectors,
-                        )  # fmt: skip
+                        self._docs[key] = replace(  # vector, text and parts stay with the content
+                            indexed, memory=doc.memory, context=context, cues=cues, cue_vectors=cue_vectors
+                        )
                     continue
                 vector = check_vector(doc.vector, self._dimension)
                 body, context = text_terms(doc.memory.content), text_terms(doc.context or "")
-                parts = _matrix(doc.part_vectors, self._dimension)
+                parts = doc.part_vectors
+                parts = check_rows(parts, self._dimension) if parts is not None and len(parts) else None
                 self._docs[key] = _Indexed(
                     doc.memory, vector, body, context, *_cues(doc, self._dimension), parts
                 )
@@ -342,23 +342,11 @@ class _Indexed:
     """The content's parts' vectors (`IndexDocument.part_vectors`); None: it has none."""
 
 
-def _matrix(vectors: Vector | None, dimension: int | None) -> Vector | None:
-    """`vectors` checked row by row; None for none (None or no rows)."""
-    import numpy as np
-
-    if vectors is None or not len(vectors):
-        return None
-    return np.stack([check_vector(v, dimension) for v in vectors])
-
-
 def _cues(doc: IndexDocument, dimension: int | None) -> tuple[list[str], Vector | None]:
     """A document's cue terms and checked cue vectors (none without `cue_vectors`)."""
-    import numpy as np
-
     if doc.cue_vectors is None or not doc.memory.cues:
         return [], None
-    vectors = np.stack([check_vector(v, dimension) for v in doc.cue_vectors])
-    return text_terms(doc.cue_text), vectors
+    return text_terms(doc.cue_text), check_rows(doc.cue_vectors, dimension)
 
 
 def check_vector(vector: Vector, dimension: int | None) -> Vector:
@@ -369,6 +357,14 @@ def check_vector(vector: Vector, dimension: int | None) -> Vector:
     if arr.ndim != 1 or (dimension is not None and arr.shape[0] != dimension):
         raise InvalidInputError("vector", f"has shape {arr.shape}; this index holds {dimension}-d vectors")
     return arr
+
+
+def check_rows(vectors: Vector, dimension: int | None) -> Vector:
+    """A (rows, dimension) float32 matrix of `vectors` (cues', parts'), each row `check_vector`ed."""
+    import numpy as np
+
+    rows = [check_vector(v, dimension) for v in vectors]
+    return np.stack(rows) if rows else np.zeros((0, dimension or 0), np.float32)
 
 
 class InMemoryArchive:

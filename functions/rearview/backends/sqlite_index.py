@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rearview.backends.memory import check_vector
+from rearview.backends.memory import check_rows, check_vector
 from rearview.backends.sqlite_common import SQLiteDatabase, filter_sql
 from rearview.backends.sqlite_index_schema import (
     FTS_SECURE_DELETE,
@@ -258,14 +258,8 @@ class SQLiteMemoryIndex:
 
 
 def _checked(vectors: Vector | None, dimension: int) -> Vector | None:
-    """A document's cue or part vectors checked row by row (none: an empty matrix), or None."""
-    if vectors is None:
-        return None
-    return (
-        np.stack([check_vector(v, dimension) for v in vectors])
-        if len(vectors)
-        else (np.zeros((0, dimension), np.float32))
-    )
+    """A document's cue or part vectors checked (`check_rows`; none: an empty matrix), or None."""
+    return None if vectors is None else check_rows(vectors, dimension)
 
 
 def _cues_or_none(vector: Vector | None, cue_vectors: Vector | None, dimension: int) -> Vector | None:

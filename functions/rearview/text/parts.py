@@ -27,13 +27,13 @@ PART_MAX_CHARS: Final = 1000
 """Content longer than this (a long reply, a document) has no parts: its sentences are mostly general
 ("Here are a few options..."), and as parts they match questions about anything, while the facts a
 question asks about are said in a statement or a turn. On LongMemEval's development questions, plain
-cosine's recall_all@10 with the best of each turn and its parts is .74 with every turn's parts and
-.82 with the parts of turns up to 1,000 characters (.70 without parts; `long_history_recall.py`).
+cosine's recall_all@10 with the best of each turn and its parts is .82 with the parts of turns up to
+1,000 characters (`long_history_recall.py`; .70 without parts), and was .74 with every turn's parts
+(the same scoring, run before this cap: benchmarks/findings/recall.md).
 It also spares the writes that cost most to embed a second time."""
 MAX_PARTS: Final = 8
 """The most parts a memory has: past this, consecutive sentences are grouped into this many runs, so a
-long reply costs the index at most eight vectors more and the write about one more embedding of its
-text."""
+memory costs the index at most eight vectors more and its write about one more embedding of its text."""
 _SHORT: Final = 20
 """A sentence shorter than this ("Thanks!", "Sure.") joins the next one: alone it matches anything."""
 

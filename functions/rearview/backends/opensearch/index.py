@@ -330,13 +330,13 @@ class OpenSearchMemoryIndex:
 
     # -- vectors ----------------------------------------------------------------------------
 
-    def _check_cue_vectors(self, cue_vectors: Vector | None) -> Vector | None:
-        """A document's cue vectors as a (cues, dimension) float32 matrix, each row checked as a vector."""
+    def _check_rows(self, vectors: Vector | None) -> Vector | None:
+        """A document's cue or part vectors as a (rows, dimension) float32 matrix, each row checked."""
         import numpy as np
 
-        if cue_vectors is None:
+        if vectors is None:
             return None
-        rows = [self._check_vector(row) for row in cue_vectors]
+        rows = [self._check_vector(row) for row in vectors]
         return np.stack(rows) if rows else np.zeros((0, self._config.dimension), np.float32)
 
     def _check_vector(self, vector: Vector) -> Vector:
@@ -357,9 +357,9 @@ class OpenSearchMemoryIndex:
         latest: dict[tuple[str, str], IndexDocument] = {}
         for doc in docs:  # the last document of a memory in the batch wins
             vector = None if doc.vector is None else self._check_vector(doc.vector)
-            cue_vectors = self._check_cue_vectors(doc.cue_vectors)
+            cue_vectors, parts = self._check_rows(doc.cue_vectors), self._check_rows(doc.part_vectors)
             key = (doc.memory.tenant_id, doc.memory.id)
-            latest[key] = replace(doc, vector=vector, cue_vectors=cue_vectors)
+            latest[key] = replace(doc, vector=vector, cue_vectors=cue_vectors, part_vectors=parts)
         if not latest:
             return
         ops = self._ids.upsert_ops(index, list(latest.values()))
