@@ -17,11 +17,17 @@ MODES = ["legacy", "2026-07-28"]
 
 @asynccontextmanager
 async def connect(url: str, mode: str, key: str | None = None, timeout: float = 30) -> AsyncIterator[Client]:
-    """An initialized MCP client session, authenticated with `key` as a bearer API key if given."""
+    """An initialized MCP client session, authenticated with `key` as a bearer API key if given.
+
+    `timeout` bounds each HTTP read and, doubled, each request's wait for its answer: a response
+    stream that the client keeps resuming without an answer fails the call instead of hanging it.
+    """
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+        Client(
+            streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=2 * timeout
+        ) as client,
     ):
         yield client
 
