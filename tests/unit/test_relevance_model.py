@@ -65,6 +65,30 @@ def test_features_are_computed_per_candidate_in_the_models_order() -> None:
     assert dict(zip(FEATURES, table["cat"], strict=True))["vector_margin"] == 0.0
 
 
+def test_a_long_memory_has_its_own_columns_for_the_same_evidence() -> None:
+    long = (
+        "user: I'm looking for some yoga classes near my new apartment, something in the evening. "
+        "By the way, I switched package managers last month and I use pnpm for every JavaScript "
+        "project now, so please keep that in mind when you suggest tooling."
+    )
+    evidence = Evidence(
+        "Which package manager does the user use?",
+        {"long": long, "short": "The user uses pnpm as the package manager."},
+        {"long": 2.0, "short": 5.0},
+        {"long": 0.86, "short": 0.91},
+        6.0,
+        (0.80, 0.78),
+    )
+    table = features(evidence)
+    row = dict(zip(FEATURES, table["long"], strict=True))
+    assert row["long"] == 1.0
+    assert row["vector_x_long"] == pytest.approx(row["vector"]) and row["gap_x_long"] == pytest.approx(0.05)
+    assert row["keyword_x_long"] == pytest.approx(row["keyword"])
+    assert row["coverage_x_long"] == row["coverage"] > 0
+    short = dict(zip(FEATURES, table["short"], strict=True))
+    assert [short[n] for n in FEATURES if "long" in n] == [0.0] * 5
+
+
 def test_the_shipped_model_rates_the_matching_memory_likely_and_the_unrelated_ones_not() -> None:
     p = shipped_model().estimate(
         _evidence({"pnpm": 0.91, "cat": 0.82, "猫": 0.79}, {"pnpm": 5.0, "cat": 0.4})

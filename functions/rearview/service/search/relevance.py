@@ -6,11 +6,15 @@ far it falls below the best candidate's, its BM25 on the query's absolute scale 
 best, the share of the query's terms it holds, and whether query and memory are in different
 scripts. None of these depends on how many memories the tenant holds beyond the candidates
 themselves, so one threshold means the same on 5 memories and on 5,000, and the script features
-let Chinese and cross-lingual questions be judged on their own evidence.
+let Chinese and cross-lingual questions be judged on their own evidence. A long memory (one the
+index also keeps as its sentences, `text.parts`) has its own weights for the same evidence: its
+answer is a sentence said in passing, so its words and its whole's cosine mean less than a short
+statement's.
 
 The model (`relevance_model.json` beside this module) is fitted by `benchmarks/recall/relevance_fit.py` on
-labelled candidates (the everyday set's development half, split by user, and LoCoMo's development
-half); the file records what it was trained on and its cross-validated figures. `features` is the
+labelled candidates (the everyday set's development half, split by user, LoCoMo's development half
+and LongMemEval's development questions); the file records what it was trained on and its
+cross-validated figures. `features` is the
 one definition of the features: the fit and the search both call it, so they cannot drift.
 
 Guarantee: `RelevanceModel.estimate` is a pure function of the candidates and the model; its output
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING
 from rearview.errors import ConfigurationError
 from rearview.text import is_cjk_text, query_tokens, tokens
 from rearview.text.fts_terms import fts_terms
+from rearview.text.parts import content_parts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,6 +72,11 @@ FEATURES: tuple[str, ...] = (
     "alternative",
     "vector_x_alternative",
     "off_time",
+    "long",
+    "vector_x_long",
+    "gap_x_long",
+    "keyword_x_long",
+    "coverage_x_long",
 )
 """The model's inputs, in order (`features` computes them; the JSON model names them)."""
 
@@ -114,7 +124,7 @@ def features(evidence: Evidence) -> dict[str, list[float]]:
     alternative = float(evidence.alternative)
     out: dict[str, list[float]] = {}
     for memory_id, content in evidence.contents.items():
-        held, cjk, turn = _read(content)
+        held, cjk, turn, long = _read(content)
         zero = evidence.baselines[cjk]
         cos = evidence.vector.get(memory_id, floor_cos)
         cue_terms = _terms(evidence.cues.get(memory_id, ""))
@@ -149,6 +159,11 @@ def features(evidence: Evidence) -> dict[str, list[float]]:
             alternative,
             vector * alternative,
             float(memory_id in evidence.off_time),
+            long,
+            vector * long,
+            gap * long,
+            keyword * long,
+            coverage * long,
         ]
     return out
 
@@ -160,16 +175,18 @@ def _terms(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=1 << 14)
-def _read(content: str) -> tuple[frozenset[str], bool, float]:
+def _read(content: str) -> tuple[frozenset[str], bool, float, float]:
     """What the features read of a memory's text (recent ones cached).
 
     Its stemmed terms, as the embedded index holds them; whether it is mostly CJK; 1.0 for a
-    conversation turn, else 0.0.
+    conversation turn, else 0.0; 1.0 for a long memory, one the index also keeps as its sentences
+    (`text.parts.content_parts`), else 0.0.
     """
     return (
         frozenset(fts_terms(tokens(content))),
         is_cjk_text(content),
         float(_TURN.match(content) is not None),
+        float(bool(content_parts(content))),
     )
 
 
