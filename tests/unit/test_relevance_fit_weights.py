@@ -1,10 +1,15 @@
-"""`relevance_fit.py` weighs each labelled set against the everyday set's total, as its docstring says."""
+"""`relevance_fit.py` weighs each labelled set against the everyday set's total, as its docstring says,
+and scores LongMemEval's questions by every evidence memory in the first ten."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from benchmarks.recall.relevance_fit import LONGMEMEVAL_SHARE, Rows, _others
+from benchmarks.recall.longmemeval_candidates import Question
+from benchmarks.recall.relevance_fit import LONGMEMEVAL_SHARE, Rows, _others, longmemeval_all_at_10
+
+from rearview.service.search.ranking_policy import DEFAULT_RANKING, with_learned_relevance
+from tests.unit.test_relevance_model import _candidates
 
 
 def _rows(n: int) -> Rows:
@@ -21,3 +26,11 @@ def test_locomo_weighs_as_much_as_everyday_and_longmemeval_its_share() -> None:
 def test_a_set_not_given_is_left_out() -> None:
     assert len(_others(_rows(10), None, None)) == 1
     assert len(_others(_rows(10), None, _rows(5))) == 2
+
+
+def test_a_longmemeval_question_counts_only_when_every_piece_is_returned_in_the_first_ten() -> None:
+    policy = with_learned_relevance(DEFAULT_RANKING)
+    found = Question("q1", "single-session-user", 0, ("pnpm",), _candidates())
+    assert longmemeval_all_at_10([found], policy) == 1.0
+    cut = Question("q2", "multi-session", 1, ("pnpm", "cat"), _candidates())  # a weak match behind a sure one
+    assert longmemeval_all_at_10([found, cut], policy) == 0.5
