@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rearview.errors import InvalidInputError
-from rearview.models import MemoryFilter, MemoryStatus, MemoryType
+from rearview.models import Cue, MemoryFilter, MemoryStatus, MemoryType
 from rearview.ports import MAX_VERSIONS_PAGE, IndexDocument, IndexQuery, MemoryIndex
 from tests.contract.conftest import DIMENSION
 from tests.factories import T0, make_memory, minutes, unit_vector, varied_memories
@@ -159,6 +159,27 @@ def test_wrong_dimension_vector_is_rejected(index: MemoryIndex) -> None:
         index.upsert([IndexDocument(make_memory(memory_id="m1"), np.ones(DIMENSION + 1, np.float32))])
     assert exc.value.field == "vector"
     assert index.count("t1") == 0
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_vector_that_is_not_finite_is_refused_and_nothing_is_written(
+    index: MemoryIndex, bad: float
+) -> None:
+    vector = unit_vector(1).copy()
+    vector[0] = bad
+    cued = make_memory(memory_id="cued").model_copy(update={"cues": [Cue(text="a cue", by="agent1")]})
+    for doc in (
+        IndexDocument(make_memory(memory_id="whole"), vector),
+        IndexDocument(cued, unit_vector(1), cue_vectors=np.stack([vector])),
+        IndexDocument(make_memory(memory_id="parted"), unit_vector(1), part_vectors=np.stack([vector] * 2)),
+    ):
+        with pytest.raises(InvalidInputError) as exc:
+            index.upsert([doc])
+        assert exc.value.field == "vector"
+    assert index.count("t1") == 0
+    with pytest.raises(InvalidInputError) as exc:
+        index.search(_q(vector=vector))
+    assert exc.value.field == "vector"
 
 
 def test_changes_after_a_search_are_seen_by_the_next_search(index: MemoryIndex) -> None:

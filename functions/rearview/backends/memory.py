@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from rearview.backends.due_order import DUE_STATUSES, decode_due_cursor, due_text, encode_due_cursor
+from rearview.backends.vector_checks import check_rows, check_vector
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import ConflictError, InvalidInputError, NotFoundError
 from rearview.models import HistoryEvent, Memory, MemoryFilter, MemoryStatus, Page, StoreStats
@@ -306,8 +307,8 @@ class InMemoryMemoryIndex:
         if query.text is not None:
             fields = [(d.memory.id, d.body, d.context, d.cues) for d in candidates]
             keyword, ceiling = bm25_search_fields(fields, query.text, query.limit, CONTEXT_WEIGHT, CUE_WEIGHT)
-        if query.vector is not None and candidates:
-            q = check_vector(query.vector, self._dimension)
+        q = None if query.vector is None else check_vector(query.vector, self._dimension)  # empty or not
+        if q is not None and candidates:
             sims = np.stack([d.vector for d in candidates]) @ q
             best: list[float] = []
             for d, sim in zip(candidates, sims, strict=True):
@@ -347,24 +348,6 @@ def _cues(doc: IndexDocument, dimension: int | None) -> tuple[list[str], Vector 
     if doc.cue_vectors is None or not doc.memory.cues:
         return [], None
     return text_terms(doc.cue_text), check_rows(doc.cue_vectors, dimension)
-
-
-def check_vector(vector: Vector, dimension: int | None) -> Vector:
-    """A 1-D float32 vector of the index's dimension, or InvalidInputError naming `vector`."""
-    import numpy as np
-
-    arr = np.asarray(vector, dtype=np.float32)
-    if arr.ndim != 1 or (dimension is not None and arr.shape[0] != dimension):
-        raise InvalidInputError("vector", f"has shape {arr.shape}; this index holds {dimension}-d vectors")
-    return arr
-
-
-def check_rows(vectors: Vector, dimension: int | None) -> Vector:
-    """A (rows, dimension) float32 matrix of `vectors` (cues', parts'), each row `check_vector`ed."""
-    import numpy as np
-
-    rows = [check_vector(v, dimension) for v in vectors]
-    return np.stack(rows) if rows else np.zeros((0, dimension or 0), np.float32)
 
 
 class InMemoryArchive:

@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-from rearview.backends.memory import check_rows, check_vector
 from rearview.backends.sqlite_common import SQLiteDatabase, filter_sql
 from rearview.backends.sqlite_index_schema import (
     FTS_SECURE_DELETE,
@@ -46,6 +45,7 @@ from rearview.backends.sqlite_index_schema import (
 )
 from rearview.backends.sqlite_terms import DocFrequencies, fts_text, keyword_ceiling
 from rearview.backends.sqlite_vectors import DocRow, TenantMatrix
+from rearview.backends.vector_checks import check_vector, optional_rows
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, StoreError
 from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
@@ -109,8 +109,8 @@ class SQLiteMemoryIndex:
                             continue  # a vector-less update of a tenant with nothing indexed
                         table = created[m.tenant_id] = create_fts(conn, m.tenant_id)
                     doc_row = DocRow.of(m)
-                    cue_vectors = _checked(doc.cue_vectors, self._dimension)
-                    parts = _checked(doc.part_vectors, self._dimension) if vector is not None else None
+                    cue_vectors = optional_rows(doc.cue_vectors, self._dimension)
+                    parts = optional_rows(doc.part_vectors, self._dimension) if vector is not None else None
                     if not _write(conn, table, doc, doc_row, vector, cue_vectors, parts):
                         continue
                     self._df.changed(table)
@@ -255,11 +255,6 @@ class SQLiteMemoryIndex:
                 tm.put(r[0], doc, np.frombuffer(r[9], dtype=np.float32), cues, parts)
             self._tenants[tenant_id] = tm
         return tm
-
-
-def _checked(vectors: Vector | None, dimension: int) -> Vector | None:
-    """A document's cue or part vectors checked (`check_rows`; none: an empty matrix), or None."""
-    return None if vectors is None else check_rows(vectors, dimension)
 
 
 def _cues_or_none(vector: Vector | None, cue_vectors: Vector | None, dimension: int) -> Vector | None:

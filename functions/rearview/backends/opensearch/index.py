@@ -57,9 +57,10 @@ from rearview.backends.opensearch.queries import (
     versions_page,
 )
 from rearview.backends.opensearch.vector_queries import vector_body, vector_ranked
+from rearview.backends.vector_checks import check_vector, optional_rows
 from rearview.backends.version_pages import after_id, check_limit, cursor_after
 from rearview.errors import IndexUnavailableError, InvalidInputError
-from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery, Vector
+from rearview.ports import ChannelHits, IndexDocument, IndexedVersions, IndexQuery
 from rearview.shared.lazy import Lazy
 from rearview.text.bm25 import query_phrases
 
@@ -268,7 +269,7 @@ class OpenSearchMemoryIndex:
             if corpus.matches():
                 searches.append(("keyword", keyword_body(query, query.text, phrases, corpus)))
         if query.vector is not None:
-            vector = self._check_vector(query.vector)
+            vector = check_vector(query.vector, self._config.dimension)
             if query.limit > 0 and vector.any():  # a zero vector has no direction: no neighbours
                 searches.append(("vector", vector_body(query, vector, self._config.ef_search)))
         keyword: list[tuple[str, float]] = []
@@ -328,36 +329,15 @@ class OpenSearchMemoryIndex:
         items = pairs[:limit]
         return IndexedVersions(items, cursor_after(items[-1][0]) if len(pairs) > limit else None)
 
-    # -- vectors ----------------------------------------------------------------------------
-
-    def _check_rows(self, vectors: Vector | None) -> Vector | None:
-        """A document's cue or part vectors as a (rows, dimension) float32 matrix, each row checked."""
-        import numpy as np
-
-        if vectors is None:
-            return None
-        rows = [self._check_vector(row) for row in vectors]
-        return np.stack(rows) if rows else np.zeros((0, self._config.dimension), np.float32)
-
-    def _check_vector(self, vector: Vector) -> Vector:
-        import numpy as np
-
-        arr = np.asarray(vector, dtype=np.float32)
-        if arr.ndim != 1 or arr.shape[0] != self._config.dimension:
-            raise InvalidInputError(
-                "vector", f"has shape {arr.shape}; this index holds {self._config.dimension}-d vectors"
-            )
-        if not np.isfinite(arr).all():
-            raise InvalidInputError("vector", "contains NaN or infinite values")
-        return arr
-
     # -- writes -----------------------------------------------------------------------------
 
     def _upsert(self, index: str, docs: Sequence[IndexDocument], refresh: Refresh) -> None:
         latest: dict[tuple[str, str], IndexDocument] = {}
         for doc in docs:  # the last document of a memory in the batch wins
-            vector = None if doc.vector is None else self._check_vector(doc.vector)
-            cue_vectors, parts = self._check_rows(doc.cue_vectors), self._check_rows(doc.part_vectors)
+            vector = None if doc.vector is None else check_vector(doc.vector, self._config.dimension)
+            dimension = self._config.dimension
+            cue_vectors = optional_rows(doc.cue_vectors, dimension)
+            parts = optional_rows(doc.part_vectors, dimension)
             key = (doc.memory.tenant_id, doc.memory.id)
             latest[key] = replace(doc, vector=vector, cue_vectors=cue_vectors, part_vectors=parts)
         if not latest:
