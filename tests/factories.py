@@ -8,6 +8,7 @@ import numpy as np
 
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryStatus, MemoryType, Visibility
 from rearview.ports import StoreWrite, Vector
+from rearview.service.search.candidates import Candidates
 from rearview.shared.ids import new_id
 from rearview.text import content_hash
 
@@ -105,3 +106,21 @@ def unit_vector(seed: int, dimension: int = 32) -> Vector:
 
 def minutes(n: int) -> timedelta:
     return timedelta(minutes=n)
+
+
+def package_manager_candidates(**kwargs: object) -> Candidates:
+    """A search's candidates for "Which package manager does the user use?": the pnpm memory (the
+    answer, strong on both channels) and an unrelated one; `kwargs` replace any field."""
+    at = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    pnpm = make_memory("The user uses pnpm as the package manager.", memory_id="pnpm", at=at)
+    cat = make_memory("The user's cat is called Mochi.", memory_id="cat", at=at)
+    base: dict[str, object] = {
+        "query": "Which package manager does the user use?",
+        "now": at,
+        "memories": {"pnpm": pnpm, "cat": cat},
+        "keyword": [("pnpm", 5.0), ("cat", 0.4)],
+        "vector": [("pnpm", 0.91), ("cat", 0.82)],
+        "keyword_ceiling": 6.0,
+        "vector_baselines": (0.8, 0.78),
+    }
+    return Candidates(**{**base, **kwargs})  # type: ignore[arg-type]

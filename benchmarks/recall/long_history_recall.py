@@ -161,18 +161,26 @@ def write_haystack(
     return Written(hay, service, turns_of)
 
 
-def ask(written: Written, policy: RankingPolicy, alternatives: Sequence[str] = ()) -> dict[str, float]:
-    """The question searched under `policy` (with `alternatives`, if any) over the written haystack,
-    scored (`longmemeval_recall`)."""
-    service, hay = written.service, written.hay
-    searcher = Searcher(
-        service.store, service.index, service.embedder, service.clock, replace(service.config, ranking=policy)
-    )
-    request = SearchRequest(
+def searcher_of(written: Written, policy: RankingPolicy) -> Searcher:
+    """A searcher over the written haystack's service, ranking under `policy`."""
+    service = written.service
+    config = replace(service.config, ranking=policy)
+    return Searcher(service.store, service.index, service.embedder, service.clock, config)
+
+
+def request_of(hay: Haystack, alternatives: Sequence[str] = ()) -> SearchRequest:
+    """The question as the protocol asks it: top_k 50, `reference_time` its date, no reinforcement."""
+    return SearchRequest(
         query=hay.question, top_k=TOP_K, reinforce=False, reference_time=hay.asked_at,
         alternatives=list(alternatives) or None,
     )  # fmt: skip
-    result = searcher.search(TENANT, request)
+
+
+def ask(written: Written, policy: RankingPolicy, alternatives: Sequence[str] = ()) -> dict[str, float]:
+    """The question searched under `policy` (with `alternatives`, if any) over the written haystack,
+    scored (`longmemeval_recall`)."""
+    hay = written.hay
+    result = searcher_of(written, policy).search(TENANT, request_of(hay, alternatives))
     held = [pair for hit in result.results for pair in written.turns_of.get(hit.id, [])]
     return turn_recall([t for t, _ in held], hay.evidence_turns) | session_recall(
         [s for _, s in held], hay.evidence_sessions

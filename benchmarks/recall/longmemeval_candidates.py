@@ -26,16 +26,15 @@ from benchmarks.common.machine import cpu_model
 from benchmarks.recall.long_history_recall import (
     DEFAULT_LME,
     TENANT,
-    TOP_K,
+    request_of,
+    searcher_of,
     served_config,
     write_haystack,
 )
 from benchmarks.recall.long_history_tables import halves
 from benchmarks.recall.longmemeval_recall import load
 from benchmarks.recall.vector_shards import ShardedVectors
-from rearview.models import SearchRequest
 from rearview.service.search.candidates import Candidates
-from rearview.service.search.searcher import Searcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,23 +59,14 @@ def collect(path: Path, limit: int | None) -> list[Question]:
     out = []
     for hay in haystacks:
         written = write_haystack(hay, embedder, config)
-        service = written.service
-        searcher = Searcher(service.store, service.index, embedder, service.clock, config)
-        request = SearchRequest(query=hay.question, top_k=TOP_K, reinforce=False, reference_time=hay.asked_at)
         evidence = {
             memory_id
             for memory_id, turns in written.turns_of.items()
             if any(turn_id in hay.evidence_turns for turn_id, _ in turns)
         }
-        out.append(
-            Question(
-                hay.question_id,
-                hay.question_type,
-                0 if hay.question_id in in_first else 1,
-                tuple(sorted(evidence)),
-                searcher.candidates(TENANT, request),
-            )
-        )
+        candidates = searcher_of(written, config.ranking).candidates(TENANT, request_of(hay))
+        half = 0 if hay.question_id in in_first else 1
+        out.append(Question(hay.question_id, hay.question_type, half, tuple(sorted(evidence)), candidates))
         embedder.save(f"candidates-{hay.question_id}")  # the query's vector, if new
     return out
 

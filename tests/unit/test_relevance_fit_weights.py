@@ -9,7 +9,7 @@ from benchmarks.recall.longmemeval_candidates import Question
 from benchmarks.recall.relevance_fit import LONGMEMEVAL_SHARE, Rows, _others, longmemeval_all_at_10
 
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, with_learned_relevance
-from tests.unit.test_relevance_model import _candidates
+from tests.factories import package_manager_candidates
 
 
 def _rows(n: int) -> Rows:
@@ -30,7 +30,9 @@ def test_a_set_not_given_is_left_out() -> None:
 
 def test_a_longmemeval_question_counts_only_when_every_piece_is_returned_in_the_first_ten() -> None:
     policy = with_learned_relevance(DEFAULT_RANKING)
-    found = Question("q1", "single-session-user", 0, ("pnpm",), _candidates())
+    found = Question("q1", "single-session-user", 0, ("pnpm",), package_manager_candidates())
     assert longmemeval_all_at_10([found], policy) == 1.0
-    cut = Question("q2", "multi-session", 1, ("pnpm", "cat"), _candidates())  # a weak match behind a sure one
+    cut = Question(
+        "q2", "multi-session", 1, ("pnpm", "cat"), package_manager_candidates()
+    )  # a weak match behind a sure one
     assert longmemeval_all_at_10([found, cut], policy) == 0.5

@@ -11,7 +11,7 @@ import pytest
 
 from rearview.errors import ConfigurationError
 from rearview.service.search.admission import admitted
-from rearview.service.search.candidates import Candidates, Fused, Ranked
+from rearview.service.search.candidates import Fused, Ranked
 from rearview.service.search.fusion import evidence_of
 from rearview.service.search.ranking import rank
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, with_learned_relevance
@@ -23,7 +23,7 @@ from rearview.service.search.relevance import (
     features,
     shipped_model,
 )
-from tests.factories import make_memory
+from tests.factories import make_memory, package_manager_candidates
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 LEARNED = with_learned_relevance(DEFAULT_RANKING)
@@ -97,32 +97,17 @@ def test_the_shipped_model_rates_the_matching_memory_likely_and_the_unrelated_on
     assert all(0 < v < 1 for v in p.values())
 
 
-def _candidates(**kwargs: object) -> Candidates:
-    pnpm = make_memory("The user uses pnpm as the package manager.", memory_id="pnpm", at=NOW)
-    cat = make_memory("The user's cat is called Mochi.", memory_id="cat", at=NOW)
-    base: dict[str, object] = {
-        "query": "Which package manager does the user use?",
-        "now": NOW,
-        "memories": {"pnpm": pnpm, "cat": cat},
-        "keyword": [("pnpm", 5.0), ("cat", 0.4)],
-        "vector": [("pnpm", 0.91), ("cat", 0.82)],
-        "keyword_ceiling": 6.0,
-        "vector_baselines": (0.8, 0.78),
-    }
-    return Candidates(**{**base, **kwargs})  # type: ignore[arg-type]
-
-
 def test_the_learned_relevance_needs_both_channels_and_their_scales() -> None:
-    assert evidence_of(_candidates()) is not None
-    assert evidence_of(_candidates(vector_baselines=None)) is None
-    assert evidence_of(_candidates(vector=None)) is None
+    assert evidence_of(package_manager_candidates()) is not None
+    assert evidence_of(package_manager_candidates(vector_baselines=None)) is None
+    assert evidence_of(package_manager_candidates(vector=None)) is None
     assert (
-        evidence_of(_candidates(keyword=[], keyword_ceiling=0.0)) is not None
+        evidence_of(package_manager_candidates(keyword=[], keyword_ceiling=0.0)) is not None
     )  # no term held: no scale needed
 
 
 def test_score_is_relevance_times_every_factor_and_relevance_is_the_models() -> None:
-    candidates = _candidates()
+    candidates = package_manager_candidates()
     ranked = rank(candidates, LEARNED)
     expected = shipped_model().estimate(evidence_of(candidates))  # type: ignore[arg-type]
     for r in ranked:
@@ -135,7 +120,7 @@ def _ranked(*relevances: float) -> list[Ranked]:
     out = []
     for i, relevance in enumerate(relevances):
         memory = make_memory(f"memory {i}", memory_id=f"m{i}", at=NOW)
-        factors = rank(_candidates(), LEARNED)[0].factors
+        factors = rank(package_manager_candidates(), LEARNED)[0].factors
         out.append(Ranked(memory, relevance, Fused(memory.id, relevance), factors))
     return out
 
