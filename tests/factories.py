@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from rearview.backends.memory import InMemoryMemoryIndex
 from rearview.models import HistoryAction, HistoryEvent, Memory, MemoryStatus, MemoryType, Visibility
-from rearview.ports import StoreWrite, Vector
+from rearview.ports import IndexDocument, StoreWrite, Vector
 from rearview.service.search.candidates import Candidates
 from rearview.shared.ids import new_id
 from rearview.text import content_hash
@@ -124,3 +125,21 @@ def package_manager_candidates(**kwargs: object) -> Candidates:
         "vector_baselines": (0.8, 0.78),
     }
     return Candidates(**{**base, **kwargs})  # type: ignore[arg-type]
+
+
+class RecordingIndex(InMemoryMemoryIndex):
+    """The in-memory index, keeping every document it was given (`docs`) and each upsert's contents."""
+
+    def __init__(self, dimension: int = 256) -> None:
+        super().__init__(dimension)
+        self.docs: list[IndexDocument] = []
+        self.upserts: list[list[str]] = []
+
+    def upsert(self, docs: list[IndexDocument]) -> None:  # type: ignore[override]
+        self.docs.extend(docs)
+        self.upserts.append([d.memory.content for d in docs])
+        super().upsert(docs)
+
+    def last(self, content: str) -> IndexDocument:
+        """The last document given for the memory holding `content`."""
+        return [d for d in self.docs if d.memory.content == content][-1]

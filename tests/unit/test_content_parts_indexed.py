@@ -12,7 +12,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.backends.memory import InMemoryMemoryStore
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import (
     IngestMessage,
@@ -27,7 +27,7 @@ from rearview.service.memory_service import MemoryService
 from rearview.service.reindex import reindex_tenant
 from rearview.shared.clock import ManualClock
 from rearview.text.parts import content_parts
-from tests.factories import T0
+from tests.factories import T0, RecordingIndex
 
 LONG = (
     "I'm looking for a new screen protector for my phone, the old one cracked last week. "
@@ -35,18 +35,6 @@ LONG = (
     "By the way, I've been doing yoga twice a week since March and it really helps with my anxiety."
 )
 EMBEDDER = HashingEmbedder(256)
-
-
-class RecordingIndex(InMemoryMemoryIndex):
-    """The in-memory index, keeping every document it was given."""
-
-    def __init__(self) -> None:
-        super().__init__(256)
-        self.docs: list[IndexDocument] = []
-
-    def upsert(self, docs: list[IndexDocument]) -> None:  # type: ignore[override]
-        self.docs.extend(docs)
-        super().upsert(docs)
 
 
 @pytest.fixture
@@ -57,7 +45,7 @@ def service() -> MemoryService:
 
 def _last(service: MemoryService, content: str) -> IndexDocument:
     assert isinstance(service.index, RecordingIndex)
-    return [d for d in service.index.docs if d.memory.content == content][-1]
+    return service.index.last(content)
 
 
 def _parts_of(content: str) -> np.ndarray:

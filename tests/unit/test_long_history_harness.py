@@ -49,6 +49,7 @@ def test_the_benchmark_ranks_as_rearview_serve_is_configured() -> None:
     config = served_config("onnx")
     assert config.ranking == served.ranking
     assert config.near_duplicate_threshold == served.near_duplicate_threshold
+    assert config.query_view == served.query_view > 0
 
 
 def _pets() -> Haystack:

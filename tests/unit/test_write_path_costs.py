@@ -7,15 +7,14 @@ from datetime import timedelta
 
 import pytest
 
-from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
+from rearview.backends.memory import InMemoryMemoryStore
 from rearview.backends.sqlite_terms import fts_text
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, WriteRequest
-from rearview.ports import IndexDocument
 from rearview.service.memory_service import MemoryService
 from rearview.shared.clock import ManualClock
 from rearview.text import disallowed_control_chars, tokens
-from tests.factories import T0
+from tests.factories import T0, RecordingIndex
 
 
 @pytest.mark.parametrize(
@@ -32,18 +31,6 @@ from tests.factories import T0
 def test_line_by_line_tokens_are_the_texts_tokens(text: str) -> None:
     assert fts_text(text) == " ".join(tokens(text))
     assert fts_text(text) == " ".join(tokens(text))  # and again, from the cache
-
-
-class RecordingIndex(InMemoryMemoryIndex):
-    """The in-memory index, recording the memory ids of each `upsert`."""
-
-    def __init__(self) -> None:
-        super().__init__(256)
-        self.upserts: list[list[str]] = []
-
-    def upsert(self, docs: list[IndexDocument]) -> None:  # type: ignore[override]
-        self.upserts.append([d.memory.content for d in docs])
-        super().upsert(docs)
 
 
 def test_a_new_memory_rewrites_only_the_neighbours_whose_context_it_changes() -> None:

@@ -91,7 +91,7 @@ class Changes:
         self.archive = archive
         self._writer = writer
         self._present = present
-        self._erasure = Erasure(store, index, embedder, clock, self._erase_archived)
+        self._erasure = Erasure(store, index, embedder, clock, self._erase_archived, config.query_view)
 
     def update(self, tenant_id: str, req: UpdateRequest) -> MemoryView:
         """A new version of an active memory; re-embedded and re-indexed when the content changes.
@@ -173,7 +173,7 @@ class Changes:
         import numpy as np
 
         if content_changed:
-            return indexing.embed_memory(self.embedder, updated)
+            return indexing.embed_memory(self.embedder, updated, query_view=self.config.query_view)
         if not cues_changed:
             return IndexDocument(updated, None)
         if not updated.cues:
@@ -181,7 +181,12 @@ class Changes:
                 updated, None, cue_vectors=np.zeros((0, self.embedder.dimension), np.float32)
             )
         try:
-            cue_vectors = self.embedder.embed_documents([c.text for c in updated.cues])
+            cue_vectors = indexing.cue_vectors(
+                self.embedder,
+                [c.text for c in updated.cues],
+                session_id=updated.session_id,
+                query_view=self.config.query_view,
+            )
         except EmbedderError as exc:
             log.warning("embedding the new cues failed; the indexed cues stay until reindex: %s", exc)
             return IndexDocument(updated, None)
@@ -359,7 +364,7 @@ class Changes:
             restored, HistoryAction.RESTORED, stub, now, agent_id, note=f"restored from {ref}"
         )
         self.store.commit([StoreWrite(restored, event, stub.version)])
-        doc = indexing.embed_memory(self.embedder, restored)
+        doc = indexing.embed_memory(self.embedder, restored, query_view=self.config.query_view)
         indexed = doc is not None and indexing.upsert(
             self.index, keyword_context.documents_with_context(self.store, tenant_id, [doc])
         )
@@ -384,7 +389,7 @@ class Changes:
             restored, HistoryAction.RESTORED, memory, now, agent_id, note="restored from forgotten"
         )
         self.store.commit([StoreWrite(restored, event, memory.version)])
-        doc = indexing.embed_memory(self.embedder, restored)
+        doc = indexing.embed_memory(self.embedder, restored, query_view=self.config.query_view)
         indexed = doc is not None and indexing.upsert(
             self.index, keyword_context.documents_with_context(self.store, tenant_id, [doc])
         )

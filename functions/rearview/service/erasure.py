@@ -78,12 +78,14 @@ class Erasure:
         embedder: Embedder,
         clock: Clock,
         erase_archived: Callable[[str, Memory], int],
+        query_view: float = 0.0,
     ) -> None:
         self.store = store
         self.index = index
         self.embedder = embedder
         self.clock = clock
         self.erase_archived = erase_archived
+        self.query_view = query_view
 
     def run(self, tenant_id: str, targets: Sequence[Memory], actor: str) -> ErasureReceipt:
         """Erase `targets` (memories the caller may erase) and their words everywhere; the receipt.
@@ -240,7 +242,11 @@ class Erasure:
         )
         event = event.model_copy(update={"before": redacted_snapshot(event.before, content)})
         self.store.commit([StoreWrite(after, event, derived.version)])
-        doc = indexing.embed_memory(self.embedder, after) if content != derived.content else None
+        doc = (
+            indexing.embed_memory(self.embedder, after, query_view=self.query_view)
+            if content != derived.content
+            else None
+        )
         indexing.upsert(
             self.index,
             keyword_context.documents_with_context(

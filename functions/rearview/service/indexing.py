@@ -31,16 +31,24 @@ class Embedding:
     parts: Vector | None = None
 
 
-def embed_texts(embedder: Embedder, texts: Sequence[tuple[str, Sequence[str]]]) -> list[Embedding]:
+def embed_texts(
+    embedder: Embedder, texts: Sequence[tuple[str, Sequence[str]]], *, views: Sequence[float] | None = None
+) -> list[Embedding]:
     """Each (content, cues)'s vectors: content, cues and the content's parts, in one embedder call.
 
-    Parts: `rearview.text.parts.content_parts`.
+    Parts: `rearview.text.parts.content_parts`. `views[i]` (default 0 for all): the weight of item
+    i's query view in its content's and cues' vectors (`statement_vectors`; a standalone memory's,
+    `view_weight`); its parts stay passages.
 
     Raises EmbedderError as `embed_documents` does.
     """
     parts = [content_parts(content) for content, _ in texts]
-    flat = [t for (content, cues), own in zip(texts, parts, strict=True) for t in (content, *cues, *own)]
-    matrix = embedder.embed_documents(flat) if flat else None
+    flat: list[str] = []
+    weights: list[float] = []
+    for n, ((content, cues), own) in enumerate(zip(texts, parts, strict=True)):
+        flat.extend((content, *cues, *own))
+        weights.extend([views[n] if views else 0.0] * (1 + len(cues)) + [0.0] * len(own))
+    matrix = statement_vectors(embedder, flat, weights) if flat else None
     out: list[Embedding] = []
     at = 0
     for (_, cues), own in zip(texts, parts, strict=True):
@@ -57,14 +65,84 @@ def embed_texts(embedder: Embedder, texts: Sequence[tuple[str, Sequence[str]]]) 
     return out
 
 
-def index_documents(
-    embedder: Embedder, memories: Sequence[Memory], contexts: Mapping[str, str] | None = None
-) -> list[IndexDocument]:
-    """Full documents of `memories`: content, cues and parts embedded in one call, with their `contexts`.
+def statement_vectors(embedder: Embedder, texts: Sequence[str], weights: Sequence[float]) -> Vector:
+    """Each text's vector: `normalize(passage + weights[i] x query)`, the passage where the weight is 0.
+
+    multilingual-e5 embeds what is searched for with `query: ` and what is stored with `passage: `;
+    a short statement is later asked for in other words, and its query embedding lies nearer to the
+    questions that paraphrase it (benchmarks/recall/document_views.py). The passages are one embedder
+    call, the query views of the weighted texts one more.
 
     Raises EmbedderError as `embed_documents` does.
     """
-    vectors = embed_texts(embedder, [(m.content, [c.text for c in m.cues]) for m in memories])
+    import numpy as np
+
+    passages = embedder.embed_documents(texts)
+    rows = [i for i, w in enumerate(weights) if w > 0]
+    if not rows:
+        return passages
+    queries = np.asarray(query_vectors(embedder, [texts[i] for i in rows]), dtype=np.float32)
+    out = np.array(passages, dtype=np.float32)
+    mixed = out[rows] + np.asarray([weights[i] for i in rows], dtype=np.float32)[:, None] * queries
+    out[rows] = mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
+    return out
+
+
+def cue_vectors(
+    embedder: Embedder, texts: Sequence[str], *, session_id: str | None, query_view: float
+) -> Vector:
+    """A memory's cue texts as its index holds them: `statement_vectors` at its `view_weight`.
+
+    Raises EmbedderError as `embed_documents` does.
+    """
+    return statement_vectors(embedder, texts, [view_weight(session_id, query_view)] * len(texts))
+
+
+def query_vectors(embedder: Embedder, texts: Sequence[str]) -> Vector:
+    """`texts` as queries, in one call where the embedder has `embed_queries` (row i: `texts[i]`).
+
+    Raises EmbedderError as `embed_query` does.
+    """
+    import numpy as np
+
+    if len(texts) == 1:
+        one: Vector = embedder.embed_query(texts[0])[None, :]
+        return one
+    batch = getattr(embedder, "embed_queries", None)
+    if callable(batch):
+        matrix: Vector = batch(list(texts))
+        return matrix
+    return np.stack([embedder.embed_query(t) for t in texts])
+
+
+def view_weight(session_id: str | None, query_view: float) -> float:
+    """The weight of a memory's query view: `query_view` for a standalone one, 0 for a session's turn.
+
+    A conversation's turns keep their passages: through the service, the keyword channel and the
+    relevance model already carry what the view adds to them (LoCoMo's R@10 fell by .004-.011 with
+    it; benchmarks/findings/recall.md).
+    """
+    return query_view if session_id is None else 0.0
+
+
+def index_documents(
+    embedder: Embedder,
+    memories: Sequence[Memory],
+    contexts: Mapping[str, str] | None = None,
+    *,
+    query_view: float = 0.0,
+) -> list[IndexDocument]:
+    """Full documents of `memories`: content, cues and parts embedded in one call, with their `contexts`.
+
+    A standalone memory (no `session_id`) takes its query view at `query_view` (`embed_texts`).
+
+    Raises EmbedderError as `embed_documents` does.
+    """
+    vectors = embed_texts(
+        embedder,
+        [(m.content, [c.text for c in m.cues]) for m in memories],
+        views=[view_weight(m.session_id, query_view) for m in memories],
+    )
     return [
         IndexDocument(
             m, e.vector, cue_vectors=e.cues, part_vectors=e.parts, context=(contexts or {}).get(m.id)
@@ -73,20 +151,10 @@ def index_documents(
     ]
 
 
-def embed_memory(embedder: Embedder, memory: Memory) -> IndexDocument | None:
+def embed_memory(embedder: Embedder, memory: Memory, *, query_view: float = 0.0) -> IndexDocument | None:
     """One memory's full document, or None when the embedder fails (it stays unindexed)."""
     try:
-        return index_documents(embedder, [memory])[0]
-    except EmbedderError as exc:
-        log.warning("embedding failed, memory stored unindexed: %s", exc)
-        return None
-
-
-def embed_document(embedder: Embedder, content: str) -> Vector | None:
-    """The content's document vector, or None when the embedder fails (the memory is stored unindexed)."""
-    try:
-        vector: Vector = embedder.embed_documents([content])[0]
-        return vector
+        return index_documents(embedder, [memory], query_view=query_view)[0]
     except EmbedderError as exc:
         log.warning("embedding failed, memory stored unindexed: %s", exc)
         return None

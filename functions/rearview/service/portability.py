@@ -238,7 +238,9 @@ class Restorer:
         if not batch:
             return
         try:
-            docs = indexing.index_documents(self._service.embedder, batch)
+            docs = indexing.index_documents(
+                self._service.embedder, batch, query_view=self._service.config.query_view
+            )
         except EmbedderError as exc:
             log.warning("embedding failed, restored memories stored unindexed: %s", exc)
             self.unindexed += len(batch)

@@ -31,7 +31,7 @@ def _pages(service: MemoryService, tenant_id: str) -> Iterator[list[Memory]]:
 def index_documents(service: MemoryService, tenant_id: str, items: Sequence[Memory]) -> list[IndexDocument]:
     """Full documents of `items`: re-embedded, each with its keyword context rebuilt from the store."""
     contexts = reindex_contexts(service.store, tenant_id, items)
-    return indexing.index_documents(service.embedder, items, contexts)
+    return indexing.index_documents(service.embedder, items, contexts, query_view=service.config.query_view)
 
 
 def reindex_tenant(

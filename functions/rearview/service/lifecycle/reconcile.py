@@ -146,4 +146,8 @@ class ReconcileJob:
         for start in range(0, len(items), batch):
             chunk = items[start : start + batch]
             contexts = reindex_contexts(service.store, self.ctx.tenant_id, chunk)
-            service.index.upsert(indexing.index_documents(service.embedder, chunk, contexts))
+            service.index.upsert(
+                indexing.index_documents(
+                    service.embedder, chunk, contexts, query_view=service.config.query_view
+                )
+            )

@@ -168,11 +168,12 @@ likely answer in the first three. The lead constants (`lead_gap`, `confident_at`
 half the users and scored on the other (`relevance_fit.lead_split`), and so is `alternatives_unless`
 (`relevance_fit.alternatives_split`: 0.95 leaves the alternatives of 43-49 % of searches unsearched
 and loses nothing on any scored half; 0.8, chosen on two halves, lost .006 of hit@3 on the other).
-Held-out figures without / with help (the model with LongMemEval's rows and the `long` features, on
-a host with VNNI, whose vectors differ a little from a Zen 1 host's: benchmarks/findings/recall.md):
-hit@1 .708 / .931, hit@3 .858 / .980 (plain cosine .850 / .986), no likely answer to a `nothing`
-question .683 / .550, a likely answer in the first three .474 / .861, precision .446 / .689; LoCoMo
-development R@10 .794. On that host the grid's choice is another point (relative_relevance 0.6, no
+Held-out figures without / with help (the model with LongMemEval's rows and the `long` features,
+standalone memories indexed with their query view, on a host with VNNI, whose vectors differ a
+little from a Zen 1 host's: benchmarks/findings/recall.md): hit@1 .728 / .942, hit@3 .879 / .986
+(plain e5 cosine over passages .714 / .850 without help), no likely answer to a `nothing` question
+.650 / .533, a likely answer in the first three .468 / .853, precision .456 / .689; LoCoMo
+development R@10 .791. On that host the grid's choice is another point (relative_relevance 0.6, no
 similarity floor, the plain mean over phrasings); these constants were chosen on a Zen 1 host and are
 kept until a choice holds on both. `phrasing_agreement` 0.8 (was
 1.0, the plain mean over phrasings) marks more answers found through an alternative likely."""
