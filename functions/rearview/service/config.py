@@ -34,9 +34,8 @@ class ServiceConfig:
     tenant_policies: Mapping[str, TenantPolicy] = field(default_factory=dict)
     """Per-tenant retention and decay; tenants not listed use `retention` and `decay`."""
     query_view: float = 0.0
-    """The weight of a standalone memory's query view in its vectors (`indexing.embed_texts`): its
-    content and cues are embedded as `normalize(passage + query_view x query)`. 0: passages only;
-    e5: bootstrap's `QUERY_VIEWS`."""
+    """The weight of a standalone memory's query view in its content's vector (`indexing.embed_texts`):
+    `normalize(passage + query_view x query)`. 0: passages only; e5: bootstrap's `QUERY_VIEWS`."""
     conflict_min_similarity: float = 0.86
     """Cosine from which an older memory may be a write's unlinked conflict (`write/conflicts.py`);
     e5's scale (bootstrap's `CONFLICT_MIN_SIMILARITIES` per vector space)."""

@@ -37,8 +37,8 @@ def embed_texts(
     """Each (content, cues)'s vectors: content, cues and the content's parts, in one embedder call.
 
     Parts: `rearview.text.parts.content_parts`. `views[i]` (default 0 for all): the weight of item
-    i's query view in its content's and cues' vectors (`statement_vectors`; a standalone memory's,
-    `view_weight`); its parts stay passages.
+    i's query view in its content's vector (`statement_vectors`; a standalone memory's,
+    `view_weight`); its cues, already worded as questions, and its parts stay passages.
 
     Raises EmbedderError as `embed_documents` does.
     """
@@ -47,7 +47,7 @@ def embed_texts(
     weights: list[float] = []
     for n, ((content, cues), own) in enumerate(zip(texts, parts, strict=True)):
         flat.extend((content, *cues, *own))
-        weights.extend([views[n] if views else 0.0] * (1 + len(cues)) + [0.0] * len(own))
+        weights.extend([views[n] if views else 0.0] + [0.0] * (len(cues) + len(own)))
     matrix = statement_vectors(embedder, flat, weights) if flat else None
     out: list[Embedding] = []
     at = 0
@@ -88,16 +88,6 @@ def statement_vectors(embedder: Embedder, texts: Sequence[str], weights: Sequenc
     return out
 
 
-def cue_vectors(
-    embedder: Embedder, texts: Sequence[str], *, session_id: str | None, query_view: float
-) -> Vector:
-    """A memory's cue texts as its index holds them: `statement_vectors` at its `view_weight`.
-
-    Raises EmbedderError as `embed_documents` does.
-    """
-    return statement_vectors(embedder, texts, [view_weight(session_id, query_view)] * len(texts))
-
-
 def query_vectors(embedder: Embedder, texts: Sequence[str]) -> Vector:
     """`texts` as queries, in one call where the embedder has `embed_queries` (row i: `texts[i]`).
 
@@ -134,7 +124,7 @@ def index_documents(
 ) -> list[IndexDocument]:
     """Full documents of `memories`: content, cues and parts embedded in one call, with their `contexts`.
 
-    A standalone memory (no `session_id`) takes its query view at `query_view` (`embed_texts`).
+    A standalone memory's (no `session_id`) content takes its query view at `query_view` (`embed_texts`).
 
     Raises EmbedderError as `embed_documents` does.
     """

@@ -209,10 +209,8 @@ class CueJob:
         if not cued:
             return
         texts = [c.text for m in cued for c in m.cues]
-        query_view = self.ctx.service.config.query_view
-        views = [indexing.view_weight(m.session_id, query_view) for m in cued for _ in m.cues]
         try:
-            matrix = indexing.statement_vectors(self.ctx.service.embedder, texts, views)
+            matrix = self.ctx.service.embedder.embed_documents(texts)
         except EmbedderError as exc:
             log.warning("cues: embedding failed, the index catches up at reconcile: %s", exc)
             self.report.unindexed += len(cued)

@@ -169,11 +169,11 @@ half the users and scored on the other (`relevance_fit.lead_split`), and so is `
 (`relevance_fit.alternatives_split`: 0.95 leaves the alternatives of 43-49 % of searches unsearched
 and loses nothing on any scored half; 0.8, chosen on two halves, lost .006 of hit@3 on the other).
 Held-out figures without / with help (the model with LongMemEval's rows and the `long` features,
-standalone memories indexed with their query view, on a host with VNNI, whose vectors differ a
-little from a Zen 1 host's: benchmarks/findings/recall.md): hit@1 .728 / .942, hit@3 .879 / .986
-(plain e5 cosine over passages .714 / .850 without help), no likely answer to a `nothing` question
-.650 / .533, a likely answer in the first three .468 / .853, precision .456 / .689; LoCoMo
-development R@10 .791. On that host the grid's choice is another point (relative_relevance 0.6, no
+standalone memories' content indexed with its query view, on a host with VNNI, whose vectors
+differ a little from a Zen 1 host's: benchmarks/findings/recall.md): hit@1 .731 / .939, hit@3 .879
+/ .980 (plain e5 cosine over passages .714 / .850 without help), no likely answer to a `nothing`
+question .633 / .583, a likely answer in the first three .477 / .873, precision .455 / .687; LoCoMo
+development R@10 .793. On that host the grid's choice is another point (relative_relevance 0.6, no
 similarity floor, the plain mean over phrasings); these constants were chosen on a Zen 1 host and are
 kept until a choice holds on both. `phrasing_agreement` 0.8 (was
 1.0, the plain mean over phrasings) marks more answers found through an alternative likely."""

@@ -192,18 +192,12 @@ class Writer:
         embedded here; a caller's failed one is not tried again.
         """
         try:
-            view = indexing.view_weight(req.session_id, self.config.query_view)
             if embedded is None:
+                view = indexing.view_weight(req.session_id, self.config.query_view)
                 return indexing.embed_texts(self.embedder, [(req.content, req.cues)], views=[view])[0]
             if embedded.vector is None:
                 return None
-            cues = (
-                indexing.cue_vectors(
-                    self.embedder, req.cues, session_id=req.session_id, query_view=self.config.query_view
-                )
-                if req.cues
-                else None
-            )
+            cues = self.embedder.embed_documents(req.cues) if req.cues else None
             return indexing.Embedding(embedded.vector, cues, embedded.parts)
         except EmbedderError as exc:
             log.warning("embedding failed, memory stored unindexed: %s", exc)
@@ -434,12 +428,7 @@ class Writer:
         if merged.cues == existing.cues:
             return None
         try:
-            return indexing.cue_vectors(
-                self.embedder,
-                [c.text for c in merged.cues],
-                session_id=merged.session_id,
-                query_view=self.config.query_view,
-            )
+            return self.embedder.embed_documents([c.text for c in merged.cues])
         except EmbedderError as exc:
             log.warning("embedding merged cues failed; the indexed cues stay until reindex: %s", exc)
             return None
