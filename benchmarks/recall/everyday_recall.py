@@ -268,7 +268,7 @@ COLUMNS = (
 
 
 def render(outcomes: Sequence[Outcome], title: str) -> str:
-    """Overall, per kind, per query language, and per kind x language."""
+    """Overall, per kind, per query language, per kind x language, and per user."""
     lines = [title, f"{'group':<20}" + "".join(f"{c:>13}" for c in COLUMNS)]
 
     def row(label: str, rows: Iterable[Outcome]) -> None:
@@ -289,6 +289,8 @@ def render(outcomes: Sequence[Outcome], title: str) -> str:
             rows = [o for o in outcomes if o.question.language == language and o.question.kind == kind]
             if rows:
                 row(f"{language} {kind}", rows)
+    for user in dict.fromkeys(o.question.user for o in outcomes):
+        row(f"user {user}", (o for o in outcomes if o.question.user == user))
     return "\n".join(lines)
 
 

@@ -254,13 +254,14 @@ def held_out(folds: Folds, policy: RankingPolicy, asked: Sequence[Labelled]) -> 
 
 
 def side_by_side(cosine: Figures, without: Figures, with_help: Figures) -> str:
-    """Plain cosine, the service without help and with it, per kind and per user, on one line each."""
+    """Cosine over the vectors the index holds (a standalone memory's with its query view), the
+    service without help and with it, per kind and per user, on one line each."""
 
     def cell(f: Mapping[str, float], *keys: str) -> str:
         return "/".join("-" if k not in f else f"{f[k]:.3f}" for k in keys)
 
     lines = [
-        f"{'group':<16}{'cosine h1/h3':>14}   without: h1/h3  empty/marked  prec"
+        f"{'group':<16}{'index cos h1/h3':>14}   without: h1/h3  empty/marked  prec"
         "      with: h1/h3  empty/marked  prec"
     ]
     for group in ["all", *KINDS, *sorted(g for g in without if g.startswith("user "))]:

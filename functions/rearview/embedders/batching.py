@@ -29,7 +29,7 @@ import numpy as np
 from rearview.embedders.query_cache import QueryCache
 from rearview.embedders.wrapping import EmbedderWrapper, QueryBatchEmbedder
 from rearview.errors import EmbedderError, InvalidInputError
-from rearview.ports import Vector
+from rearview.ports import Vector, query_views_of
 
 
 @dataclass(eq=False, slots=True)
@@ -94,6 +94,13 @@ class BatchingEmbedder(EmbedderWrapper):
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
         return self._inner.embed_documents(texts)
+
+    def embed_query_views(self, texts: Sequence[str]) -> Vector:
+        """Stored texts as queries (`ports.query_views_of`), straight to the inner embedder.
+
+        As documents go: neither batched with searches nor cached.
+        """
+        return query_views_of(self._inner, texts)
 
     def embed_query(self, text: str) -> Vector:
         cached = self._cache.get(self.model_id, text)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rearview.errors import EmbedderError
-from rearview.ports import Embedder, Vector
+from rearview.ports import Embedder, Vector, query_views_of
 from rearview.shared.lazy import Lazy
 
 __all__ = ["DeferredEmbedder"]
@@ -65,6 +65,10 @@ class DeferredEmbedder:
 
     def embed_query(self, text: str) -> Vector:
         return self._get().embed_query(text)
+
+    def embed_query_views(self, texts: Sequence[str]) -> Vector:
+        """Stored texts as queries, as the started engine embeds them (`ports.query_views_of`)."""
+        return query_views_of(self._get(), texts)
 
     def _get(self) -> Embedder:
         if self._refused is not None:

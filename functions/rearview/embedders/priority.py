@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -74,13 +74,21 @@ class PriorityEmbedder(EmbedderWrapper):
         return 1 if self._exclusive else len(os.sched_getaffinity(0))
 
     def embed_documents(self, texts: Sequence[str]) -> Vector:
+        return self._as_documents(texts, self._inner.embed_documents)
+
+    def embed_query_views(self, texts: Sequence[str]) -> Vector:
+        """Stored texts embedded as queries (`ports.query_views_of`), on the documents' path."""
+        return self._as_documents(texts, self._inner.embed_queries)
+
+    def _as_documents(self, texts: Sequence[str], embed: Callable[[Sequence[str]], Vector]) -> Vector:
+        """`embed(texts)` as document work: one write's texts express, anything more in chunks."""
         if sum(map(len, texts)) <= self._express_chars:
             with self._engine_turn(query=True):
-                return self._inner.embed_documents(texts)
+                return embed(texts)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start, chunk in self._chunks(texts):
             with self._engine_turn(query=False):
-                out[start : start + len(chunk)] = self._inner.embed_documents(chunk)
+                out[start : start + len(chunk)] = embed(chunk)
         return out
 
     def embed_query(self, text: str) -> Vector:

@@ -16,6 +16,7 @@ from rearview.ports.index import (
     MemoryIndex,
     Vector,
     VersionedIndex,
+    query_views_of,
 )
 from rearview.ports.language import Completion, LanguageModel
 from rearview.ports.store import (
@@ -53,4 +54,5 @@ __all__ = [
     "Touch",
     "Vector",
     "VersionedIndex",
+    "query_views_of",
 ]

@@ -218,3 +218,22 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> Vector:
         """A (dimension,) vector for a search query."""
+
+
+def query_views_of(embedder: Embedder, texts: Sequence[str]) -> Vector:
+    """Stored texts embedded as queries (a standalone memory's query view), as document work.
+
+    The embedder wrappers that schedule work (`PriorityEmbedder`, `BatchingEmbedder`,
+    `DeferredEmbedder`) have `embed_query_views`: a write's or a reindex's texts take the document
+    path there, never the search's queue, lane or query cache. An engine without it embeds them with
+    `embed_queries` (or `embed_query` per text): row i is what `embed_query(texts[i])` returns either
+    way.
+    """
+    import numpy as np
+
+    for name in ("embed_query_views", "embed_queries"):
+        method = getattr(embedder, name, None)
+        if callable(method):
+            matrix: Vector = method(list(texts))
+            return matrix
+    return np.stack([embedder.embed_query(t) for t in texts])

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from rearview.errors import EmbedderError, IndexUnavailableError
 from rearview.models import Memory, MemoryStatus
-from rearview.ports import Embedder, IndexDocument, MemoryIndex, Vector
+from rearview.ports import Embedder, IndexDocument, MemoryIndex, Vector, query_views_of
 from rearview.text.parts import content_parts
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,8 @@ def statement_vectors(embedder: Embedder, texts: Sequence[str], weights: Sequenc
     multilingual-e5 embeds what is searched for with `query: ` and what is stored with `passage: `;
     a short statement is later asked for in other words, and its query embedding lies nearer to the
     questions that paraphrase it (benchmarks/recall/document_views.py). The passages are one embedder
-    call, the query views of the weighted texts one more.
+    call, the query views of the weighted texts one more (`ports.query_views_of`: document work,
+    not a search's).
 
     Raises EmbedderError as `embed_documents` does.
     """
@@ -81,28 +82,11 @@ def statement_vectors(embedder: Embedder, texts: Sequence[str], weights: Sequenc
     rows = [i for i, w in enumerate(weights) if w > 0]
     if not rows:
         return passages
-    queries = np.asarray(query_vectors(embedder, [texts[i] for i in rows]), dtype=np.float32)
+    queries = np.asarray(query_views_of(embedder, [texts[i] for i in rows]), dtype=np.float32)
     out = np.array(passages, dtype=np.float32)
     mixed = out[rows] + np.asarray([weights[i] for i in rows], dtype=np.float32)[:, None] * queries
     out[rows] = mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
     return out
-
-
-def query_vectors(embedder: Embedder, texts: Sequence[str]) -> Vector:
-    """`texts` as queries, in one call where the embedder has `embed_queries` (row i: `texts[i]`).
-
-    Raises EmbedderError as `embed_query` does.
-    """
-    import numpy as np
-
-    if len(texts) == 1:
-        one: Vector = embedder.embed_query(texts[0])[None, :]
-        return one
-    batch = getattr(embedder, "embed_queries", None)
-    if callable(batch):
-        matrix: Vector = batch(list(texts))
-        return matrix
-    return np.stack([embedder.embed_query(t) for t in texts])
 
 
 def view_weight(session_id: str | None, query_view: float) -> float:

@@ -26,7 +26,6 @@ from rearview.models import (
 )
 from rearview.ports import Embedder, IndexQuery, MemoryIndex, MemoryStore, Touch, Vector
 from rearview.service.config import ServiceConfig
-from rearview.service.indexing import query_vectors
 from rearview.service.search.as_of import as_of_filter, check_as_of, state_at
 from rearview.service.search.baseline import Baselines
 from rearview.service.search.candidates import Candidates, ChannelScores, Phrasing, Ranked
@@ -328,8 +327,16 @@ class Searcher:
 
     def _embed_queries(self, texts: list[str], reasons: list[str]) -> Vector | None:
         """The phrasings' query vectors in one embedder call (row i: `texts[i]`), or None if it fails."""
+        import numpy as np
+
         try:
-            return query_vectors(self.embedder, texts)
+            if len(texts) == 1:
+                return self.embedder.embed_query(texts[0])[None, :]
+            batch = getattr(self.embedder, "embed_queries", None)
+            if callable(batch):
+                matrix: Vector = batch(texts)
+                return matrix
+            return np.stack([self.embedder.embed_query(t) for t in texts])
         except EmbedderError as exc:
             reasons.append(f"embedder unavailable ({exc}); keyword channel only")
             return None
