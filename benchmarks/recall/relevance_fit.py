@@ -477,7 +477,7 @@ def alternatives_split(folds: Folds, base: RankingPolicy, asked: Sequence[Labell
 
 def help_tables(folds: Folds, base: RankingPolicy, modes: Mapping[str, Sequence[Labelled]]) -> str:
     """Without and with the agent's help, held out by user: the side-by-side table, the weak leads'
-    split and the alternatives' split."""
+    split, the alternatives' split and the operating curve."""
     tables = {mode: held_out(folds, base, modes[mode]) for mode in ("without", "with")}
     with_help = {k: round(v["hit@3"], 3) for k, v in cosine_figures(modes["with"]).items()}
     return "\n".join(
@@ -491,8 +491,53 @@ def help_tables(folds: Folds, base: RankingPolicy, modes: Mapping[str, Sequence[
             "alternatives searched only without a sure answer (alternatives_unless), chosen on half the",
             "users, scored on the other half:",
             alternatives_split(folds, base, modes["with"]),
+            operating_curve(folds, base, modes),
         ]
     )
+
+
+MARKING_CURVE = (0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+"""The `relevant_at` values `operating_curve` prints (the shipped one among them)."""
+
+FLOOR_CURVE = (0, 1, 2, 3)
+"""The `similarity_keep` values `operating_curve` prints (the shipped one among them)."""
+
+
+def operating_curve(folds: Folds, base: RankingPolicy, modes: Mapping[str, Sequence[Labelled]]) -> str:
+    """What the model can trade, held out by user, per mode: abstention against marks as `relevant_at`
+    moves, and precision against paraphrase and cross-lingual hit@3 as the similarity floor
+    (`similarity_keep`) shrinks, beside cosine over the index's vectors. Neither knob changes the
+    model: targets these lines do not reach together need better evidence, not another constant.
+    "-": no question of that kind."""
+
+    def cell(figures: Figures, *keys: tuple[str, str]) -> str:
+        return "/".join(f"{figures[g][k]:.3f}" if k in figures.get(g, {}) else "-" for g, k in keys)
+
+    lines = ["operating curve, held out by user (relevant_at: empty / marked / precision):"]
+    for mode in ("without", "with"):
+        cells = []
+        for at in MARKING_CURVE:
+            f = held_out(folds, replace(base, relevant_at=at), modes[mode])
+            cells.append(
+                f"{at:.2f}: " + cell(f, ("nothing", "none relevant"), ("all", "marked"), ("all", "precision"))
+            )
+        lines.append(f"  {mode:<8} " + "  ".join(cells))
+    lines.append(
+        "similarity_keep: precision, paraphrase / cross-lingual hit@3 [cosine over the index's vectors]:"
+    )
+    for mode in ("without", "with"):
+        cells = []
+        for keep in FLOOR_CURVE:
+            f = held_out(folds, replace(base, similarity_keep=keep), modes[mode])
+            cells.append(
+                f"{keep}: "
+                + cell(f, ("all", "precision"))
+                + ", "
+                + cell(f, ("paraphrase", "hit@3"), ("cross_lingual", "hit@3"))
+            )
+        cosine = cell(cosine_figures(modes[mode]), ("paraphrase", "hit@3"), ("cross_lingual", "hit@3"))
+        lines.append(f"  {mode:<8} " + "  ".join(cells) + f"  [{cosine}]")
+    return "\n".join(lines)
 
 
 def render(results: list[tuple[dict[str, float], dict[str, dict[str, float]]]]) -> str:
