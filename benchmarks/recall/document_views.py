@@ -2,6 +2,7 @@
 
     export PYTHONPATH=functions:.
     .venv/bin/python benchmarks/recall/document_views.py [--alphas 0,0.3,0.5,1] [--no-locomo]
+    .venv/bin/python benchmarks/recall/document_views.py --centrings 0,0.3,0.5,1 [--no-locomo]
 
 multilingual-e5 embeds a search text with `query: ` and a stored text with `passage: `. A memory is
 short and is later asked for in other words; its `query: ` embedding lies nearer to the questions
@@ -15,9 +16,11 @@ that paraphrase it. This script measures a memory's vector as `normalize(passage
   haystack (raw turns, as `locomo_recall.py` writes them, without its ranking);
 - what one memory costs to embed both ways (process CPU, the same embedder in this process).
 
-A mixed vector is one vector per memory, as today: the index's size and the search's cost do not
-change, the write embeds each text twice. Nothing in the service uses it yet (benchmarks/findings/
-recall.md, "A memory's query view").
+With `--centrings`, the columns are query centrings (`centring.QueryCentring`, as the searcher
+applies it) instead: the everyday memories with the shipped view, LoCoMo's turns as passages.
+
+A mixed vector is one vector per memory: the index's size and the search's cost do not change, the
+write embeds each text twice (the service's rule: `indexing.statement_vectors`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from benchmarks.common.locomo import DEFAULT_DATASET as LOCOMO_DATASET
 from benchmarks.common.machine import cpu_model, loadavg
 from benchmarks.common.timing import process_cpu_ms
 from benchmarks.recall.everyday_recall import DEFAULT_DATASET, KINDS, load
+from rearview.bootstrap import QUERY_VIEWS
+from rearview.service.search.centring import QueryCentring
 
 Matrix = npt.NDArray[np.float32]
 
@@ -65,25 +70,42 @@ def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
     return float((p > n).mean() + 0.5 * (p == n).mean())
 
 
-def everyday(embedder: Any, dataset: dict[str, Any], alphas: Sequence[float]) -> str:
-    """The everyday table: per alpha, hit@1/hit@3 overall, per kind and per user; users up/down; AUC."""
-    hits: dict[float, dict[str, list[tuple[bool, bool]]]] = {a: defaultdict(list) for a in alphas}
-    best: dict[float, tuple[list[float], list[float]]] = {a: ([], []) for a in alphas}
+Variant = tuple[float, float]
+"""(alpha, centring): the memory's query view weight, and how much of its script's mean question the
+query loses (`centring.QueryCentring`, as the searcher applies it)."""
+
+
+def label(variant: Variant) -> str:
+    alpha, centring = variant
+    return f"alpha {alpha:g}" + (f", centring {centring:g}" if centring else "")
+
+
+def asked_vectors(embedder: Any, texts: Sequence[str], centring: float) -> Matrix:
+    """The questions' query vectors, centred as the searcher centres them."""
+    queries = np.asarray(embedder.embed_queries(list(texts)), dtype=np.float32)
+    out: Matrix = QueryCentring(embedder, centring).apply(texts, queries)
+    return out
+
+
+def everyday(embedder: Any, dataset: dict[str, Any], variants: Sequence[Variant]) -> str:
+    """The everyday table: per variant, hit@1/hit@3 overall, per kind and per user; users up/down; AUC."""
+    hits: dict[Variant, dict[str, list[tuple[bool, bool]]]] = {a: defaultdict(list) for a in variants}
+    best: dict[Variant, tuple[list[float], list[float]]] = {a: ([], []) for a in variants}
     for user in dataset["users"]:
         keys = [m["key"] for m in user["memories"]]
         passages, queries = views(embedder, [m["content"] for m in user["memories"]])
-        asked = np.asarray(embedder.embed_queries([q["query"] for q in user["questions"]]), np.float32)
-        for alpha in alphas:
-            scores = asked @ mixed(passages, queries, alpha).T
+        texts = [q["query"] for q in user["questions"]]
+        for alpha, centring in variants:
+            scores = asked_vectors(embedder, texts, centring) @ mixed(passages, queries, alpha).T
             for q, row in zip(user["questions"], scores, strict=True):
                 if not q["answers"]:
-                    best[alpha][1].append(float(row.max()))
+                    best[alpha, centring][1].append(float(row.max()))
                     continue
-                best[alpha][0].append(float(row.max()))
+                best[alpha, centring][0].append(float(row.max()))
                 top = [keys[i] for i in np.argsort(-row, kind="stable")[:3]]
                 found = (top[0] in q["answers"], any(k in q["answers"] for k in top))
                 for group in ("all", q["kind"], f"user {user['user']}"):
-                    hits[alpha][group].append(found)
+                    hits[alpha, centring][group].append(found)
 
     def cell(rows: list[tuple[bool, bool]]) -> str:
         return f"{fmean(a for a, _ in rows):.3f} / {fmean(b for _, b in rows):.3f}" if rows else "-"
@@ -91,52 +113,55 @@ def everyday(embedder: Any, dataset: dict[str, Any], alphas: Sequence[float]) ->
     groups = [
         "all",
         *(k for k in KINDS if k != "nothing"),
-        *sorted(g for g in hits[alphas[0]] if g[:5] == "user "),
+        *sorted(g for g in hits[variants[0]] if g[:5] == "user "),
     ]
-    lines = ["| hit@1 / hit@3 | n | " + " | ".join(f"alpha {a:g}" for a in alphas) + " |"]
-    lines.append("|---|---|" + "---|" * len(alphas))
+    lines = ["| hit@1 / hit@3 | n | " + " | ".join(label(a) for a in variants) + " |"]
+    lines.append("|---|---|" + "---|" * len(variants))
     for group in groups:
-        n = len(hits[alphas[0]][group])
-        lines.append(f"| {group} | {n} | " + " | ".join(cell(hits[a][group]) for a in alphas) + " |")
+        n = len(hits[variants[0]][group])
+        lines.append(f"| {group} | {n} | " + " | ".join(cell(hits[a][group]) for a in variants) + " |")
     lines.append(
         "| nothing stored: AUC of the best cosine | | "
-        + " | ".join(f"{auc(*best[a]):.3f}" for a in alphas)
+        + " | ".join(f"{auc(*best[a]):.3f}" for a in variants)
         + " |"
     )
     users = [g for g in groups if g.startswith("user ")]
-    for alpha in alphas[1:]:
+    for variant in variants[1:]:
         moved = []
         for n, name in enumerate(("hit@1", "hit@3")):
             delta = [
-                fmean(r[n] for r in hits[alpha][u]) - fmean(r[n] for r in hits[alphas[0]][u]) for u in users
+                fmean(r[n] for r in hits[variant][u]) - fmean(r[n] for r in hits[variants[0]][u])
+                for u in users
             ]
             moved.append(f"{name} up {sum(d > 0 for d in delta)}, down {sum(d < 0 for d in delta)}")
-        lines.append(f"alpha {alpha:g} against {alphas[0]:g}, users of {len(users)}: " + "; ".join(moved))
+        lines.append(
+            f"{label(variant)} against {label(variants[0])}, users of {len(users)}: " + "; ".join(moved)
+        )
     return "\n".join(lines)
 
 
-def locomo(embedder: Any, path: Path, alphas: Sequence[float]) -> str:
+def locomo(embedder: Any, path: Path, variants: Sequence[Variant]) -> str:
     """LoCoMo development R@10 per category, each conversation its own haystack of raw turns."""
-    recall: dict[float, dict[str, list[float]]] = {a: defaultdict(list) for a in alphas}
+    recall: dict[Variant, dict[str, list[float]]] = {a: defaultdict(list) for a in variants}
     for conversation in load_locomo(path, None, Counter()):
         ids = [t.dia_id for t in conversation.turns]
         passages, queries = views(embedder, [t.content for t in conversation.turns])
-        asked = np.asarray(embedder.embed_queries([q.text for q in conversation.questions]), np.float32)
-        for alpha in alphas:
-            scores = asked @ mixed(passages, queries, alpha).T
+        texts = [q.text for q in conversation.questions]
+        for alpha, centring in variants:
+            scores = asked_vectors(embedder, texts, centring) @ mixed(passages, queries, alpha).T
             for q, row in zip(conversation.questions, scores, strict=True):
                 top = {ids[i] for i in np.argsort(-row, kind="stable")[:10]}
                 r = sum(e in top for e in q.evidence) / len(q.evidence)
-                recall[alpha]["all"].append(r)
-                recall[alpha][CATEGORIES[q.category]].append(r)
+                recall[alpha, centring]["all"].append(r)
+                recall[alpha, centring][CATEGORIES[q.category]].append(r)
     lines = [
-        "| R@10 | n | " + " | ".join(f"alpha {a:g}" for a in alphas) + " |",
-        "|---|---|" + "---|" * len(alphas),
+        "| R@10 | n | " + " | ".join(label(a) for a in variants) + " |",
+        "|---|---|" + "---|" * len(variants),
     ]
     for group in ("all", *CATEGORIES.values()):
-        n = len(recall[alphas[0]][group])
+        n = len(recall[variants[0]][group])
         lines.append(
-            f"| {group} | {n} | " + " | ".join(f"{fmean(recall[a][group]):.3f}" for a in alphas) + " |"
+            f"| {group} | {n} | " + " | ".join(f"{fmean(recall[a][group]):.3f}" for a in variants) + " |"
         )
     return "\n".join(lines)
 
@@ -158,15 +183,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-locomo", action="store_true", help="the everyday set only")
     parser.add_argument("--embedder", choices=LOCAL_EMBEDDERS, default="onnx")
     parser.add_argument("--alphas", default="0,0.3,0.5,1", help="comma-separated; the first is the baseline")
+    parser.add_argument(
+        "--centrings",
+        default=None,
+        help="comma-separated query centrings instead of alphas, the first the baseline: the everyday set's"
+        f" memories with the shipped view ({QUERY_VIEWS['onnx']}), LoCoMo's turns as passages",
+    )
     args = parser.parse_args(argv)
-    alphas = [float(a) for a in args.alphas.split(",")]
+    if args.centrings is None:
+        variants = [(float(a), 0.0) for a in args.alphas.split(",")]
+        turns = variants
+    else:
+        centrings = [float(c) for c in args.centrings.split(",")]
+        variants = [(QUERY_VIEWS["onnx"], c) for c in centrings]
+        turns = [(0.0, c) for c in centrings]
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     embedder = local_embedder(args.embedder)
     print(f"machine: {cpu_model()}, load {loadavg()}; embedder {args.embedder}")
     dataset = load(args.dataset)
-    print(f"\neveryday ({dataset['name']}), plain cosine, no help:\n{everyday(embedder, dataset, alphas)}")
+    print(f"\neveryday ({dataset['name']}), plain cosine, no help:\n{everyday(embedder, dataset, variants)}")
     if not args.no_locomo:
-        print(f"\nLoCoMo development, plain cosine over raw turns:\n{locomo(embedder, args.locomo, alphas)}")
+        print(f"\nLoCoMo development, plain cosine over raw turns:\n{locomo(embedder, args.locomo, turns)}")
     contents = [m["content"] for u in dataset["users"] for m in u["memories"]][:200]
     print(f"\n{cost(embedder, contents)}; load {loadavg()}")
     return 0

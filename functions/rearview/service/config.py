@@ -36,6 +36,10 @@ class ServiceConfig:
     query_view: float = 0.0
     """The weight of a standalone memory's query view in its content's vector (`indexing.embed_texts`):
     `normalize(passage + query_view x query)`. 0: passages only; e5: bootstrap's `QUERY_VIEWS`."""
+    query_centring: float = 0.0
+    """How much of its script's mean question a search's query vector loses (`centring.QueryCentring`):
+    `normalize(query - query_centring x mean)`. 0: the query as embedded; e5: bootstrap's
+    `QUERY_CENTRINGS`."""
     conflict_min_similarity: float = 0.86
     """Cosine from which an older memory may be a write's unlinked conflict (`write/conflicts.py`);
     e5's scale (bootstrap's `CONFLICT_MIN_SIMILARITIES` per vector space)."""
