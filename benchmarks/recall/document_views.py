@@ -16,7 +16,7 @@ that paraphrase it. This script measures a memory's vector as `normalize(passage
   haystack (raw turns, as `locomo_recall.py` writes them, without its ranking);
 - what one memory costs to embed both ways (process CPU, the same embedder in this process).
 
-With `--centrings`, the columns are query centrings (`centring.QueryCentring`, as the searcher
+With `--centrings`, the columns are query centrings (`centring.centred`, as the searcher
 applies it) instead: the everyday memories with the shipped view, LoCoMo's turns as passages.
 
 A mixed vector is one vector per memory: the index's size and the search's cost do not change, the
@@ -44,7 +44,8 @@ from benchmarks.common.machine import cpu_model, loadavg
 from benchmarks.common.timing import process_cpu_ms
 from benchmarks.recall.everyday_recall import DEFAULT_DATASET, KINDS, load
 from rearview.bootstrap import QUERY_VIEWS
-from rearview.service.search.centring import QueryCentring
+from rearview.service.search.baseline import Baselines
+from rearview.service.search.centring import centred
 
 Matrix = npt.NDArray[np.float32]
 
@@ -72,7 +73,7 @@ def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
 
 Variant = tuple[float, float]
 """(alpha, centring): the memory's query view weight, and how much of its script's mean question the
-query loses (`centring.QueryCentring`, as the searcher applies it)."""
+query loses (`centring.centred`, as the searcher applies it)."""
 
 
 def label(variant: Variant) -> str:
@@ -80,23 +81,23 @@ def label(variant: Variant) -> str:
     return f"alpha {alpha:g}" + (f", centring {centring:g}" if centring else "")
 
 
-def asked_vectors(embedder: Any, texts: Sequence[str], centring: float) -> Matrix:
-    """The questions' query vectors, centred as the searcher centres them."""
-    queries = np.asarray(embedder.embed_queries(list(texts)), dtype=np.float32)
-    out: Matrix = QueryCentring(embedder, centring).apply(texts, queries)
-    return out
+def asked_vectors(embedder: Any, baselines: Baselines, texts: Sequence[str], centring: float) -> Matrix:
+    """The questions' query vectors, centred as the searcher centres them (`baselines`: the embedder's)."""
+    queries: Matrix = np.asarray(embedder.embed_queries(list(texts)), dtype=np.float32)
+    return centred(texts, queries, baselines.question_means(), centring) if centring else queries
 
 
 def everyday(embedder: Any, dataset: dict[str, Any], variants: Sequence[Variant]) -> str:
     """The everyday table: per variant, hit@1/hit@3 overall, per kind and per user; users up/down; AUC."""
     hits: dict[Variant, dict[str, list[tuple[bool, bool]]]] = {a: defaultdict(list) for a in variants}
     best: dict[Variant, tuple[list[float], list[float]]] = {a: ([], []) for a in variants}
+    baselines = Baselines(embedder)
     for user in dataset["users"]:
         keys = [m["key"] for m in user["memories"]]
         passages, queries = views(embedder, [m["content"] for m in user["memories"]])
         texts = [q["query"] for q in user["questions"]]
         for alpha, centring in variants:
-            scores = asked_vectors(embedder, texts, centring) @ mixed(passages, queries, alpha).T
+            scores = asked_vectors(embedder, baselines, texts, centring) @ mixed(passages, queries, alpha).T
             for q, row in zip(user["questions"], scores, strict=True):
                 if not q["answers"]:
                     best[alpha, centring][1].append(float(row.max()))
@@ -143,12 +144,13 @@ def everyday(embedder: Any, dataset: dict[str, Any], variants: Sequence[Variant]
 def locomo(embedder: Any, path: Path, variants: Sequence[Variant]) -> str:
     """LoCoMo development R@10 per category, each conversation its own haystack of raw turns."""
     recall: dict[Variant, dict[str, list[float]]] = {a: defaultdict(list) for a in variants}
+    baselines = Baselines(embedder)
     for conversation in load_locomo(path, None, Counter()):
         ids = [t.dia_id for t in conversation.turns]
         passages, queries = views(embedder, [t.content for t in conversation.turns])
         texts = [q.text for q in conversation.questions]
         for alpha, centring in variants:
-            scores = asked_vectors(embedder, texts, centring) @ mixed(passages, queries, alpha).T
+            scores = asked_vectors(embedder, baselines, texts, centring) @ mixed(passages, queries, alpha).T
             for q, row in zip(conversation.questions, scores, strict=True):
                 top = {ids[i] for i in np.argsort(-row, kind="stable")[:10]}
                 r = sum(e in top for e in q.evidence) / len(q.evidence)
@@ -173,6 +175,24 @@ def cost(embedder: Any, texts: Sequence[str]) -> str:
     return (
         f"embedding CPU per memory ({len(texts)} memories, one at a time): passage {passage:.2f} ms,"
         f" both views {both:.2f} ms ({both / passage:.2f}x)"
+    )
+
+
+def centring_cost(embedder: Any, questions: Sequence[str], weight: float) -> str:
+    """Process CPU of the background's means (once per process) and of centring one search's three
+    phrasings, beside embedding one question (the questions one at a time)."""
+    baselines = Baselines(embedder)
+    means_ms = process_cpu_ms(baselines.question_means)
+    phrasings = list(questions[:3])
+    vectors = np.asarray(embedder.embed_queries(phrasings), dtype=np.float32)
+    runs = 1000
+    centre_ms = process_cpu_ms(
+        lambda: [centred(phrasings, vectors, baselines.question_means(), weight) for _ in range(runs)]
+    )
+    embed_ms = process_cpu_ms(lambda: [embedder.embed_queries([q]) for q in questions]) / len(questions)
+    return (
+        f"centring CPU: the background's means {means_ms:.0f} ms once; three phrasings"
+        f" {centre_ms / runs * 1000:.1f} us a search, beside {embed_ms:.2f} ms to embed one question"
     )
 
 
@@ -206,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\nLoCoMo development, plain cosine over raw turns:\n{locomo(embedder, args.locomo, turns)}")
     contents = [m["content"] for u in dataset["users"] for m in u["memories"]][:200]
     print(f"\n{cost(embedder, contents)}; load {loadavg()}")
+    if args.centrings is not None:
+        questions = [q["query"] for u in dataset["users"] for q in u["questions"]][:200]
+        print(f"{centring_cost(embedder, questions, max(centrings))}; load {loadavg()}")
     return 0
 
 

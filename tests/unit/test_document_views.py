@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from benchmarks.recall.document_views import asked_vectors, auc, everyday, mixed
+from benchmarks.recall.document_views import asked_vectors, auc, centring_cost, everyday, mixed
 
 from rearview.embedders.hashing import HashingEmbedder
-from rearview.service.search.centring import QueryCentring
+from rearview.service.search.baseline import Baselines
+from rearview.service.search.centring import centred
 
 
 def test_alpha_zero_is_the_passage_and_every_mix_is_unit_length() -> None:
@@ -55,8 +56,15 @@ def test_the_everyday_table_scores_each_variant_per_kind_and_per_user() -> None:
 def test_a_centred_variant_asks_with_the_searchers_centred_query() -> None:
     embedder = HashingEmbedder()
     texts = ["white Tesla Model 3", "特斯拉"]
-    plain = asked_vectors(embedder, texts, 0.0)
+    baselines = Baselines(embedder)
+    plain = asked_vectors(embedder, baselines, texts, 0.0)
     assert np.allclose(plain, embedder.embed_queries(texts))
-    centred = asked_vectors(embedder, texts, 0.5)
-    assert np.allclose(centred, QueryCentring(embedder, 0.5).apply(texts, plain))
-    assert not np.allclose(centred, plain, atol=1e-3)
+    moved = asked_vectors(embedder, baselines, texts, 0.5)
+    assert np.allclose(moved, centred(texts, plain, baselines.question_means(), 0.5))
+    assert not np.allclose(moved, plain, atol=1e-3)
+
+
+def test_the_centring_cost_line_names_the_means_and_a_searchs_phrasings() -> None:
+    line = centring_cost(HashingEmbedder(), ["white Tesla Model 3", "特斯拉", "allergic to peanuts"], 0.5)
+    assert line.startswith("centring CPU: the background's means ")
+    assert " us a search, beside " in line

@@ -1,6 +1,6 @@
-"""A search's query vector loses `query_centring` x its script's mean question (`centring.QueryCentring`).
+"""A search's query vector loses `query_centring` x its script's mean question (`centring.centred`).
 
-The means are the background's query embeddings per script, embedded once; a Latin query loses the
+The means are the background's query embeddings per script (`Baselines.question_means`), embedded once; a Latin query loses the
 Latin mean and a CJK one the CJK mean; rows stay unit length; weight 0 leaves the query as embedded.
 Through the searcher, the index is asked with the centred vector, so an answer in the other language
 can outrank a same-language memory about something else, and memories' own vectors never change.
@@ -22,8 +22,8 @@ from rearview.models import SearchRequest, WriteRequest
 from rearview.ports import ChannelHits, IndexDocument, IndexQuery, Vector
 from rearview.service.config import ServiceConfig
 from rearview.service.memory_service import MemoryService
-from rearview.service.search.baseline import BACKGROUND_CJK, BACKGROUND_LATIN
-from rearview.service.search.centring import QueryCentring
+from rearview.service.search.baseline import BACKGROUND_CJK, BACKGROUND_LATIN, Baselines
+from rearview.service.search.centring import centred
 from rearview.shared.clock import ManualClock
 from rearview.text import is_cjk_text
 from tests.factories import T0
@@ -89,7 +89,7 @@ def test_each_query_loses_its_own_scripts_mean_and_stays_unit_length() -> None:
     embedder = ScriptEmbedder()
     texts = ["where do I live", "我住在哪里"]
     queries = embedder.embed_queries(texts)
-    out = QueryCentring(embedder, 0.5).apply(texts, queries)
+    out = centred(texts, queries, Baselines(embedder).question_means(), 0.5)
     latin, cjk = _means(embedder)
     for row, query, mean in zip(out, queries, (latin, cjk), strict=True):
         expected = query - 0.5 * mean
@@ -97,15 +97,17 @@ def test_each_query_loses_its_own_scripts_mean_and_stays_unit_length() -> None:
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-6)
 
 
-def test_the_means_are_embedded_once_and_weight_zero_embeds_nothing() -> None:
+def test_the_means_are_embedded_once_and_a_search_without_centring_embeds_none() -> None:
     embedder = ScriptEmbedder()
-    queries = embedder.embed_queries(["where do I live"])
-    assert QueryCentring(embedder, 0.0).apply(["where do I live"], queries) is queries
-    assert embedder.query_calls == 1
-    centring = QueryCentring(embedder, 0.5)
-    centring.apply(["where do I live"], queries)
-    centring.apply(["我住在哪里"], queries)
-    assert embedder.query_calls == 2  # the background, once
+    baselines = Baselines(embedder)
+    np.testing.assert_allclose(baselines.question_means(), np.stack(_means(embedder)), atol=1e-6)
+    calls = embedder.query_calls
+    baselines.question_means()
+    assert embedder.query_calls == calls  # kept
+    service, _ = _service(0.0)
+    assert isinstance(service.embedder, ScriptEmbedder)
+    service.search("t1", SearchRequest(query="where do I live", reinforce=False))
+    assert service.embedder.query_calls == 1  # the query alone
 
 
 def test_an_embedder_failure_while_embedding_the_means_is_raised() -> None:
@@ -114,7 +116,7 @@ def test_an_embedder_failure_while_embedding_the_means_is_raised() -> None:
             raise EmbedderError("engine down")
 
     with pytest.raises(EmbedderError):
-        QueryCentring(Down(), 0.5).apply(["where do I live"], np.zeros((1, 64), dtype=np.float32))
+        Baselines(Down()).question_means()
 
 
 def _service(weight: float) -> tuple[MemoryService, AskedIndex]:
@@ -134,9 +136,8 @@ def test_the_index_is_asked_with_the_centred_query_and_memories_keep_their_vecto
     (asked,) = index.asked
     embedder = ScriptEmbedder()
     query = embedder.embed_query("where do I live")
-    np.testing.assert_allclose(
-        asked.vector, QueryCentring(embedder, weight).apply(["where do I live"], query[None, :])[0], atol=1e-6
-    )
+    expected = centred(["where do I live"], query[None, :], Baselines(embedder).question_means(), weight)[0]
+    np.testing.assert_allclose(asked.vector, expected, atol=1e-6)
     first = index.search(asked).vector[0][0]
     assert first == (answer if weight else other)  # the shared Latin direction wins until it is taken out
     for content, vector in zip(contents, embedder.embed_documents(contents), strict=True):

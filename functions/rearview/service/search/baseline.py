@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 
-from rearview.ports import Embedder, Vector
+from rearview.ports import Embedder, Vector, query_views_of
 from rearview.text import is_cjk_text
 
 BACKGROUND_LATIN: tuple[str, ...] = (
@@ -73,18 +73,27 @@ BACKGROUND_CJK: tuple[str, ...] = (
     "一只鸟在阳台上筑了巢。",
     "演唱会的票一个小时就卖完了。",
 )
+BACKGROUND: tuple[str, ...] = (*BACKGROUND_LATIN, *BACKGROUND_CJK)
+"""The Latin background, then the CJK one: what `Baselines` embeds in one call."""
+
+
 BASELINE_QUANTILE = 0.9
 """Which of the query's background cosines is its zero: high (one background line may happen to be
 related), not the maximum."""
 
 
 class Baselines:
-    """The background's vectors for one embedder, embedded on first use; `of(query)` per script."""
+    """The background's vectors for one embedder, embedded on first use.
+
+    `of(query)`: the query's zero per script; `question_means()`: the mean question per script, what
+    `centring.centred` takes out of a query.
+    """
 
     def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
         self._lock = threading.Lock()
         self._vectors: tuple[Vector, Vector] | None = None
+        self._question_means: Vector | None = None
 
     def of(self, query_vector: Vector) -> tuple[float, float]:
         """(Latin, CJK) baseline cosine of a query: `BASELINE_QUANTILE` of its background cosines.
@@ -100,17 +109,33 @@ class Baselines:
             float(np.quantile(cjk @ q, BASELINE_QUANTILE)),
         )
 
-    def _background(self) -> tuple[Vector, Vector]:
+    def question_means(self) -> Vector:
+        """(2, dim): the background's mean `query: ` embedding, Latin (row 0) and CJK (row 1).
+
+        Embedded as document work (`ports.query_views_of`) on the first call; raises what the embedder
+        raises (`EmbedderError`) then if it cannot embed.
+        """
         import numpy as np
 
         with self._lock:
+            if self._question_means is None:
+                latin, cjk = _by_script(query_views_of(self._embedder, BACKGROUND))
+                self._question_means = np.stack([latin.mean(axis=0), cjk.mean(axis=0)])
+            return self._question_means
+
+    def _background(self) -> tuple[Vector, Vector]:
+        with self._lock:
             if self._vectors is None:
-                matrix = np.asarray(
-                    self._embedder.embed_documents([*BACKGROUND_LATIN, *BACKGROUND_CJK]), dtype=np.float32
-                )
-                n = len(BACKGROUND_LATIN)
-                self._vectors = (matrix[:n], matrix[n:])
+                self._vectors = _by_script(self._embedder.embed_documents(list(BACKGROUND)))
             return self._vectors
+
+
+def _by_script(matrix: Vector) -> tuple[Vector, Vector]:
+    """The rows of an embedded `BACKGROUND`: (the Latin ones, the CJK ones)."""
+    import numpy as np
+
+    rows = np.asarray(matrix, dtype=np.float32)
+    return rows[: len(BACKGROUND_LATIN)], rows[len(BACKGROUND_LATIN) :]
 
 
 def script_of(content: str) -> int:

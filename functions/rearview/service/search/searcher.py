@@ -29,7 +29,7 @@ from rearview.service.config import ServiceConfig
 from rearview.service.search.as_of import as_of_filter, check_as_of, state_at
 from rearview.service.search.baseline import Baselines
 from rearview.service.search.candidates import Candidates, ChannelScores, Phrasing, Ranked
-from rearview.service.search.centring import QueryCentring
+from rearview.service.search.centring import centred
 from rearview.service.search.collapse import collapse_extracted
 from rearview.service.search.contested import active_contesters
 from rearview.service.search.expansion import HOP_LIMIT, bridge_entities
@@ -69,7 +69,6 @@ class Searcher:
         self.clock = clock
         self.config = config
         self.baselines = Baselines(embedder)
-        self.centring = QueryCentring(embedder, config.query_centring)
 
     def search(self, tenant_id: str, req: SearchRequest) -> SearchResult:
         """Hybrid recall: BM25 + k-NN inside the filter, fused and re-ranked by `ranking.rank`.
@@ -330,7 +329,7 @@ class Searcher:
     def _embed_queries(self, texts: list[str], reasons: list[str]) -> Vector | None:
         """The phrasings' query vectors in one embedder call (row i: `texts[i]`), or None if it fails.
 
-        Each centred on its script (`centring.QueryCentring`).
+        Each centred on its script's mean question (`centring.centred`) when the config says so.
         """
         import numpy as np
 
@@ -341,7 +340,8 @@ class Searcher:
                 matrix = batch(texts)
             else:
                 matrix = np.stack([self.embedder.embed_query(t) for t in texts])
-            return self.centring.apply(texts, matrix)
+            weight = self.config.query_centring
+            return centred(texts, matrix, self.baselines.question_means(), weight) if weight else matrix
         except EmbedderError as exc:
             reasons.append(f"embedder unavailable ({exc}); keyword channel only")
             return None
